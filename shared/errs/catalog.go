@@ -1,0 +1,85 @@
+package errs
+
+import "strings"
+
+// Code is a stable SCREAMING_SNAKE error code shown to clients.
+type Code string
+
+// The catalog: every code the service emits. The OpenAPI document lists the
+// same codes; a test keeps the two in step.
+const (
+	CodeInternal              Code = "INTERNAL_ERROR"
+	CodeInvalidRequest        Code = "INVALID_REQUEST"
+	CodeInvalidJSON           Code = "INVALID_JSON"
+	CodeUnsupportedMediaType  Code = "UNSUPPORTED_CONTENT_TYPE"
+	CodeBodyTooLarge          Code = "REQUEST_BODY_TOO_LARGE"
+	CodeInvalidCursor         Code = "INVALID_CURSOR"
+	CodeInvalidParameter      Code = "INVALID_PARAMETER"
+	CodeIdempotencyKeyMissing Code = "IDEMPOTENCY_KEY_REQUIRED"
+	CodeIdempotencyKeyInvalid Code = "IDEMPOTENCY_KEY_INVALID"
+	CodeUnauthenticated       Code = "UNAUTHENTICATED"
+	CodeInsufficientScope     Code = "INSUFFICIENT_SCOPE"
+	CodeNotFound              Code = "NOT_FOUND"
+	CodeMethodNotAllowed      Code = "METHOD_NOT_ALLOWED"
+	CodeIdempotencyKeyReused  Code = "IDEMPOTENCY_KEY_REUSED"
+	CodeConflict              Code = "CONFLICT"
+	CodeRateLimited           Code = "RATE_LIMITED"
+	CodeServiceUnavailable    Code = "SERVICE_UNAVAILABLE"
+)
+
+// Info describes one catalog entry.
+type Info struct {
+	Code  Code
+	Kind  Kind
+	Title string
+}
+
+var catalog = map[Code]Info{
+	CodeInternal:              {CodeInternal, Internal, "Internal error"},
+	CodeInvalidRequest:        {CodeInvalidRequest, Invalid, "Invalid request"},
+	CodeInvalidJSON:           {CodeInvalidJSON, Invalid, "Malformed JSON body"},
+	CodeUnsupportedMediaType:  {CodeUnsupportedMediaType, Invalid, "Unsupported content type"},
+	CodeBodyTooLarge:          {CodeBodyTooLarge, Invalid, "Request body too large"},
+	CodeInvalidCursor:         {CodeInvalidCursor, Invalid, "Invalid cursor"},
+	CodeInvalidParameter:      {CodeInvalidParameter, Invalid, "Invalid parameter"},
+	CodeIdempotencyKeyMissing: {CodeIdempotencyKeyMissing, Invalid, "Idempotency-Key required"},
+	CodeIdempotencyKeyInvalid: {CodeIdempotencyKeyInvalid, Invalid, "Invalid Idempotency-Key"},
+	CodeUnauthenticated:       {CodeUnauthenticated, Unauthenticated, "Authentication required"},
+	CodeInsufficientScope:     {CodeInsufficientScope, Forbidden, "Insufficient scope"},
+	CodeNotFound:              {CodeNotFound, NotFound, "Not found"},
+	CodeMethodNotAllowed:      {CodeMethodNotAllowed, MethodNotAllowed, "Method not allowed"},
+	CodeIdempotencyKeyReused:  {CodeIdempotencyKeyReused, Conflict, "Idempotency-Key reused"},
+	CodeConflict:              {CodeConflict, Conflict, "Conflict"},
+	CodeRateLimited:           {CodeRateLimited, RateLimited, "Rate limit exceeded"},
+	CodeServiceUnavailable:    {CodeServiceUnavailable, Unavailable, "Service unavailable"},
+}
+
+// Kind is the code's kind; an unknown code is Internal.
+func (c Code) Kind() Kind {
+	if i, ok := catalog[c]; ok {
+		return i.Kind
+	}
+	return Internal
+}
+
+// Title is the code's short human title.
+func (c Code) Title() string {
+	if i, ok := catalog[c]; ok {
+		return i.Title
+	}
+	return "Error"
+}
+
+// Slug is the code in kebab case, the fragment of the problem type URI.
+func (c Code) Slug() string {
+	return strings.ReplaceAll(strings.ToLower(string(c)), "_", "-")
+}
+
+// Catalog returns every code, for documentation and tests.
+func Catalog() []Info {
+	out := make([]Info, 0, len(catalog))
+	for _, i := range catalog {
+		out = append(out, i)
+	}
+	return out
+}

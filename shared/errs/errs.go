@@ -1,0 +1,94 @@
+// Package errs is the service's one error type: a kind that the HTTP layer
+// maps to a status, a stable machine code from the catalog, and a detail for
+// humans. Domain code returns errs.E(...) and never writes a status code.
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind classifies an error; the HTTP layer maps each kind to one status.
+type Kind int
+
+const (
+	Internal        Kind = iota // a bug or an unexpected failure: 500, no details leak
+	Invalid                     // the request is malformed or breaks a rule: 400
+	Unauthenticated             // no valid credential: 401
+	Forbidden                   // the credential lacks a scope: 403
+	NotFound                    // absent or not granted: 404
+	MethodNotAllowed            // the path exists, the method does not: 405
+	Conflict                    // version, idempotency, state or authority conflict: 409
+	TooLarge                    // an upload above its limit: 413
+	RateLimited                 // the vendor's window is spent: 429
+	Unavailable                 // state could not be checked safely: 503
+)
+
+// Error is the error every layer passes up.
+type Error struct {
+	Kind   Kind
+	Code   Code
+	Detail string
+	// RetryAfter, in seconds, is sent as Retry-After when positive.
+	RetryAfter int
+	// Err is the underlying cause, logged but never shown to clients.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Code))
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// E builds an error for a catalog code; its kind comes from the catalog.
+func E(code Code, detail string) *Error {
+	return &Error{Kind: code.Kind(), Code: code, Detail: detail}
+}
+
+// Ef is E with a formatted detail.
+func Ef(code Code, format string, args ...any) *Error {
+	return E(code, fmt.Sprintf(format, args...))
+}
+
+// Wrap builds an error for code that keeps cause for the logs.
+func Wrap(code Code, detail string, cause error) *Error {
+	e := E(code, detail)
+	e.Err = cause
+	return e
+}
+
+// Unavailablef reports state that could not be checked safely; the service
+// fails closed with 503 and asks the client to retry after a short pause.
+func Unavailablef(cause error, format string, args ...any) *Error {
+	e := Ef(CodeServiceUnavailable, format, args...)
+	e.Err = cause
+	e.RetryAfter = 1
+	return e
+}
+
+// As returns the *Error in err's chain, or an Internal error wrapping err.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Kind: Internal, Code: CodeInternal, Detail: "An unexpected error occurred.", Err: err}
+}
+
+// Is reports whether err carries the given code.
+func Is(err error, code Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

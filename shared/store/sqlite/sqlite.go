@@ -1,0 +1,343 @@
+// Package sqlite is the embedded store: the store port over one SQLite file
+// (pure Go, modernc.org/sqlite) in WAL mode, so that the local server and the
+// CLI can open the same data directory at once. Writes run in IMMEDIATE
+// transactions and evaluate conditions inside them, which gives the same
+// all-or-nothing semantics as DynamoDB's TransactWriteItems.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/moku/sellerapi/shared/store"
+	_ "modernc.org/sqlite" // the pure-Go driver
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS items (
+	pk  TEXT    NOT NULL,
+	sk  TEXT    NOT NULL,
+	v   INTEGER NOT NULL DEFAULT 0,
+	d   BLOB,
+	n   TEXT,
+	ttl INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_ttl ON items (ttl) WHERE ttl > 0;
+`
+
+// Store is the embedded store.
+type Store struct {
+	db  *sql.DB
+	now func() time.Time
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithClock sets the clock that decides which items have expired.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts ...Option) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
+	}
+	dsn := "file:" + filepath.Join(dir, "store.db") +
+		"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	return open(dsn, opts...)
+}
+
+func open(dsn string, opts ...Option) (*Store, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: schema: %w", err)
+	}
+	s := &Store{db: db, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB exposes the database to sibling packages of the embedded mode (the
+// change-log tailer and the queues) that share its file.
+func (s *Store) DB() *sql.DB { return s.db }
+
+type querier interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+const cols = `pk, sk, v, d, n, ttl`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scan(r scanner) (store.Item, error) {
+	var it store.Item
+	var nums sql.NullString
+	if err := r.Scan(&it.PK, &it.SK, &it.Version, &it.Data, &nums, &it.ExpiresAt); err != nil {
+		return store.Item{}, err
+	}
+	if nums.Valid && nums.String != "" {
+		if err := json.Unmarshal([]byte(nums.String), &it.Nums); err != nil {
+			return store.Item{}, fmt.Errorf("sqlite: numeric attributes of %s/%s: %w", it.PK, it.SK, err)
+		}
+	}
+	return it, nil
+}
+
+func (s *Store) get(ctx context.Context, q querier, k store.Key) (store.Item, bool, error) {
+	it, err := scan(q.QueryRowContext(ctx, `SELECT `+cols+` FROM items WHERE pk = ? AND sk = ?`, k.PK, k.SK))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Item{}, false, nil
+	}
+	if err != nil {
+		return store.Item{}, false, fmt.Errorf("sqlite: get %s/%s: %w", k.PK, k.SK, err)
+	}
+	if it.Expired(s.now()) {
+		return store.Item{}, false, nil
+	}
+	return it, true, nil
+}
+
+// Get reads one live item.
+func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	store.CountRoundTrip(ctx)
+	it, ok, err := s.get(ctx, s.db, k)
+	if err != nil {
+		return store.Item{}, err
+	}
+	if !ok {
+		return store.Item{}, store.ErrNotFound
+	}
+	return it, nil
+}
+
+// GetMany reads several items. Like DynamoDB's BatchGetItem it is not a
+// snapshot: each item is read live on its own.
+func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
+	store.CountRoundTrip(ctx)
+	out := make([]store.Item, len(keys))
+	for i, k := range keys {
+		it, ok, err := s.get(ctx, s.db, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[i] = it
+		}
+	}
+	return out, nil
+}
+
+// prefixEnd is an upper bound above every key that starts with prefix.
+func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
+
+// Query reads live items of one partition in sort-key order.
+func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
+	store.CountRoundTrip(ctx)
+	if q.Limit <= 0 {
+		return nil, errors.New("sqlite: query needs a positive limit")
+	}
+	where := `pk = ? AND (ttl = 0 OR ttl > ?)`
+	args := []any{q.PK, s.now().Unix()}
+	if q.Prefix != "" {
+		where += ` AND sk >= ? AND sk < ?`
+		args = append(args, q.Prefix, prefixEnd(q.Prefix))
+	}
+	order := "ASC"
+	if q.After != "" {
+		if q.Desc {
+			where += ` AND sk < ?`
+		} else {
+			where += ` AND sk > ?`
+		}
+		args = append(args, q.After)
+	}
+	if q.Desc {
+		order = "DESC"
+	}
+	args = append(args, q.Limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+cols+` FROM items WHERE `+where+` ORDER BY sk `+order+` LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query %s: %w", q.PK, err)
+	}
+	defer rows.Close()
+	var out []store.Item
+	for rows.Next() {
+		it, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: query %s: %w", q.PK, err)
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: query %s: %w", q.PK, err)
+	}
+	return out, nil
+}
+
+// holds evaluates a condition against the live item (ok=false when absent).
+func holds(c store.Cond, it store.Item, ok bool) bool {
+	if c.Absent && ok {
+		return false
+	}
+	if (c.Exists || c.HasVersion || len(c.Bounds) > 0) && !ok {
+		return false
+	}
+	if c.HasVersion && it.Version != c.Version {
+		return false
+	}
+	for _, b := range c.Bounds {
+		if !b.Holds(it.Nums[b.Attr]) {
+			return false
+		}
+	}
+	return true
+}
+
+func encodeNums(n map[string]int64) (any, error) {
+	if len(n) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func put(ctx context.Context, tx *sql.Tx, it store.Item) error {
+	nums, err := encodeNums(it.Nums)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO items (pk, sk, v, d, n, ttl) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (pk, sk) DO UPDATE SET v = excluded.v, d = excluded.d, n = excluded.n, ttl = excluded.ttl`,
+		it.PK, it.SK, it.Version, it.Data, nums, it.ExpiresAt)
+	return err
+}
+
+// Transact applies the operations in one IMMEDIATE transaction.
+func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
+	if err := store.Validate(ops); err != nil {
+		return err
+	}
+	store.CountRoundTrip(ctx)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	current := make([]store.Item, len(ops))
+	live := make([]bool, len(ops))
+	var failed []int
+	for i, op := range ops {
+		it, ok, err := s.get(ctx, tx, op.Item.Key())
+		if err != nil {
+			return err
+		}
+		current[i], live[i] = it, ok
+		if !holds(op.Cond, it, ok) {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) > 0 {
+		return &store.ConditionError{Failed: failed}
+	}
+	for i, op := range ops {
+		k := op.Item.Key()
+		switch op.Kind {
+		case store.OpPut:
+			err = put(ctx, tx, op.Item)
+		case store.OpDelete:
+			_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ? AND sk = ?`, k.PK, k.SK)
+		case store.OpAdd:
+			it := current[i]
+			if !live[i] {
+				it = store.Item{PK: k.PK, SK: k.SK}
+			}
+			it.Nums = addDeltas(it.Nums, op.Deltas)
+			if op.Item.ExpiresAt != 0 {
+				it.ExpiresAt = op.Item.ExpiresAt
+			}
+			err = put(ctx, tx, it)
+		case store.OpCheck:
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: write %s/%s: %w", k.PK, k.SK, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+func addDeltas(nums, deltas map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(nums)+len(deltas))
+	for k, v := range nums {
+		out[k] = v
+	}
+	for k, d := range deltas {
+		out[k] += d
+	}
+	return out
+}
+
+// Increment adds delta to a counter if its current value is below below.
+func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, below, expiresAt int64) (int64, error) {
+	if err := store.ValidAttr(attr); err != nil {
+		return 0, err
+	}
+	store.CountRoundTrip(ctx)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer tx.Rollback()
+	it, ok, err := s.get(ctx, tx, k)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		it = store.Item{PK: k.PK, SK: k.SK, ExpiresAt: expiresAt}
+	}
+	if it.Nums[attr] >= below {
+		return 0, &store.ConditionError{Failed: []int{0}}
+	}
+	it.Nums = addDeltas(it.Nums, map[string]int64{attr: delta})
+	if err := put(ctx, tx, it); err != nil {
+		return 0, fmt.Errorf("sqlite: increment %s/%s: %w", k.PK, k.SK, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return it.Nums[attr], nil
+}
+
+// Sweep deletes expired items, as DynamoDB's TTL does eventually.
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM items WHERE ttl > 0 AND ttl <= ?`, s.now().Unix())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: sweep: %w", err)
+	}
+	return res.RowsAffected()
+}
