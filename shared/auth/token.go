@@ -1,0 +1,264 @@
+// Package auth holds personal access tokens and the principal a request acts
+// as: how tokens are issued, stored (only as SHA-256 hashes), revoked and
+// checked, and which scopes they carry. It does not speak HTTP.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// tokenPrefix starts every personal access token, so that secret scanners
+// can recognise a leaked one.
+const tokenPrefix = "mkpat_"
+
+// Token is the stored record of a personal access token; it never holds the
+// secret itself.
+type Token struct {
+	ID        string     `json:"id"`
+	VendorID  string     `json:"vendor_id"`
+	OwnerID   string     `json:"owner_id"`
+	Scopes    []Scope    `json:"scopes"`
+	Hash      string     `json:"hash"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+	Version   int64      `json:"-"`
+}
+
+// Issued is what issuing returns: the only time the secret is shown.
+type Issued struct {
+	ID        string     `json:"id"`
+	Token     string     `json:"token"`
+	VendorID  string     `json:"vendor_id"`
+	Scopes    []Scope    `json:"scopes"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// Key is the token record's key.
+func Key(id string) store.Key { return store.Key{PK: "TOKEN#" + id, SK: "TOKEN"} }
+
+func hash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+// parse splits a raw token into its record id and secret.
+func parse(raw string) (id, secret string, ok bool) {
+	rest, ok := strings.CutPrefix(raw, tokenPrefix)
+	if !ok {
+		return "", "", false
+	}
+	idPart, secret, ok := strings.Cut(rest, "_")
+	if !ok || len(idPart) != 26 || len(secret) != 52 {
+		return "", "", false
+	}
+	return "tok_" + idPart, secret, true
+}
+
+// Has reports whether the token carries scope.
+func (t Token) Has(s Scope) bool { return slices.Contains(t.Scopes, s) }
+
+// Principal is who a request acts as: a token and the vendor it is bound to.
+type Principal struct {
+	Token  Token
+	Vendor vendor.Vendor
+}
+
+// Service issues, revokes and checks tokens.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+// Issue creates a token for the vendor's current owner. ttl zero means the
+// token does not expire.
+func (s Service) Issue(ctx context.Context, vendorID string, scopes []Scope, ttl time.Duration) (Issued, error) {
+	if len(scopes) == 0 {
+		return Issued{}, errs.E(errs.CodeInvalidRequest, "scopes: at least one scope is required")
+	}
+	if ttl < 0 {
+		return Issued{}, errs.E(errs.CodeInvalidRequest, "expires_in: must be positive")
+	}
+	v, err := vendor.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID)
+	if err != nil {
+		return Issued{}, err
+	}
+	now := s.Clock.Now()
+	idPart, secret := ids.Random(16), ids.Random(32)
+	t := Token{ID: "tok_" + idPart, VendorID: v.ID, OwnerID: v.OwnerID, Scopes: scopes, Hash: hash(secret), CreatedAt: now, Version: 1}
+	if ttl > 0 {
+		exp := now.Add(ttl)
+		t.ExpiresAt = &exp
+	}
+	if err := s.put(ctx, t, store.IfAbsent()); err != nil {
+		return Issued{}, err
+	}
+	return Issued{ID: t.ID, Token: tokenPrefix + idPart + "_" + secret, VendorID: v.ID, Scopes: scopes, ExpiresAt: t.ExpiresAt}, nil
+}
+
+func (s Service) put(ctx context.Context, t Token, c store.Cond) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("auth: encode token: %w", err)
+	}
+	k := Key(t.ID)
+	if err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: t.Version, Data: b}, c)); err != nil {
+		if store.IsCondition(err) {
+			return errs.E(errs.CodeConflict, "token changed concurrently; retry")
+		}
+		return fmt.Errorf("auth: write token: %w", err)
+	}
+	return nil
+}
+
+// Get reads a token record.
+func (s Service) Get(ctx context.Context, id string) (Token, error) {
+	it, err := s.Store.Get(ctx, Key(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Token{}, errs.E(errs.CodeNotFound, "token not found")
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("auth: get token: %w", err)
+	}
+	return decodeToken(it)
+}
+
+// Revoke revokes a token at once; revoking twice is harmless.
+func (s Service) Revoke(ctx context.Context, id string) (Token, error) {
+	t, err := s.Get(ctx, id)
+	if err != nil {
+		return Token{}, err
+	}
+	if t.RevokedAt != nil {
+		return t, nil
+	}
+	now := s.Clock.Now()
+	prev := t.Version
+	t.RevokedAt, t.Version = &now, t.Version+1
+	return t, s.put(ctx, t, store.IfVersion(prev))
+}
+
+func decodeToken(it store.Item) (Token, error) {
+	var t Token
+	if err := json.Unmarshal(it.Data, &t); err != nil {
+		return Token{}, fmt.Errorf("auth: decode token: %w", err)
+	}
+	t.Version = it.Version
+	return t, nil
+}
+
+// Unauthenticated is the 401 every credential failure answers with; the
+// detail does not say which check failed, so a caller cannot probe tokens.
+func unauthenticated() error {
+	return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
+}
+
+// Authenticate checks a bearer token and, when the request names a vendor,
+// that the token is granted that vendor. The token and the named vendor are
+// read in one round trip. A store failure fails closed (503).
+func (s Service) Authenticate(ctx context.Context, raw, pathVendorID string) (Principal, error) {
+	id, secret, ok := parse(raw)
+	if !ok {
+		return Principal{}, unauthenticated()
+	}
+	keys := []store.Key{Key(id)}
+	if pathVendorID != "" && vendor.ValidID(pathVendorID) {
+		keys = append(keys, vendor.Key(pathVendorID))
+	}
+	items, err := s.Store.GetMany(ctx, keys)
+	if err != nil {
+		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	if items[0].PK == "" {
+		return Principal{}, unauthenticated()
+	}
+	t, err := decodeToken(items[0])
+	if err != nil {
+		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	if subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(t.Hash)) != 1 {
+		return Principal{}, unauthenticated()
+	}
+	// Reuse the vendor read above when it is the token's own.
+	var vItem *store.Item
+	if len(items) > 1 && items[1].PK != "" && pathVendorID == t.VendorID {
+		vItem = &items[1]
+	}
+	p, err := s.verify(ctx, t, vItem)
+	if err != nil {
+		return Principal{}, err
+	}
+	if pathVendorID != "" && pathVendorID != t.VendorID {
+		return Principal{}, errs.E(errs.CodeNotFound, "vendor not found")
+	}
+	return p, nil
+}
+
+// verify checks that a token is live and still owned by its vendor's owner.
+// vItem is the vendor's item when the caller has it already.
+func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Principal, error) {
+	now := s.Clock.Now()
+	if t.RevokedAt != nil || (t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)) {
+		return Principal{}, unauthenticated()
+	}
+	if vItem == nil {
+		it, err := s.Store.Get(ctx, vendor.Key(t.VendorID))
+		if errors.Is(err, store.ErrNotFound) {
+			return Principal{}, unauthenticated()
+		}
+		if err != nil {
+			return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+		}
+		vItem = &it
+	}
+	v, err := vendor.Decode(*vItem)
+	if err != nil {
+		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	if v.OwnerID != t.OwnerID {
+		return Principal{}, unauthenticated()
+	}
+	return Principal{Token: t, Vendor: v}, nil
+}
+
+// Recheck verifies again that a stored principal's token is still valid,
+// unexpired, unrevoked, carries scopes and is owned by the vendor's owner;
+// background jobs call it before each effect they make on a caller's behalf.
+func (s Service) Recheck(ctx context.Context, tokenID string, scopes ...Scope) (Principal, error) {
+	it, err := s.Store.Get(ctx, Key(tokenID))
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, unauthenticated()
+	}
+	if err != nil {
+		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	t, err := decodeToken(it)
+	if err != nil {
+		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	p, err := s.verify(ctx, t, nil)
+	if err != nil {
+		return Principal{}, err
+	}
+	for _, sc := range scopes {
+		if !t.Has(sc) {
+			return Principal{}, errs.Ef(errs.CodeInsufficientScope, "the token lacks scope %s", sc)
+		}
+	}
+	return p, nil
+}

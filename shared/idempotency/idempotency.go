@@ -1,0 +1,186 @@
+// Package idempotency is the one mechanism behind every Idempotency-Key: a
+// receipt holding the request's fingerprint and the original response is
+// written in the same transaction as the mutation, so the effect and its
+// receipt exist together or not at all. An exact replay finds the receipt
+// and gets the original response; the same key with other input is 409.
+//
+// Receipts are kept for Retention and are scoped to the token, the
+// operation and the key. Only successful mutations leave a receipt: a
+// rejected request changed nothing, so retrying it re-evaluates it.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Retention is how long a receipt answers replays: the contract's 30 days
+// plus a day of margin for clients at the edge.
+const Retention = 31 * 24 * time.Hour
+
+// Key patterns of the contract.
+var (
+	// ProductKeyPattern: letters, digits, _ and -, 8..128 chars.
+	ProductKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{8,128}$`)
+	// ConnectionKeyPattern also allows . and :.
+	ConnectionKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,128}$`)
+)
+
+// HeaderKey reads and checks the Idempotency-Key of a request.
+func HeaderKey(value string, pattern *regexp.Regexp) (string, error) {
+	if value == "" {
+		return "", errs.E(errs.CodeIdempotencyKeyMissing, "Idempotency-Key: the header is required for this operation")
+	}
+	if !pattern.MatchString(value) {
+		return "", errs.Ef(errs.CodeIdempotencyKeyInvalid, "Idempotency-Key: must match %s", pattern.String())
+	}
+	return value, nil
+}
+
+// Scope identifies one receipt.
+type Scope struct {
+	VendorID  string
+	TokenID   string
+	Operation string
+	Key       string
+}
+
+func (s Scope) storeKey() store.Key {
+	return store.Key{PK: vendor.Partition(s.VendorID), SK: "IDEM#" + s.TokenID + "#" + s.Operation + "#" + s.Key}
+}
+
+// Fingerprint digests the input of a request: the operation, its target
+// and its body. JSON bodies are canonicalised first, so formatting and key
+// order do not make an exact replay look like new work.
+func Fingerprint(operation, target string, body []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", operation, target)
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		canon, _ := json.Marshal(v)
+		h.Write(canon)
+	} else {
+		h.Write(body)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Receipt is the stored outcome of a mutation.
+type Receipt struct {
+	Fingerprint string          `json:"fingerprint"`
+	Status      int             `json:"status"`
+	Body        json.RawMessage `json:"body"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// Result is what Run returns: the response to send.
+type Result struct {
+	Status int
+	Body   json.RawMessage
+	// Replayed is true when the response is the stored original.
+	Replayed bool
+}
+
+// Mutation is a prepared change: the operations to apply atomically and the
+// response to give once they are applied.
+type Mutation struct {
+	Ops    []store.Op
+	Status int
+	Body   any
+	// Conflict, when set, explains a failed condition of Ops (a concurrent
+	// change won the race) as a domain error; otherwise it is 409 CONFLICT.
+	Conflict func(*store.ConditionError) error
+}
+
+// Keeper runs mutations under receipts.
+type Keeper struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+// Run prepares the mutation with prepare and applies it with its receipt.
+// When prepare fails, or the transaction's conditions fail, the receipt is
+// read: a matching one answers with the original response, a different one
+// is 409 IDEMPOTENCY_KEY_REUSED, and none returns the original error. The
+// happy path costs no round trip beyond the mutation's own.
+func (k Keeper) Run(ctx context.Context, sc Scope, fingerprint string, prepare func(ctx context.Context) (Mutation, error)) (Result, error) {
+	m, err := prepare(ctx)
+	if err != nil {
+		if !worthCheckingReceipt(err) {
+			return Result{}, err
+		}
+		return k.replay(ctx, sc, fingerprint, err)
+	}
+	body, err := json.Marshal(m.Body)
+	if err != nil {
+		return Result{}, fmt.Errorf("idempotency: encode response: %w", err)
+	}
+	now := k.Clock.Now()
+	r := Receipt{Fingerprint: fingerprint, Status: m.Status, Body: body, CreatedAt: now}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return Result{}, fmt.Errorf("idempotency: encode receipt: %w", err)
+	}
+	key := sc.storeKey()
+	receipt := store.Put(store.Item{PK: key.PK, SK: key.SK, Version: 1, Data: data, ExpiresAt: now.Add(Retention).Unix()}, store.IfAbsent())
+	err = k.Store.Transact(ctx, append(m.Ops, receipt)...)
+	if err == nil {
+		return Result{Status: m.Status, Body: body}, nil
+	}
+	if ce, ok := store.AsCondition(err); ok {
+		return k.replay(ctx, sc, fingerprint, m.conflict(ce))
+	}
+	return Result{}, errs.Unavailablef(err, "the change could not be stored")
+}
+
+// worthCheckingReceipt tells which preparation failures may be the shadow of
+// an earlier success with the same key: conflicts and missing resources
+// (a replayed create, a replayed transition), not bad input or outages.
+func worthCheckingReceipt(err error) bool {
+	switch errs.As(err).Kind {
+	case errs.Conflict, errs.NotFound:
+		return true
+	}
+	return false
+}
+
+// conflict is the error to report when a transaction's conditions failed
+// and no receipt explains it: the mutation raced with another change.
+func (m Mutation) conflict(ce *store.ConditionError) error {
+	if m.Conflict != nil {
+		return m.Conflict(ce)
+	}
+	return &errs.Error{Kind: errs.Conflict, Code: errs.CodeConflict,
+		Detail: "The resource changed while this request was applied; read it again and retry.", Err: ce}
+}
+
+func (k Keeper) replay(ctx context.Context, sc Scope, fingerprint string, cause error) (Result, error) {
+	it, err := k.Store.Get(ctx, sc.storeKey())
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, cause
+	}
+	if err != nil {
+		return Result{}, errs.Unavailablef(err, "the idempotency receipt could not be read")
+	}
+	var r Receipt
+	if err := json.Unmarshal(it.Data, &r); err != nil {
+		return Result{}, errs.Unavailablef(err, "the idempotency receipt is unreadable")
+	}
+	if r.Fingerprint != fingerprint {
+		return Result{}, errs.E(errs.CodeIdempotencyKeyReused,
+			"Idempotency-Key: this key was already used for a different request; use a new key for new work")
+	}
+	return Result{Status: r.Status, Body: bytes.Clone(r.Body), Replayed: true}, nil
+}

@@ -1,0 +1,33 @@
+package ids
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewIsUniqueAndPrefixed(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		id := New("ven")
+		if !strings.HasPrefix(id, "ven_") || len(id) != 4+26 {
+			t.Fatalf("bad id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("duplicate id %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestSortableOrdersByTime(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	prev := ""
+	for i := 0; i < 500; i++ {
+		id := Sortable("evt", base.Add(time.Duration(i)*time.Millisecond))
+		if id <= prev {
+			t.Fatalf("%q sorts before %q", id, prev)
+		}
+		prev = id
+	}
+}

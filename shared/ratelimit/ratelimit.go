@@ -1,0 +1,80 @@
+// Package ratelimit keeps each vendor's one-minute allowances of reads and
+// writes. The windows live in the store, keyed by vendor rather than token,
+// so every credential of a vendor shares them and replacing a token does not
+// reset them.
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Class is what a request spends: a read or a write.
+type Class string
+
+const (
+	Read  Class = "read"
+	Write Class = "write"
+)
+
+// Window is the length of one allowance window.
+const Window = time.Minute
+
+// Status describes a window after a request was admitted.
+type Status struct {
+	Limit     int
+	Remaining int
+	// Reset is when the window ends.
+	Reset time.Time
+}
+
+// Limiter admits requests against the vendor's windows.
+type Limiter struct {
+	Store         store.Store
+	Clock         clock.Clock
+	Reads, Writes int
+}
+
+// Limit is the allowance per window of a class.
+func (l Limiter) Limit(c Class) int {
+	if c == Write {
+		return l.Writes
+	}
+	return l.Reads
+}
+
+func windowKey(vendorID string, c Class, start time.Time) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: fmt.Sprintf("RATE#%s#%d", c, start.Unix())}
+}
+
+// Take spends one unit of the vendor's current window for class. A spent
+// window is 429 with Retry-After; a window that cannot be read is 503.
+func (l Limiter) Take(ctx context.Context, vendorID string, c Class) (Status, error) {
+	now := l.Clock.Now()
+	start := now.Truncate(Window)
+	reset := start.Add(Window)
+	limit := l.Limit(c)
+	// The counter outlives its window by a minute so late reads still see it.
+	n, err := l.Store.Increment(ctx, windowKey(vendorID, c, start), "n", 1, int64(limit), reset.Add(Window).Unix())
+	if store.IsCondition(err) {
+		e := errs.Ef(errs.CodeRateLimited, "The vendor's allowance of %d %ss per minute is spent; retry after the window resets.", limit, c)
+		e.RetryAfter = RetryAfter(now, reset)
+		return Status{Limit: limit, Remaining: 0, Reset: reset}, e
+	}
+	if err != nil {
+		return Status{}, errs.Unavailablef(err, "the rate window could not be checked")
+	}
+	return Status{Limit: limit, Remaining: max(limit-int(n), 0), Reset: reset}, nil
+}
+
+// RetryAfter is the whole seconds, at least 1, from now until reset.
+func RetryAfter(now, reset time.Time) int {
+	secs := int((reset.Sub(now) + time.Second - 1) / time.Second)
+	return max(secs, 1)
+}
