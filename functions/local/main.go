@@ -1,0 +1,272 @@
+// Command local runs the whole Seller Platform API in one process on an
+// embedded store (or on DynamoDB with --store dynamodb), and administers
+// vendors and tokens on the same data directory while a server runs.
+//
+//	local [serve] --addr 127.0.0.1:8080 --data DIR [--rate-reads N] [--rate-writes N] [--allow-private-webhooks]
+//	local vendor create --data DIR --name NAME --slug SLUG
+//	local vendor set-owner --data DIR --id VENDOR_ID [--owner OWNER_ID]
+//	local token issue --data DIR --vendor ID --scopes a,b|all [--expires-in 1h]
+//	local token revoke --data DIR --id TOKEN_ID
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
+		return serve(ctx, args, stdout, stderr)
+	}
+	switch cmd := args[0]; {
+	case cmd == "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case cmd == "vendor" && len(args) > 1 && args[1] == "create":
+		return vendorCreate(ctx, args[2:], stdout)
+	case cmd == "vendor" && len(args) > 1 && args[1] == "set-owner":
+		return vendorSetOwner(ctx, args[2:], stdout)
+	case cmd == "token" && len(args) > 1 && args[1] == "issue":
+		return tokenIssue(ctx, args[2:], stdout)
+	case cmd == "token" && len(args) > 1 && args[1] == "revoke":
+		return tokenRevoke(ctx, args[2:], stdout)
+	}
+	return fmt.Errorf("unknown command %q; use serve, vendor create, vendor set-owner, token issue or token revoke", args)
+}
+
+// storeFlags are the flags every subcommand takes to find its store.
+func storeFlags(fs *flag.FlagSet, cfg *config.Config) {
+	fs.StringVar(&cfg.DataDir, "data", cfg.DataDir, "data directory of the embedded store")
+	fs.StringVar(&cfg.Store, "store", cfg.Store, "store: sqlite or dynamodb")
+	fs.StringVar(&cfg.Table, "table", cfg.Table, "DynamoDB table (also "+config.EnvTable+")")
+}
+
+func baseConfig() (config.Config, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func open(ctx context.Context, cfg config.Config, logTo io.Writer) (*app.App, error) {
+	return app.New(ctx, cfg, app.WithLogOutput(logTo))
+}
+
+func printData(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"data": v})
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := baseConfig()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	storeFlags(fs, &cfg)
+	fs.IntVar(&cfg.RateReads, "rate-reads", cfg.RateReads, "reads per vendor per minute")
+	fs.IntVar(&cfg.RateWrites, "rate-writes", cfg.RateWrites, "writes per vendor per minute")
+	fs.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks reach private and loopback addresses (local tests only)")
+	baseURL := fs.String("base-url", "", "public base URL (default http://ADDR/v1)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *baseURL != "" {
+		cfg.BaseURL = *baseURL
+	} else if os.Getenv(config.EnvBaseURL) == "" {
+		cfg.BaseURL = "http://" + *addr + "/v1"
+		cfg.ErrorsURL = ""
+	}
+	a, err := open(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	if demo, ok, err := a.EnsureDemo(ctx); err != nil {
+		return err
+	} else if ok {
+		printDemo(stdout, a.Config.BaseURL, demo)
+	}
+	h, err := a.Handler(ctx, app.AllGroups()...)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
+	a.Log.Info("serving", "addr", ln.Addr().String(), "base_url", a.Config.BaseURL, "store", a.Config.Store)
+	fmt.Fprintf(stdout, "Seller Platform API listening on %s\n", a.Config.BaseURL)
+
+	if s, ok := a.Store.(*sqlite.Store); ok {
+		go sweep(ctx, s)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// sweep deletes expired items now and then, as DynamoDB's TTL does.
+func sweep(ctx context.Context, s *sqlite.Store) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Sweep(ctx)
+		}
+	}
+}
+
+func printDemo(w io.Writer, baseURL string, d app.Demo) {
+	fmt.Fprintf(w, `First start on an empty store: created a demo vendor and a token with every scope.
+  vendor id: %s
+  token:     %s   (shown only now; issue more with "token issue")
+
+Try it:
+  curl -s -H "Authorization: Bearer %s" %s/vendors
+  curl -s -H "Authorization: Bearer %s" %s/vendors/%s
+
+`, d.Vendor.ID, d.Token.Token, d.Token.Token, baseURL, d.Token.Token, baseURL, d.Vendor.ID)
+}
+
+func vendorCreate(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := baseConfig()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("vendor create", flag.ContinueOnError)
+	storeFlags(fs, &cfg)
+	name := fs.String("name", "", "vendor name")
+	slug := fs.String("slug", "", "vendor slug")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a, err := open(ctx, cfg, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	v, err := vendor.Service{Store: a.Store, Clock: a.Clock}.Create(ctx, *name, *slug)
+	if err != nil {
+		return err
+	}
+	return printData(stdout, v.View())
+}
+
+func vendorSetOwner(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := baseConfig()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("vendor set-owner", flag.ContinueOnError)
+	storeFlags(fs, &cfg)
+	id := fs.String("id", "", "vendor id")
+	owner := fs.String("owner", "", "new owner id (default: a fresh one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a, err := open(ctx, cfg, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	v, err := vendor.Service{Store: a.Store, Clock: a.Clock}.TransferOwner(ctx, *id, *owner)
+	if err != nil {
+		return err
+	}
+	return printData(stdout, map[string]string{"id": v.ID, "owner_id": v.OwnerID})
+}
+
+func tokenIssue(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := baseConfig()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("token issue", flag.ContinueOnError)
+	storeFlags(fs, &cfg)
+	vendorID := fs.String("vendor", "", "vendor id")
+	scopes := fs.String("scopes", "all", "comma-separated scopes, or all")
+	expiresIn := fs.Duration("expires-in", 0, "lifetime, e.g. 1h (default: no expiry)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sc, err := auth.ParseScopes(*scopes)
+	if err != nil {
+		return err
+	}
+	a, err := open(ctx, cfg, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := auth.Service{Store: a.Store, Clock: a.Clock}.Issue(ctx, *vendorID, sc, *expiresIn)
+	if err != nil {
+		return err
+	}
+	return printData(stdout, t)
+}
+
+func tokenRevoke(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := baseConfig()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
+	storeFlags(fs, &cfg)
+	id := fs.String("id", "", "token id")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a, err := open(ctx, cfg, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	t, err := auth.Service{Store: a.Store, Clock: a.Clock}.Revoke(ctx, *id)
+	if err != nil {
+		return err
+	}
+	return printData(stdout, map[string]any{"id": t.ID, "vendor_id": t.VendorID, "revoked_at": t.RevokedAt})
+}

@@ -1,0 +1,110 @@
+// Package app assembles the service from its configuration: the store the
+// configuration names, the clock, the JSON logger and the cursor key. Every
+// Lambda's main and the local binary build one App and mount its handler;
+// nothing here holds business rules.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+// App is an assembled service.
+type App struct {
+	Config config.Config
+	Store  store.Store
+	Clock  clock.Clock
+	Log    *slog.Logger
+}
+
+// Option adjusts assembly, mostly for tests.
+type Option func(*App)
+
+// WithClock replaces the system clock.
+func WithClock(c clock.Clock) Option { return func(a *App) { a.Clock = c } }
+
+// WithStore uses an already opened store instead of opening one.
+func WithStore(s store.Store) Option { return func(a *App) { a.Store = s } }
+
+// WithLogOutput sends the JSON logs to w instead of standard error.
+func WithLogOutput(w io.Writer) Option {
+	return func(a *App) { a.Log = NewLogger(w, a.Config.LogLevel) }
+}
+
+// New opens the configured store and builds the app.
+func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Clock: clock.System{}, Log: NewLogger(nil, cfg.LogLevel)}
+	for _, o := range opts {
+		o(a)
+	}
+	if a.Store == nil {
+		s, err := OpenStore(ctx, cfg, a.Clock)
+		if err != nil {
+			return nil, err
+		}
+		a.Store = s
+	}
+	return a, nil
+}
+
+// OpenStore opens the store the configuration names.
+func OpenStore(ctx context.Context, cfg config.Config, c clock.Clock) (store.Store, error) {
+	switch cfg.Store {
+	case config.StoreSQLite:
+		return sqlite.Open(cfg.DataDir, sqlite.WithClock(c.Now))
+	case config.StoreDynamoDB:
+		client, err := dynamodb.NewClient(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("app: dynamodb client: %w", err)
+		}
+		return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now)), nil
+	}
+	return nil, fmt.Errorf("app: unknown store %q", cfg.Store)
+}
+
+// Handler builds the HTTP handler serving groups.
+func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Server, error) {
+	key, err := cursor.LoadKey(ctx, a.Store)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key}, groups...)
+}
+
+// Close releases the store.
+func (a *App) Close() error { return a.Store.Close() }
+
+// NewLogger returns the service's JSON logger at level (debug, info, warn,
+// error) writing to w, or standard error when w is nil.
+func NewLogger(w io.Writer, level string) *slog.Logger {
+	if w == nil {
+		w = os.Stderr
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// AllGroups is every operation group, in the contract's order.
+func AllGroups() []httpapi.Group {
+	return []httpapi.Group{httpapi.Vendors}
+}
+
+var _ http.Handler = (*httpapi.Server)(nil)

@@ -1,0 +1,208 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Call is one request on its way through a handler.
+type Call struct {
+	W         http.ResponseWriter
+	R         *http.Request
+	Ctx       context.Context
+	RequestID string
+	Route     Route
+	// Principal is set once the request is authenticated.
+	Principal auth.Principal
+
+	s          *Server
+	rec        *recorder
+	log        *slog.Logger
+	cancel     context.CancelFunc
+	start      time.Time
+	roundTrips *store.RoundTrips
+	filters    []string
+}
+
+// recorder remembers the status written.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// finish logs the request.
+func (c *Call) finish() {
+	c.cancel()
+	level := slog.LevelInfo
+	if c.rec.status >= 500 {
+		level = slog.LevelError
+	}
+	c.log.Log(c.Ctx, level, "request",
+		"method", c.R.Method, "path", c.R.URL.Path, "operation", c.Route.Operation,
+		"status", c.rec.status, "duration_ms", float64(time.Since(c.start).Microseconds())/1000,
+		"round_trips", c.roundTrips.N())
+}
+
+// JSON writes a success body.
+func (c *Call) JSON(status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.raw(status, b)
+	return nil
+}
+
+// raw writes pre-encoded JSON.
+func (c *Call) raw(status int, b []byte) {
+	h := c.W.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	c.W.WriteHeader(status)
+	c.W.Write(b)
+	c.W.Write([]byte("\n"))
+}
+
+// Data writes {"data": v}.
+func (c *Call) Data(status int, v any) error { return c.JSON(status, envelope{Data: v}) }
+
+type envelope struct {
+	Data any `json:"data"`
+}
+
+// Problem is the error body of the contract.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Detail    string `json:"detail"`
+	RequestID string `json:"request_id"`
+}
+
+// statusOf is the one table from error kinds to HTTP statuses.
+var statusOf = map[errs.Kind]int{
+	errs.Internal:         http.StatusInternalServerError,
+	errs.Invalid:          http.StatusBadRequest,
+	errs.Unauthenticated:  http.StatusUnauthorized,
+	errs.Forbidden:        http.StatusForbidden,
+	errs.NotFound:         http.StatusNotFound,
+	errs.MethodNotAllowed: http.StatusMethodNotAllowed,
+	errs.Conflict:         http.StatusConflict,
+	errs.TooLarge:         http.StatusRequestEntityTooLarge,
+	errs.RateLimited:      http.StatusTooManyRequests,
+	errs.Unavailable:      http.StatusServiceUnavailable,
+}
+
+// StatusOf maps an error kind to its HTTP status.
+func StatusOf(k errs.Kind) int { return statusOf[k] }
+
+// fail writes err as problem+json.
+func (c *Call) fail(err error) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(c.Ctx.Err(), context.DeadlineExceeded) {
+		if e := errs.As(err); e.Kind == errs.Internal || e.Kind == errs.Unavailable {
+			err = errs.Unavailablef(err, "the request timed out before its state could be checked")
+		}
+	}
+	e := errs.As(err)
+	status := statusOf[e.Kind]
+	if e.Kind == errs.Internal || e.Kind == errs.Unavailable {
+		c.log.ErrorContext(c.Ctx, "request failed", "code", e.Code, "error", err)
+	}
+	h := c.W.Header()
+	if e.Kind == errs.Unauthenticated {
+		h.Set("WWW-Authenticate", `Bearer realm="moku", error="invalid_token"`)
+		if c.R.Header.Get("Authorization") == "" {
+			h.Set("WWW-Authenticate", `Bearer realm="moku"`)
+		}
+	}
+	retry := e.RetryAfter
+	if retry < 1 && (e.Kind == errs.RateLimited || e.Kind == errs.Unavailable) {
+		retry = 1
+	}
+	if retry > 0 {
+		h.Set("Retry-After", itoa(retry))
+	}
+	if e.Kind != errs.RateLimited {
+		// Rate headers accompany successes and 429s only.
+		h.Del("RateLimit-Limit")
+		h.Del("RateLimit-Remaining")
+		h.Del("RateLimit-Reset")
+	}
+	detail := e.Detail
+	if e.Kind == errs.Internal {
+		detail = "An unexpected error occurred. Quote the request id when reporting it."
+	}
+	b, _ := json.Marshal(Problem{
+		Type:      c.s.deps.Config.ErrorsURL + "#" + e.Code.Slug(),
+		Title:     e.Code.Title(),
+		Status:    status,
+		Code:      string(e.Code),
+		Detail:    detail,
+		RequestID: c.RequestID,
+	})
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	c.W.WriteHeader(status)
+	c.W.Write(b)
+	c.W.Write([]byte("\n"))
+}
+
+// maxJSONBody bounds JSON request bodies; the largest valid product body is
+// far below it.
+const maxJSONBody = 1 << 20
+
+// Body reads a JSON object body, at most limit bytes (maxJSONBody when 0).
+// It checks the content type, size and syntax; the caller decodes fields.
+func (c *Call) Body(limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = maxJSONBody
+	}
+	mt, _, err := mime.ParseMediaType(c.R.Header.Get("Content-Type"))
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return nil, errs.E(errs.CodeUnsupportedMediaType, "Content-Type: the body must be application/json")
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(c.W, c.R.Body, limit))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, errs.Ef(errs.CodeBodyTooLarge, "body: larger than %d bytes", limit)
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.CodeInvalidRequest, "body: could not be read", err)
+	}
+	if !json.Valid(b) {
+		return nil, errs.E(errs.CodeInvalidJSON, "body: not valid JSON")
+	}
+	if t := strings.TrimLeft(string(b), " \t\r\n"); !strings.HasPrefix(t, "{") {
+		return nil, errs.E(errs.CodeInvalidRequest, "body: must be a JSON object")
+	}
+	return b, nil
+}

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"strconv"
+
+	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/errs"
+)
+
+// Page is the page object of list responses.
+type Page struct {
+	NextCursor *string `json:"next_cursor"`
+}
+
+type listEnvelope struct {
+	Data any  `json:"data"`
+	Page Page `json:"page"`
+}
+
+// PageRequest is a parsed list request.
+type PageRequest struct {
+	Limit int
+	// After is the sort key to continue after; empty for the first page.
+	After   string
+	binding cursor.Binding
+}
+
+// PageParams reads limit and page_after for a list of resource under the
+// given canonical filters.
+func (c *Call) PageParams(resource, filters string) (PageRequest, error) {
+	q := c.R.URL.Query()
+	for name := range q {
+		if name != "limit" && name != "page_after" && !c.allowedFilter(name) {
+			return PageRequest{}, errs.Ef(errs.CodeInvalidParameter, "%s: unknown query parameter", name)
+		}
+	}
+	pr := PageRequest{Limit: 50, binding: cursor.Binding{
+		Resource: resource, VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID, Filters: filters}}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || len(v) > 1 || n < 1 || n > 100 {
+			return PageRequest{}, errs.E(errs.CodeInvalidParameter, "limit: must be an integer from 1 to 100")
+		}
+		pr.Limit = n
+	}
+	if v, ok := q["page_after"]; ok {
+		if len(v) > 1 {
+			return PageRequest{}, errs.E(errs.CodeInvalidCursor, "page_after: give one cursor")
+		}
+		after, err := c.s.cursors.Decode(pr.binding, v[0])
+		if err != nil {
+			return PageRequest{}, err
+		}
+		pr.After = after
+	}
+	return pr, nil
+}
+
+// filterParams are the query parameters a list route accepts besides the
+// page parameters; set by the route through AllowFilters.
+func (c *Call) allowedFilter(name string) bool {
+	for _, f := range c.filters {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowFilters declares the filter parameters of a list.
+func (c *Call) AllowFilters(names ...string) { c.filters = append(c.filters, names...) }
+
+// List writes a page of results. lastKey is the sort key of the last item
+// and more says whether items follow it.
+func (c *Call) List(pr PageRequest, data any, lastKey string, more bool) error {
+	var p Page
+	if more {
+		cur, err := c.s.cursors.Encode(pr.binding, lastKey)
+		if err != nil {
+			return err
+		}
+		p.NextCursor = &cur
+	}
+	return c.JSON(200, listEnvelope{Data: data, Page: p})
+}

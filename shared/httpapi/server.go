@@ -1,0 +1,215 @@
+// Package httpapi turns HTTP into service calls. It owns the platform rules
+// that hold for every route (request ids, problem+json errors, bearer
+// authentication, vendor grants, scopes, rate windows, JSON bodies, cursor
+// pages, fail-closed behaviour) and one file per operation group that maps
+// routes to the domain services. A Lambda mounts the groups it serves; the
+// local server mounts them all.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/ratelimit"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Deps are what the server needs from its process.
+type Deps struct {
+	Config    config.Config
+	Store     store.Store
+	Clock     clock.Clock
+	Log       *slog.Logger
+	CursorKey []byte
+}
+
+// Route is one operation.
+type Route struct {
+	Method string
+	// Path is relative to the base path, in net/http pattern syntax.
+	Path string
+	// Operation is the OpenAPI operationId.
+	Operation string
+	// Scopes are all required; a nil Scopes makes the route public.
+	Scopes []auth.Scope
+	Handle func(*Call) error
+}
+
+// Group is an operation group: a name and the routes it contributes.
+type Group struct {
+	Name   string
+	Routes func(*Server) []Route
+}
+
+// Server serves the mounted groups.
+type Server struct {
+	deps     Deps
+	mux      *http.ServeMux
+	routes   []Route
+	basePath string
+
+	auth    auth.Service
+	vendors vendor.Service
+	limiter ratelimit.Limiter
+	keeper  idempotency.Keeper
+	cursors cursor.Codec
+}
+
+// New builds a server for the given groups.
+func New(d Deps, groups ...Group) (*Server, error) {
+	codec, err := cursor.NewCodec(d.CursorKey)
+	if err != nil {
+		return nil, err
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		deps:     d,
+		mux:      http.NewServeMux(),
+		basePath: d.Config.BasePath(),
+		auth:     auth.Service{Store: d.Store, Clock: d.Clock},
+		vendors:  vendor.Service{Store: d.Store, Clock: d.Clock},
+		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
+		keeper:   idempotency.Keeper{Store: d.Store, Clock: d.Clock},
+		cursors:  codec,
+	}
+	byPath := map[string][]Route{}
+	var paths []string
+	for _, g := range groups {
+		for _, r := range g.Routes(s) {
+			if _, ok := byPath[r.Path]; !ok {
+				paths = append(paths, r.Path)
+			}
+			byPath[r.Path] = append(byPath[r.Path], r)
+			s.routes = append(s.routes, r)
+		}
+	}
+	for _, p := range paths {
+		s.mux.Handle(s.basePath+p, s.dispatch(byPath[p]))
+	}
+	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := s.newCall(w, r, Route{})
+		defer c.finish()
+		c.fail(errs.E(errs.CodeNotFound, "No operation exists at this path."))
+	}))
+	return s, nil
+}
+
+// Routes lists the mounted routes.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// dispatch picks the route for the method, or answers 405 with Allow.
+func (s *Server) dispatch(routes []Route) http.Handler {
+	var allow []string
+	for _, r := range routes {
+		allow = append(allow, r.Method)
+	}
+	sort.Strings(allow)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, rt := range routes {
+			if rt.Method == r.Method {
+				s.serve(w, r, rt)
+				return
+			}
+		}
+		c := s.newCall(w, r, Route{})
+		defer c.finish()
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		c.fail(errs.Ef(errs.CodeMethodNotAllowed, "%s is not allowed here; allowed: %s.", r.Method, strings.Join(allow, ", ")))
+	})
+}
+
+// serve runs the platform rules, then the route's handler.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
+	c := s.newCall(w, r, rt)
+	defer c.finish()
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.ErrorContext(c.Ctx, "panic", "panic", p)
+			c.fail(errs.E(errs.CodeInternal, "An unexpected error occurred."))
+		}
+	}()
+	if err := s.admit(c, rt); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := rt.Handle(c); err != nil {
+		c.fail(err)
+	}
+}
+
+// admit authenticates, authorizes the path's vendor, checks scopes and
+// spends the rate window, in that order.
+func (s *Server) admit(c *Call, rt Route) error {
+	if rt.Scopes == nil {
+		return nil
+	}
+	raw, ok := bearer(c.R.Header.Get("Authorization"))
+	if !ok {
+		return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
+	}
+	p, err := s.auth.Authenticate(c.Ctx, raw, c.R.PathValue("vendor_id"))
+	if err != nil {
+		return err
+	}
+	c.Principal = p
+	c.log = c.log.With("vendor_id", p.Vendor.ID, "token_id", p.Token.ID)
+	for _, sc := range rt.Scopes {
+		if !p.Token.Has(sc) {
+			c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope", scope="`+string(sc)+`"`)
+			return errs.Ef(errs.CodeInsufficientScope, "This operation requires scope %s.", sc)
+		}
+	}
+	class := ratelimit.Read
+	if rt.Method != http.MethodGet && rt.Method != http.MethodHead {
+		class = ratelimit.Write
+	}
+	st, err := s.limiter.Take(c.Ctx, p.Vendor.ID, class)
+	if st.Limit > 0 {
+		h := c.W.Header()
+		h.Set("RateLimit-Limit", itoa(st.Limit))
+		h.Set("RateLimit-Remaining", itoa(st.Remaining))
+		h.Set("RateLimit-Reset", itoa(int(st.Reset.Unix())))
+	}
+	return err
+}
+
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// newCall starts a request: its id, its deadline, its logger.
+func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call {
+	rid := ids.New("req")
+	w.Header().Set("X-Request-Id", rid)
+	ctx, cancel := context.WithTimeout(r.Context(), s.deps.Config.StoreTimeout)
+	ctx, rts := store.WithRoundTrips(ctx)
+	rec := &recorder{ResponseWriter: w}
+	return &Call{
+		W: rec, R: r.WithContext(ctx), Ctx: ctx, RequestID: rid, Route: rt,
+		s: s, rec: rec, cancel: cancel, start: time.Now(), roundTrips: rts,
+		log: s.deps.Log.With("request_id", rid),
+	}
+}

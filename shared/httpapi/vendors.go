@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/openapi"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Vendors is the Vendors group, with the public contract and error catalog.
+var Vendors = Group{Name: "vendors", Routes: func(s *Server) []Route {
+	doc, docErr := openapi.Document(s.deps.Config.BaseURL)
+	return []Route{
+		{Method: http.MethodGet, Path: "/openapi.json", Operation: "getOpenAPI", Handle: func(c *Call) error {
+			if docErr != nil {
+				return docErr
+			}
+			c.raw(http.StatusOK, doc)
+			return nil
+		}},
+		{Method: http.MethodGet, Path: "/errors", Operation: "listErrorCodes", Handle: s.listErrorCodes},
+		{Method: http.MethodGet, Path: "/vendors", Operation: "listVendors", Scopes: []auth.Scope{auth.VendorsRead}, Handle: s.listVendors},
+		{Method: http.MethodGet, Path: "/vendors/{vendor_id}", Operation: "getVendor", Scopes: []auth.Scope{auth.VendorsRead}, Handle: s.getVendor},
+	}
+}}
+
+// listVendors answers with the one vendor a personal access token is bound
+// to; the list shape stays for future multi-vendor grants.
+func (s *Server) listVendors(c *Call) error {
+	return c.Data(http.StatusOK, []vendor.View{c.Principal.Vendor.View()})
+}
+
+// getVendor answers with the path's vendor, already read and granted by
+// authentication.
+func (s *Server) getVendor(c *Call) error {
+	return c.Data(http.StatusOK, c.Principal.Vendor.View())
+}
+
+type errorCodeInfo struct {
+	Code   errs.Code `json:"code"`
+	Status int       `json:"status"`
+	Title  string    `json:"title"`
+	Type   string    `json:"type"`
+}
+
+func (s *Server) listErrorCodes(c *Call) error {
+	var out []errorCodeInfo
+	for _, i := range errs.Catalog() {
+		out = append(out, errorCodeInfo{Code: i.Code, Status: StatusOf(i.Kind), Title: i.Title,
+			Type: s.deps.Config.ErrorsURL + "#" + i.Code.Slug()})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Code < out[b].Code })
+	return c.Data(http.StatusOK, out)
+}
