@@ -13,16 +13,16 @@ import (
 type Kind int
 
 const (
-	Internal        Kind = iota // a bug or an unexpected failure: 500, no details leak
-	Invalid                     // the request is malformed or breaks a rule: 400
-	Unauthenticated             // no valid credential: 401
-	Forbidden                   // the credential lacks a scope: 403
-	NotFound                    // absent or not granted: 404
-	MethodNotAllowed            // the path exists, the method does not: 405
-	Conflict                    // version, idempotency, state or authority conflict: 409
-	TooLarge                    // an upload above its limit: 413
-	RateLimited                 // the vendor's window is spent: 429
-	Unavailable                 // state could not be checked safely: 503
+	Internal         Kind = iota // a bug or an unexpected failure: 500, no details leak
+	Invalid                      // the request is malformed or breaks a rule: 400
+	Unauthenticated              // no valid credential: 401
+	Forbidden                    // the credential lacks a scope: 403
+	NotFound                     // absent or not granted: 404
+	MethodNotAllowed             // the path exists, the method does not: 405
+	Conflict                     // version, idempotency, state or authority conflict: 409
+	TooLarge                     // an upload above its limit: 413
+	RateLimited                  // the vendor's window is spent: 429
+	Unavailable                  // state could not be checked safely: 503
 )
 
 // Error is the error every layer passes up.
