@@ -1,0 +1,284 @@
+// Package apitest runs the API over real HTTP for tests: an httptest server
+// with the chosen groups on a real store (embedded, or DynamoDB Local when it
+// runs), a fake clock, a vendor and a token with every scope.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// StoreKind names a store to run against.
+type StoreKind string
+
+const (
+	SQLite   StoreKind = "sqlite"
+	DynamoDB StoreKind = "dynamodb"
+)
+
+// Options shape an Env.
+type Options struct {
+	Store  StoreKind
+	Groups []httpapi.Group
+	// Config adjusts the configuration (rates, timeouts) before start.
+	Config func(*config.Config)
+	// WrapStore lets a test put a faulty or slow store in front of the real one.
+	WrapStore func(store.Store) store.Store
+}
+
+// Env is a running API.
+type Env struct {
+	T      testing.TB
+	URL    string // base URL, ending in /v1
+	Store  store.Store
+	Clock  *clock.Fake
+	App    *app.App
+	Server *httpapi.Server
+	Vendor vendor.Vendor
+	// Token has every scope.
+	Token string
+	Logs  *SyncBuffer
+}
+
+// SyncBuffer is a goroutine-safe log sink.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was logged.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start is the fake clock's starting time.
+var Start = time.Date(2026, 3, 4, 10, 0, 30, 0, time.UTC)
+
+// OpenStore opens an empty store of kind for a test.
+func OpenStore(t testing.TB, kind StoreKind, c *clock.Fake) store.Store {
+	t.Helper()
+	switch kind {
+	case DynamoDB:
+		client, table := ddbtest.NewTable(t)
+		return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
+	default:
+		s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// New starts an API.
+func New(t testing.TB, o Options) *Env {
+	t.Helper()
+	if o.Store == "" {
+		o.Store = SQLite
+	}
+	if o.Groups == nil {
+		o.Groups = app.AllGroups()
+	}
+	ctx := context.Background()
+	fake := clock.NewFake(Start)
+	raw := OpenStore(t, o.Store, fake)
+	st := raw
+	if o.WrapStore != nil {
+		st = o.WrapStore(raw)
+	}
+	cfg := config.Default()
+	cfg.BaseURL = "http://api.test/v1"
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	logs := &SyncBuffer{}
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cursor key and the fixtures go through the real store even when
+	// the test puts a faulty one in front of the server.
+	key, err := cursor.LoadKey(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key}, o.Groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srvH)
+	t.Cleanup(hs.Close)
+	e := &Env{T: t, URL: hs.URL + "/v1", Store: raw, Clock: fake, App: a, Server: srvH, Logs: logs}
+	v, err := vendor.Service{Store: raw, Clock: fake}.Create(ctx, "Acme Goods", "acme-goods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Vendor = v
+	e.Token = e.NewToken(v.ID, auth.AllScopes()...)
+	return e
+}
+
+// NewToken issues a token for a vendor with scopes.
+func (e *Env) NewToken(vendorID string, scopes ...auth.Scope) string {
+	e.T.Helper()
+	tok, err := auth.Service{Store: e.Store, Clock: e.Clock}.Issue(context.Background(), vendorID, scopes, 0)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return tok.Token
+}
+
+// Resp is a response read whole.
+type Resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Req describes a request; Body is JSON-encoded unless it is []byte or string.
+type Req struct {
+	Method  string
+	Path    string // relative to the base URL, e.g. /vendors
+	Token   string // "" sends no Authorization; use e.Token for the default
+	Body    any
+	Headers map[string]string
+}
+
+// Do sends a request.
+func (e *Env) Do(r Req) *Resp {
+	e.T.Helper()
+	var body io.Reader
+	switch b := r.Body.(type) {
+	case nil:
+	case []byte:
+		body = bytes.NewReader(b)
+	case string:
+		body = strings.NewReader(b)
+	default:
+		enc, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		body = bytes.NewReader(enc)
+	}
+	if r.Method == "" {
+		r.Method = http.MethodGet
+	}
+	req, err := http.NewRequest(r.Method, e.URL+r.Path, body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+	}
+	for k, v := range r.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return &Resp{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// Get is a GET with the default token.
+func (e *Env) Get(path string) *Resp { return e.Do(Req{Path: path, Token: e.Token}) }
+
+// JSON decodes the body into v.
+func (r *Resp) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// Problem is a decoded problem body.
+type Problem struct {
+	Type, Title, Code, Detail, RequestID string
+	Status                               int
+}
+
+// WantProblem checks that the response is a problem of status and code in
+// exactly the contract's shape, and returns it.
+func (r *Resp) WantProblem(t testing.TB, status int, code string) Problem {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type %q, want application/problem+json", ct)
+	}
+	var m map[string]any
+	r.JSON(t, &m)
+	want := []string{"code", "detail", "request_id", "status", "title", "type"}
+	if len(m) != len(want) {
+		t.Fatalf("problem has fields %v, want exactly %v", keys(m), want)
+	}
+	for _, k := range want {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("problem lacks %q: %s", k, r.Body)
+		}
+	}
+	p := Problem{Type: str(m["type"]), Title: str(m["title"]), Code: str(m["code"]), Detail: str(m["detail"]), RequestID: str(m["request_id"])}
+	if s, ok := m["status"].(float64); ok {
+		p.Status = int(s)
+	}
+	if p.Status != status || p.Code != code {
+		t.Fatalf("problem %+v, want status %d code %s", p, status, code)
+	}
+	if p.RequestID == "" || p.RequestID != r.Header.Get("X-Request-Id") {
+		t.Fatalf("problem request_id %q differs from X-Request-Id %q", p.RequestID, r.Header.Get("X-Request-Id"))
+	}
+	return p
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Stores lists the stores to run HTTP suites on: the embedded one always,
+// DynamoDB Local when the emulator runs (see ddbtest).
+func Stores() []StoreKind { return []StoreKind{SQLite, DynamoDB} }

@@ -1,0 +1,135 @@
+package openapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/openapi"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+type operation struct {
+	OperationID string              `json:"operationId"`
+	Scopes      []string            `json:"x-scopes"`
+	Security    *[]any              `json:"security"`
+	Responses   map[string]any      `json:"responses"`
+	Parameters  []map[string]string `json:"parameters"`
+}
+
+func document(t *testing.T) map[string]any {
+	var doc map[string]any
+	if err := json.Unmarshal(openapi.Raw(), &doc); err != nil {
+		t.Fatalf("openapi.json is not JSON: %v", err)
+	}
+	return doc
+}
+
+func TestDocumentHeader(t *testing.T) {
+	doc := document(t)
+	if doc["openapi"] != "3.1.0" {
+		t.Fatalf("openapi = %v", doc["openapi"])
+	}
+	if v := doc["info"].(map[string]any)["version"]; v != "1.0.0-beta.2" || openapi.Version != "1.0.0-beta.2" {
+		t.Fatalf("info.version = %v", v)
+	}
+	b, err := openapi.Document("https://api.example.com/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"url": "https://api.example.com/v1"`) {
+		t.Fatal("servers not set to the base URL")
+	}
+}
+
+// TestEveryRouteDocumented fails when a mounted route is missing from the
+// document, when the document lists a route that is not mounted, or when
+// their operation ids or scopes disagree.
+func TestEveryRouteDocumented(t *testing.T) {
+	st, err := sqlite.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, err := app.New(context.Background(), config.Default(), app.WithStore(st), app.WithClock(clock.System{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := a.Handler(context.Background(), app.AllGroups()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths map[string]map[string]json.RawMessage
+	raw, _ := json.Marshal(document(t)["paths"])
+	json.Unmarshal(raw, &paths)
+
+	documented := map[string]operation{}
+	for path, item := range paths {
+		for method, op := range item {
+			if method == "parameters" {
+				continue
+			}
+			var o operation
+			if err := json.Unmarshal(op, &o); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			documented[strings.ToUpper(method)+" "+path] = o
+		}
+	}
+	mounted := map[string]bool{}
+	for _, r := range srv.Routes() {
+		key := r.Method + " " + r.Path
+		mounted[key] = true
+		o, ok := documented[key]
+		if !ok {
+			t.Errorf("route %s is not in openapi.json", key)
+			continue
+		}
+		if o.OperationID != r.Operation {
+			t.Errorf("%s: operationId %q, route says %q", key, o.OperationID, r.Operation)
+		}
+		var scopes []string
+		for _, s := range r.Scopes {
+			scopes = append(scopes, string(s))
+		}
+		if !slices.Equal(o.Scopes, scopes) {
+			t.Errorf("%s: x-scopes %v, route requires %v", key, o.Scopes, scopes)
+		}
+		public := r.Scopes == nil
+		if public != (o.Security != nil && len(*o.Security) == 0) {
+			t.Errorf("%s: public=%v but the document's security says otherwise", key, public)
+		}
+		if _, ok := o.Responses["503"]; !public && !ok {
+			t.Errorf("%s: authenticated route does not document 503", key)
+		}
+	}
+	for key := range documented {
+		if !mounted[key] {
+			t.Errorf("openapi.json lists %s, which no group mounts", key)
+		}
+	}
+}
+
+func TestErrorCodesDocumented(t *testing.T) {
+	schemas := document(t)["components"].(map[string]any)["schemas"].(map[string]any)
+	var enum []string
+	for _, v := range schemas["ErrorCode"].(map[string]any)["enum"].([]any) {
+		enum = append(enum, v.(string))
+	}
+	var catalog []string
+	for _, i := range errs.Catalog() {
+		catalog = append(catalog, string(i.Code))
+	}
+	sort.Strings(enum)
+	sort.Strings(catalog)
+	if !slices.Equal(enum, catalog) {
+		t.Fatalf("ErrorCode enum %v differs from the catalog %v", enum, catalog)
+	}
+}
