@@ -61,6 +61,10 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // finish logs the request.
 func (c *Call) finish() {
 	c.cancel()
+	if c.s.deps.Observe != nil {
+		c.s.deps.Observe(Observation{Operation: c.Route.Operation, Status: c.rec.status,
+			RoundTrips: c.roundTrips.N(), Duration: time.Since(c.start)})
+	}
 	level := slog.LevelInfo
 	if c.rec.status >= 500 {
 		level = slog.LevelError

@@ -34,6 +34,17 @@ type Deps struct {
 	Clock     clock.Clock
 	Log       *slog.Logger
 	CursorKey []byte
+	// Observe, when set, is told about every finished request; benchmarks
+	// and budget tests read the store round trips from it.
+	Observe func(Observation)
+}
+
+// Observation describes a finished request.
+type Observation struct {
+	Operation  string
+	Status     int
+	RoundTrips int64
+	Duration   time.Duration
 }
 
 // Route is one operation.

@@ -44,6 +44,8 @@ type Options struct {
 	Config func(*config.Config)
 	// WrapStore lets a test put a faulty or slow store in front of the real one.
 	WrapStore func(store.Store) store.Store
+	// Observe receives every finished request (operation, round trips).
+	Observe func(httpapi.Observation)
 }
 
 // Env is a running API.
@@ -131,7 +133,7 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
