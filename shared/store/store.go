@@ -103,14 +103,17 @@ const (
 	OpPut    OpKind = iota + 1 // replace the whole item
 	OpDelete                   // delete the item
 	OpCheck                    // only assert the condition
-	OpAdd                      // add deltas to numeric attributes, creating the item if needed
+	OpAdd                      // add deltas to numeric attributes, creating the item if needed; see Op
 )
 
 // Op is one action of an atomic transaction.
 type Op struct {
 	Kind OpKind
-	// Item is the full item for OpPut; for the other kinds only its key counts,
-	// and for OpAdd its ExpiresAt, when set, replaces the item's expiry.
+	// Item is the full item for OpPut; for OpDelete and OpCheck only its key
+	// counts. For OpAdd, a non-nil Data replaces the document, a non-zero
+	// Version replaces the version and a non-zero ExpiresAt the expiry, while
+	// numeric attributes not in Deltas are kept: a record's document can
+	// change without clobbering counters that move concurrently.
 	Item Item
 	Cond Cond
 	// Deltas are the additions of OpAdd.
@@ -129,6 +132,12 @@ func Check(k Key, c Cond) Op { return Op{Kind: OpCheck, Item: Item{PK: k.PK, SK:
 // Add adds deltas to numeric attributes of an item under a condition.
 func Add(k Key, deltas map[string]int64, expiresAt int64, c Cond) Op {
 	return Op{Kind: OpAdd, Item: Item{PK: k.PK, SK: k.SK, ExpiresAt: expiresAt}, Deltas: deltas, Cond: c}
+}
+
+// Update replaces an item's document and version and adds deltas to its
+// numeric attributes, keeping the others, under a condition.
+func Update(k Key, data []byte, version int64, deltas map[string]int64, c Cond) Op {
+	return Op{Kind: OpAdd, Item: Item{PK: k.PK, SK: k.SK, Data: data, Version: version}, Deltas: deltas, Cond: c}
 }
 
 // MaxTransactOps is the most operations one transaction may hold; it is

@@ -278,6 +278,12 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 			if op.Item.ExpiresAt != 0 {
 				it.ExpiresAt = op.Item.ExpiresAt
 			}
+			if op.Item.Data != nil {
+				it.Data = op.Item.Data
+			}
+			if op.Item.Version != 0 {
+				it.Version = op.Item.Version
+			}
 			err = put(ctx, tx, it)
 		case store.OpCheck:
 		}

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Factory) {
 		{"IfVersion", testIfVersion},
 		{"Bounds", testBounds},
 		{"AddCreatesAndAccumulates", testAdd},
+		{"UpdateKeepsOtherNums", testUpdate},
 		{"DeleteAndCheck", testDeleteAndCheck},
 		{"AllOrNothing", testAllOrNothing},
 		{"Validate", testValidate},
@@ -198,6 +199,32 @@ func testAdd(t *testing.T, s store.Store, _ *Clock) {
 	mustTx(t, s, store.Add(store.Key{PK: "P", SK: "doc"}, map[string]int64{"n": 1}, 0, store.IfVersion(7)))
 	got, _ = s.Get(context.Background(), store.Key{PK: "P", SK: "doc"})
 	if got.Version != 7 || string(got.Data) != `{"k":1}` || got.Nums["n"] != 2 {
+		t.Fatalf("after add: %+v", got)
+	}
+}
+
+func testUpdate(t *testing.T, s store.Store, _ *Clock) {
+	k := store.Key{PK: "P", SK: "product"}
+	mustTx(t, s, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: []byte(`{"rev":1}`), Nums: map[string]int64{"oh_000": 5, "iv_000": 3}}, store.IfAbsent()))
+	// A concurrent counter change lands between the read and the update...
+	mustTx(t, s, store.Add(k, map[string]int64{"oh_000": 2, "iv_000": 1}, 0, store.Cond{}))
+	// ...and the document update keeps it while adding a new counter.
+	mustTx(t, s, store.Update(k, []byte(`{"rev":2}`), 2, map[string]int64{"oh_001": 0, "iv_001": 1}, store.IfVersion(1)))
+	got, err := s.Get(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 2 || string(got.Data) != `{"rev":2}` || got.Nums["oh_000"] != 7 || got.Nums["iv_000"] != 4 || got.Nums["iv_001"] != 1 {
+		t.Fatalf("after update: %+v", got)
+	}
+	if v, ok := got.Nums["oh_001"]; !ok || v != 0 {
+		t.Fatalf("a zero delta must create the attribute at 0: %v", got.Nums)
+	}
+	wantCondition(t, s.Transact(context.Background(), store.Update(k, []byte(`{}`), 3, nil, store.IfVersion(1))), 0)
+	// With no data or version given, the update only adds.
+	mustTx(t, s, store.Add(k, map[string]int64{"oh_000": -7}, 0, store.Cond{Bounds: []store.Bound{{Attr: "oh_000", Cmp: store.GE, Value: 7}}}))
+	got, _ = s.Get(context.Background(), k)
+	if got.Version != 2 || string(got.Data) != `{"rev":2}` || got.Nums["oh_000"] != 0 {
 		t.Fatalf("after add: %+v", got)
 	}
 }
