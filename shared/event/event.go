@@ -1,0 +1,88 @@
+// Package event is the vendor's durable event log: every relevant change
+// writes one event item in the same transaction as the change (an outbox),
+// kept for 90 days. An event names the resource that changed and carries a
+// little metadata; it is a hint to read the resource, never a snapshot.
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Retention is how long events are kept.
+const Retention = 90 * 24 * time.Hour
+
+// Types of events. docs/events.md describes each.
+const (
+	ProductCreated        = "product.created"
+	ProductUpdated        = "product.updated"
+	ProductPublished      = "product.published"
+	ProductUnpublished    = "product.unpublished"
+	ProductArchived       = "product.archived"
+	ProductRestored       = "product.restored"
+	InventoryItemAdjusted = "inventory_item.adjusted"
+)
+
+// Types lists every event type the service emits.
+func Types() []string {
+	return []string{ProductCreated, ProductUpdated, ProductPublished, ProductUnpublished,
+		ProductArchived, ProductRestored, InventoryItemAdjusted}
+}
+
+// Resource names what changed.
+type Resource struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// Event is one entry of the log.
+type Event struct {
+	ID        string         `json:"id"`
+	Type      string         `json:"type"`
+	CreatedAt time.Time      `json:"created_at"`
+	VendorID  string         `json:"vendor_id"`
+	Resource  Resource       `json:"resource"`
+	Data      map[string]any `json:"data"`
+}
+
+// New makes an event of typ about a resource.
+func New(now time.Time, vendorID, typ, resourceType, resourceID string, data map[string]any) Event {
+	if data == nil {
+		data = map[string]any{}
+	}
+	return Event{ID: ids.Sortable("evt", now), Type: typ, CreatedAt: now, VendorID: vendorID,
+		Resource: Resource{Type: resourceType, ID: resourceID}, Data: data}
+}
+
+// Prefix is the sort-key prefix of events in the vendor partition.
+const Prefix = "EVENT#"
+
+// Key is an event's key.
+func Key(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+}
+
+// Op is the transaction operation that appends e to the log.
+func Op(e Event) (store.Op, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return store.Op{}, fmt.Errorf("event: encode %s: %w", e.Type, err)
+	}
+	k := Key(e.VendorID, e.ID)
+	return store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data,
+		ExpiresAt: e.CreatedAt.Add(Retention).Unix()}, store.IfAbsent()), nil
+}
+
+// Decode reads an event item.
+func Decode(it store.Item) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(it.Data, &e); err != nil {
+		return Event{}, fmt.Errorf("event: decode %s: %w", it.SK, err)
+	}
+	return e, nil
+}
