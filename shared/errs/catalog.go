@@ -25,6 +25,16 @@ const (
 	CodeConflict              Code = "CONFLICT"
 	CodeRateLimited           Code = "RATE_LIMITED"
 	CodeServiceUnavailable    Code = "SERVICE_UNAVAILABLE"
+
+	CodeRevisionConflict      Code = "PRODUCT_REVISION_CONFLICT"
+	CodeSlugTaken             Code = "PRODUCT_SLUG_TAKEN"
+	CodeProductState          Code = "PRODUCT_STATE_CONFLICT"
+	CodeProductIncomplete     Code = "PRODUCT_INCOMPLETE"
+	CodeVariationNotRetirable Code = "VARIATION_NOT_RETIRABLE"
+	CodeAuthorityMismatch     Code = "AUTHORITY_MISMATCH"
+	CodeInventoryVersion      Code = "INVENTORY_VERSION_CONFLICT"
+	CodeBelowReserved         Code = "INVENTORY_BELOW_RESERVED"
+	CodeInventoryItemRetired  Code = "INVENTORY_ITEM_RETIRED"
 )
 
 // Info describes one catalog entry.
@@ -52,6 +62,16 @@ var catalog = map[Code]Info{
 	CodeConflict:              {CodeConflict, Conflict, "Conflict"},
 	CodeRateLimited:           {CodeRateLimited, RateLimited, "Rate limit exceeded"},
 	CodeServiceUnavailable:    {CodeServiceUnavailable, Unavailable, "Service unavailable"},
+
+	CodeRevisionConflict:      {CodeRevisionConflict, Conflict, "Product revision conflict"},
+	CodeSlugTaken:             {CodeSlugTaken, Conflict, "Product slug taken"},
+	CodeProductState:          {CodeProductState, Conflict, "Product lifecycle conflict"},
+	CodeProductIncomplete:     {CodeProductIncomplete, Conflict, "Product incomplete"},
+	CodeVariationNotRetirable: {CodeVariationNotRetirable, Conflict, "Variation cannot be retired"},
+	CodeAuthorityMismatch:     {CodeAuthorityMismatch, Conflict, "Authority binding mismatch"},
+	CodeInventoryVersion:      {CodeInventoryVersion, Conflict, "Inventory version conflict"},
+	CodeBelowReserved:         {CodeBelowReserved, Conflict, "Below the reservation floor"},
+	CodeInventoryItemRetired:  {CodeInventoryItemRetired, Conflict, "Inventory item retired"},
 }
 
 // Kind is the code's kind; an unknown code is Internal.

@@ -143,9 +143,10 @@ func (c *Call) fail(err error) {
 	}
 	h := c.W.Header()
 	if e.Kind == errs.Unauthenticated {
-		h.Set("WWW-Authenticate", `Bearer realm="moku", error="invalid_token"`)
-		if c.R.Header.Get("Authorization") == "" {
-			h.Set("WWW-Authenticate", `Bearer realm="moku"`)
+		// RFC 6750: no error code when the request carried no bearer token.
+		h.Set("WWW-Authenticate", `Bearer realm="moku"`)
+		if _, ok := bearer(c.R.Header.Get("Authorization")); ok {
+			h.Set("WWW-Authenticate", `Bearer realm="moku", error="invalid_token"`)
 		}
 	}
 	retry := e.RetryAfter

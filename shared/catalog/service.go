@@ -1,0 +1,414 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Service stores products.
+type Service struct {
+	Store     store.Store
+	Clock     clock.Clock
+	Authority Authority
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }
+
+// Load reads a product and its store item.
+func (s Service) Load(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
+	if !ValidProductID(productID) {
+		return Product{}, store.Item{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, Key(vendorID, productID))
+	if errors.Is(err, store.ErrNotFound) {
+		return Product{}, store.Item{}, notFound()
+	}
+	if err != nil {
+		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
+	}
+	p, err := Decode(it)
+	if err != nil {
+		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
+	}
+	return p, it, nil
+}
+
+// List reads up to limit products after the sort key after, in creation
+// order; more tells whether others follow.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (ps []Product, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	if err != nil {
+		return nil, "", false, errs.Unavailablef(err, "the catalog could not be read")
+	}
+	if len(items) > limit {
+		items, more = items[:limit], true
+	}
+	for _, it := range items {
+		p, err := Decode(it)
+		if err != nil {
+			return nil, "", false, errs.Unavailablef(err, "the catalog could not be read")
+		}
+		ps = append(ps, p)
+		lastKey = it.SK
+	}
+	return ps, lastKey, more, nil
+}
+
+func (s Service) masters(ctx context.Context, vendorID string) (Masters, error) {
+	m, err := s.Authority.Masters(ctx, vendorID)
+	if err != nil {
+		return Masters{}, errs.Unavailablef(err, "the vendor authority could not be read")
+	}
+	return m, nil
+}
+
+// PrepareCreate builds a new product from in and the operations that store
+// it with its zeroed inventory buckets, its slug reservation and its event.
+// conflict explains a failed condition of those operations.
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (p Product, ops []store.Op, conflict func(*store.ConditionError) error, err error) {
+	m, err := s.masters(ctx, vendorID)
+	if err != nil {
+		return Product{}, nil, nil, err
+	}
+	if err := CheckBindings(m, in.Authority); err != nil {
+		return Product{}, nil, nil, err
+	}
+	now := s.Clock.Now()
+	p = Product{ID: ids.Sortable("prd", now), VendorID: vendorID, Status: StatusDraft, Revision: 1, Kind: in.Kind,
+		CreatedAt: now, UpdatedAt: now, NextSeq: 1}
+	p.apply(in)
+	nums := map[string]int64{}
+	if p.Kind == KindSimple {
+		NewBuckets(0, nums)
+	}
+	for _, v := range in.Variations {
+		p.Variations = append(p.Variations, Variation{ID: ids.New("var"), Status: VariationActive, Options: v.Options,
+			Price: v.Price, OriginalPrice: v.OriginalPrice, SKU: v.SKU, Seq: p.NextSeq})
+		NewBuckets(p.NextSeq, nums)
+		p.NextSeq++
+	}
+	// Deltas of a put are its starting values.
+	data, err := Encode(p)
+	if err != nil {
+		return Product{}, nil, nil, err
+	}
+	k := Key(vendorID, p.ID)
+	ops = append(ops, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: nums}, store.IfAbsent()))
+	ops = append(ops, s.slugOp(vendorID, p))
+	ev, err := event.Op(event.New(now, vendorID, event.ProductCreated, "product", p.ID,
+		map[string]any{"revision": 1, "inventory_item_ids": p.inventoryIDs(p.Seqs())}))
+	if err != nil {
+		return Product{}, nil, nil, err
+	}
+	ops = append(ops, ev)
+	conflict = func(ce *store.ConditionError) error {
+		if ce.Has(1) {
+			return slugTaken(p.Slug)
+		}
+		return errs.E(errs.CodeConflict, "the product could not be created; retry")
+	}
+	return p, ops, conflict, nil
+}
+
+func slugTaken(slug string) error {
+	return errs.Ef(errs.CodeSlugTaken, "slug: %q is used by another product of this vendor", slug)
+}
+
+func (s Service) slugOp(vendorID string, p Product) store.Op {
+	k := SlugKey(vendorID, p.Slug)
+	data, _ := json.Marshal(map[string]string{"product_id": p.ID})
+	return store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent())
+}
+
+func (p Product) inventoryIDs(seqs []int) []string {
+	out := make([]string, len(seqs))
+	for i, seq := range seqs {
+		out[i] = InventoryItemID(p.ID, seq)
+	}
+	return out
+}
+
+// apply copies the editable fields of in onto p.
+func (p *Product) apply(in Input) {
+	p.Name, p.Slug, p.Description = in.Name, in.Slug, in.Description
+	p.Price, p.OriginalPrice = in.Price, in.OriginalPrice
+	p.Category, p.Subcategory = in.Category, in.Subcategory
+	p.ImageURLs, p.Badge = in.ImageURLs, in.Badge
+	p.Options, p.DefaultOptions = in.Options, in.DefaultOptions
+	p.Features, p.RelatedProductIDs, p.Tags = in.Features, in.RelatedProductIDs, in.Tags
+	p.SKU, p.WeightKg, p.SourceRegion = in.SKU, in.WeightKg, in.SourceRegion
+}
+
+func revisionConflict(current int64) error {
+	return errs.Ef(errs.CodeRevisionConflict, "expected_revision: the product is at revision %d; read it again and retry", current)
+}
+
+// Update replaces the editable fields of a product (PATCH).
+func (s Service) Update(ctx context.Context, vendorID, productID string, in Input) (Product, error) {
+	p, it, err := s.Load(ctx, vendorID, productID)
+	if err != nil {
+		return Product{}, err
+	}
+	if p.Status == StatusArchived {
+		return Product{}, errs.E(errs.CodeProductState, "the product is archived; restore it before editing")
+	}
+	if in.ExpectedRevision != p.Revision {
+		return Product{}, revisionConflict(p.Revision)
+	}
+	if in.Kind != p.Kind {
+		return Product{}, errs.Ef(errs.CodeInvalidRequest, "kind: is immutable; this product is %s", p.Kind)
+	}
+	m, err := s.masters(ctx, vendorID)
+	if err != nil {
+		return Product{}, err
+	}
+	if err := CheckBindings(m, in.Authority); err != nil {
+		return Product{}, err
+	}
+
+	next := p
+	next.apply(in)
+	deltas := map[string]int64{}
+	cond := store.IfVersion(p.Revision)
+	var retired []string
+	existing := map[string]Variation{}
+	for _, v := range p.Variations {
+		existing[v.ID] = v
+	}
+	next.Variations = nil
+	for i, v := range in.Variations {
+		if v.ID == "" {
+			next.Variations = append(next.Variations, Variation{ID: ids.New("var"), Status: VariationActive, Options: v.Options,
+				Price: v.Price, OriginalPrice: v.OriginalPrice, SKU: v.SKU, Seq: next.NextSeq})
+			NewBuckets(next.NextSeq, deltas)
+			next.NextSeq++
+			continue
+		}
+		old, ok := existing[v.ID]
+		if !ok {
+			return Product{}, errs.Ef(errs.CodeInvalidRequest, "variations[%d].id: %q is not a variation of this product; omit id to add a variation", i, v.ID)
+		}
+		delete(existing, v.ID)
+		if v.Status == VariationRetired && old.Status == VariationActive {
+			oh, rs := it.Nums[OnHandAttr(old.Seq)], it.Nums[ReservedAttr(old.Seq)]
+			if oh != 0 || rs != 0 {
+				return Product{}, errs.Ef(errs.CodeVariationNotRetirable, "variations[%d]: %q has on_hand %d and reserved %d; set stock to zero and release holds before retiring it", i, v.ID, oh, rs)
+			}
+			// The stock must still be zero when the retirement commits.
+			cond.Bounds = append(cond.Bounds,
+				store.Bound{Attr: OnHandAttr(old.Seq), Cmp: store.EQ, Value: 0},
+				store.Bound{Attr: ReservedAttr(old.Seq), Cmp: store.EQ, Value: 0})
+			retired = append(retired, v.ID)
+		}
+		next.Variations = append(next.Variations, Variation{ID: v.ID, Status: v.Status, Options: v.Options,
+			Price: v.Price, OriginalPrice: v.OriginalPrice, SKU: v.SKU, Seq: old.Seq})
+	}
+	for id := range existing {
+		return Product{}, errs.Ef(errs.CodeInvalidRequest, "variations: existing variation %q is missing; variations cannot be removed, set status retired instead", id)
+	}
+	if same, err := sameContent(p, next); err != nil {
+		return Product{}, err
+	} else if same {
+		return p, nil // an identical replacement changes nothing
+	}
+
+	now := s.Clock.Now()
+	next.Revision, next.UpdatedAt = p.Revision+1, now
+	data, err := Encode(next)
+	if err != nil {
+		return Product{}, err
+	}
+	k := Key(vendorID, p.ID)
+	ops := []store.Op{store.Update(k, data, next.Revision, deltas, cond)}
+	if next.Slug != p.Slug {
+		ops = append(ops, store.Delete(SlugKey(vendorID, p.Slug), store.Cond{}), s.slugOp(vendorID, next))
+	}
+	meta := map[string]any{"revision": next.Revision}
+	if len(deltas) > 0 {
+		var seqs []int
+		for _, v := range next.Variations[len(p.Variations):] {
+			seqs = append(seqs, v.Seq)
+		}
+		meta["inventory_item_ids_created"] = next.inventoryIDs(seqs)
+	}
+	if len(retired) > 0 {
+		meta["variation_ids_retired"] = retired
+	}
+	ev, err := event.Op(event.New(now, vendorID, event.ProductUpdated, "product", p.ID, meta))
+	if err != nil {
+		return Product{}, err
+	}
+	ops = append(ops, ev)
+	if err := s.Store.Transact(ctx, ops...); err != nil {
+		ce, ok := store.AsCondition(err)
+		if !ok {
+			return Product{}, errs.Unavailablef(err, "the product could not be stored")
+		}
+		if len(ops) > 2 && ce.Has(2) && !ce.Has(0) {
+			return Product{}, slugTaken(next.Slug)
+		}
+		return Product{}, s.explainConflict(ctx, vendorID, p.ID, p.Revision)
+	}
+	return next, nil
+}
+
+// explainConflict re-reads a product whose write lost a race and says why.
+func (s Service) explainConflict(ctx context.Context, vendorID, productID string, expected int64) error {
+	cur, _, err := s.Load(ctx, vendorID, productID)
+	if err != nil {
+		return err
+	}
+	if cur.Revision != expected {
+		return revisionConflict(cur.Revision)
+	}
+	return errs.E(errs.CodeVariationNotRetirable, "variations: stock arrived on a variation being retired; set it to zero and release holds first")
+}
+
+// sameContent reports whether two versions of a product differ in nothing
+// a client edits.
+func sameContent(a, b Product) (bool, error) {
+	b.UpdatedAt = a.UpdatedAt
+	ea, err := Encode(a)
+	if err != nil {
+		return false, err
+	}
+	eb, err := Encode(b)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(ea, eb), nil
+}
+
+// Actions of the lifecycle.
+const (
+	Publish   = "publish"
+	Unpublish = "unpublish"
+	Archive   = "archive"
+	Restore   = "restore"
+)
+
+// transitions is the lifecycle table: for an action and a current status,
+// the status it leads to. The action's own target is a no-op; a status
+// missing from an action's row is a 409.
+var transitions = map[string]map[string]string{
+	Publish:   {StatusDraft: StatusPublished, StatusPublished: StatusPublished},
+	Unpublish: {StatusPublished: StatusDraft, StatusDraft: StatusDraft},
+	Archive:   {StatusDraft: StatusArchived, StatusPublished: StatusArchived, StatusArchived: StatusArchived},
+	Restore:   {StatusArchived: StatusDraft, StatusDraft: StatusDraft},
+}
+
+var eventOf = map[string]string{
+	Publish: event.ProductPublished, Unpublish: event.ProductUnpublished,
+	Archive: event.ProductArchived, Restore: event.ProductRestored,
+}
+
+// Transition moves a product through its lifecycle.
+func (s Service) Transition(ctx context.Context, vendorID, productID, action string, t Transition) (Product, error) {
+	row, ok := transitions[action]
+	if !ok {
+		return Product{}, fmt.Errorf("catalog: unknown action %q", action)
+	}
+	p, _, err := s.Load(ctx, vendorID, productID)
+	if err != nil {
+		return Product{}, err
+	}
+	if t.ExpectedRevision != p.Revision {
+		return Product{}, revisionConflict(p.Revision)
+	}
+	if action == Archive || action == Restore {
+		// Archive and restore change the canonical identity: the caller must
+		// hold both current source-authority bindings.
+		m, err := s.masters(ctx, vendorID)
+		if err != nil {
+			return Product{}, err
+		}
+		if err := CheckBindings(m, t.Authority); err != nil {
+			return Product{}, err
+		}
+	}
+	to, ok := row[p.Status]
+	if !ok {
+		return Product{}, errs.Ef(errs.CodeProductState, "a %s product cannot be %s", p.Status, pastTense(action))
+	}
+	if to == p.Status {
+		return p, nil // the contract's no-op rows
+	}
+	if action == Publish {
+		if missing := p.incomplete(); len(missing) > 0 {
+			return Product{}, errs.Ef(errs.CodeProductIncomplete, "the draft is not complete: %s", strings.Join(missing, "; "))
+		}
+	}
+	now := s.Clock.Now()
+	next := p
+	next.Status, next.Revision, next.UpdatedAt = to, p.Revision+1, now
+	switch to {
+	case StatusPublished:
+		next.PublishedAt = &now
+	case StatusArchived:
+		next.ArchivedAt, next.PublishedAt = &now, nil
+	case StatusDraft:
+		next.PublishedAt, next.ArchivedAt = nil, nil
+	}
+	data, err := Encode(next)
+	if err != nil {
+		return Product{}, err
+	}
+	ev, err := event.Op(event.New(now, vendorID, eventOf[action], "product", p.ID, map[string]any{"revision": next.Revision, "status": to}))
+	if err != nil {
+		return Product{}, err
+	}
+	err = s.Store.Transact(ctx, store.Update(Key(vendorID, p.ID), data, next.Revision, nil, store.IfVersion(p.Revision)), ev)
+	if store.IsCondition(err) {
+		return Product{}, s.explainConflict(ctx, vendorID, p.ID, p.Revision)
+	}
+	if err != nil {
+		return Product{}, errs.Unavailablef(err, "the product could not be stored")
+	}
+	return next, nil
+}
+
+func pastTense(action string) string {
+	if action == Unpublish || action == Publish {
+		return action + "ed"
+	}
+	return action + "d"
+}
+
+// incomplete lists what a draft lacks before it can be published.
+func (p Product) incomplete() []string {
+	var missing []string
+	if strings.TrimSpace(p.Description) == "" {
+		missing = append(missing, "description is empty")
+	}
+	if strings.TrimSpace(p.Category) == "" {
+		missing = append(missing, "category is empty")
+	}
+	if len(p.ImageURLs) == 0 {
+		missing = append(missing, "image_urls has no image")
+	}
+	if p.Kind == KindVariable {
+		active := 0
+		for _, v := range p.Variations {
+			if v.Status == VariationActive {
+				active++
+			}
+		}
+		if active == 0 {
+			missing = append(missing, "a variable product needs at least one active variation")
+		}
+	}
+	return missing
+}
