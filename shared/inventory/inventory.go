@@ -1,0 +1,307 @@
+// Package inventory holds the inventory items of the vendor's single
+// location and Stock Pool: their views, the listing across the vendor, and
+// adjustments of on_hand. The buckets themselves are numeric attributes of
+// each product's store item (see package catalog), so reading an item is
+// reading its product.
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// The one location and pool every vendor has.
+const (
+	DefaultLocation  = "default"
+	DefaultStockPool = "default"
+)
+
+// Statuses and the threshold between them: out of stock at zero available,
+// low stock up to LowStockThreshold, in stock above.
+const (
+	InStock           = "in_stock"
+	LowStock          = "low_stock"
+	OutOfStock        = "out_of_stock"
+	LowStockThreshold = 5
+	MaxOnHand         = 1_000_000_000
+)
+
+// Status classifies an available quantity.
+func Status(available int64) string {
+	switch {
+	case available <= 0:
+		return OutOfStock
+	case available <= LowStockThreshold:
+		return LowStock
+	}
+	return InStock
+}
+
+// Item is an inventory item as the API shows it.
+type Item struct {
+	ID               string            `json:"id"`
+	VendorID         string            `json:"vendor_id"`
+	LocationID       string            `json:"location_id"`
+	StockPoolID      string            `json:"stock_pool_id"`
+	ProductID        string            `json:"product_id"`
+	ProductName      string            `json:"product_name"`
+	ProductImageURL  *string           `json:"product_image_url"`
+	VariationID      *string           `json:"variation_id"`
+	VariationOptions map[string]string `json:"variation_options"`
+	SKU              *string           `json:"sku"`
+	OnHand           int64             `json:"on_hand"`
+	Reserved         int64             `json:"reserved"`
+	Available        int64             `json:"available"`
+	Version          int64             `json:"version"`
+	Status           string            `json:"status"`
+}
+
+// Buckets are an item's counters.
+type Buckets struct {
+	OnHand, Reserved, Available, Version int64
+}
+
+// bucketsOf reads item seq's counters; ok is false when any is missing,
+// which must fail reads closed rather than show a guess.
+func bucketsOf(nums map[string]int64, seq int) (Buckets, bool) {
+	oh, ok1 := nums[catalog.OnHandAttr(seq)]
+	rs, ok2 := nums[catalog.ReservedAttr(seq)]
+	av, ok3 := nums[catalog.AvailableAttr(seq)]
+	v, ok4 := nums[catalog.VersionAttr(seq)]
+	return Buckets{OnHand: oh, Reserved: rs, Available: av, Version: v}, ok1 && ok2 && ok3 && ok4
+}
+
+// view builds item seq of product p with buckets b.
+func view(p catalog.Product, seq int, b Buckets) Item {
+	it := Item{
+		ID: catalog.InventoryItemID(p.ID, seq), VendorID: p.VendorID, LocationID: DefaultLocation, StockPoolID: DefaultStockPool,
+		ProductID: p.ID, ProductName: p.Name, VariationOptions: map[string]string{}, SKU: p.SKU,
+		OnHand: b.OnHand, Reserved: b.Reserved, Available: b.Available, Version: b.Version, Status: Status(b.Available),
+	}
+	if len(p.ImageURLs) > 0 {
+		img := p.ImageURLs[0]
+		it.ProductImageURL = &img
+	}
+	if v, ok := p.VariationBySeq(seq); ok {
+		id := v.ID
+		it.VariationID, it.SKU = &id, v.SKU
+		for k, val := range v.Options {
+			it.VariationOptions[k] = val
+		}
+	}
+	return it
+}
+
+// Service reads and adjusts inventory items.
+type Service struct {
+	Store     store.Store
+	Clock     clock.Clock
+	Authority catalog.Authority
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "inventory item not found") }
+
+func missingBucket(id string) error {
+	return errs.Unavailablef(fmt.Errorf("inventory: buckets of %s are missing", id), "inventory state could not be read safely")
+}
+
+// load reads the product holding an item.
+func (s Service) load(ctx context.Context, vendorID, itemID string) (catalog.Product, store.Item, int, error) {
+	if len(itemID) > 1000 {
+		return catalog.Product{}, store.Item{}, 0, notFound()
+	}
+	productID, seq, ok := catalog.ParseInventoryItemID(itemID)
+	if !ok {
+		return catalog.Product{}, store.Item{}, 0, notFound()
+	}
+	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, vendorID, productID)
+	if errs.Is(err, errs.CodeNotFound) {
+		return catalog.Product{}, store.Item{}, 0, notFound()
+	}
+	if err != nil {
+		return catalog.Product{}, store.Item{}, 0, err
+	}
+	if p.Kind == catalog.KindSimple && seq != 0 {
+		return catalog.Product{}, store.Item{}, 0, notFound()
+	}
+	if _, ok := p.VariationBySeq(seq); p.Kind == catalog.KindVariable && !ok {
+		return catalog.Product{}, store.Item{}, 0, notFound()
+	}
+	return p, it, seq, nil
+}
+
+// Get reads one inventory item.
+func (s Service) Get(ctx context.Context, vendorID, itemID string) (Item, error) {
+	p, it, seq, err := s.load(ctx, vendorID, itemID)
+	if err != nil {
+		return Item{}, err
+	}
+	b, ok := bucketsOf(it.Nums, seq)
+	if !ok {
+		return Item{}, missingBucket(itemID)
+	}
+	return view(p, seq, b), nil
+}
+
+// cursorKey is the position after item seq of the product stored at sk.
+func cursorKey(sk string, seq int) string { return fmt.Sprintf("%s|%03d", sk, seq) }
+
+func parseCursorKey(k string) (sk string, seq int, ok bool) {
+	i := strings.LastIndexByte(k, '|')
+	if i < 0 || !strings.HasPrefix(k, catalog.Prefix) {
+		return "", 0, false
+	}
+	if _, err := fmt.Sscanf(k[i+1:], "%03d", &seq); err != nil {
+		return "", 0, false
+	}
+	return k[:i], seq, true
+}
+
+// List reads up to limit items across the vendor, ordered by product and
+// then by item, continuing after the position after. A product whose
+// buckets are missing fails the whole page closed (503).
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (items []Item, lastKey string, more bool, err error) {
+	startSK, startSeq := "", -1
+	if after != "" {
+		var ok bool
+		if startSK, startSeq, ok = parseCursorKey(after); !ok {
+			return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+		}
+	}
+	pk := catalog.Key(vendorID, "").PK
+	var products []store.Item
+	if startSK != "" {
+		// The page may resume inside the product it stopped in.
+		it, err := s.Store.Get(ctx, store.Key{PK: pk, SK: startSK})
+		if err == nil {
+			products = append(products, it)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+		}
+	}
+	// Each product holds at least one item, so limit+1 products are always
+	// enough to fill the page and tell whether more follow.
+	batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: catalog.Prefix, After: startSK, Limit: limit + 1})
+	if err != nil {
+		return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+	}
+	products = append(products, batch...)
+	for _, it := range products {
+		p, err := catalog.Decode(it)
+		if err != nil {
+			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+		}
+		for _, seq := range p.Seqs() {
+			if it.SK == startSK && seq <= startSeq {
+				continue
+			}
+			if len(items) == limit {
+				return items, lastKey, true, nil
+			}
+			b, ok := bucketsOf(it.Nums, seq)
+			if !ok {
+				return nil, "", false, missingBucket(catalog.InventoryItemID(p.ID, seq))
+			}
+			items = append(items, view(p, seq, b))
+			lastKey = cursorKey(it.SK, seq)
+		}
+	}
+	return items, lastKey, false, nil
+}
+
+// Adjustment is a parsed adjustment body.
+type Adjustment struct {
+	TargetOnHand    int64
+	ExpectedVersion int64
+	// Authority is the connection asserting Stock Pool authority; nil is the service.
+	Authority *string
+}
+
+// ParseAdjustment reads an adjustment body.
+func ParseAdjustment(body []byte) (Adjustment, error) {
+	o, err := fields.Parse(body, "")
+	if err != nil {
+		return Adjustment{}, err
+	}
+	var a Adjustment
+	a.TargetOnHand = o.Int("target_on_hand", fields.Required, 0, MaxOnHand)
+	a.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
+	a.Authority, _ = o.StringPtr("authority_connection_id", fields.OptionalNullable,
+		fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"})
+	return a, o.Err()
+}
+
+// VersionConflict is the 409 of a stale expected_version.
+func VersionConflict(current int64) error {
+	return errs.Ef(errs.CodeInventoryVersion, "expected_version: the item is at version %d; retrieve it and retry with a new Idempotency-Key", current)
+}
+
+// PrepareAdjust checks an adjustment against the item as it is now and
+// returns the item as it will be, with the operations that make it so: an
+// atomic add conditioned on the version and the reservation floor, and the
+// event. conflict explains a lost race.
+func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a Adjustment) (Item, []store.Op, func(*store.ConditionError) error, error) {
+	p, it, seq, err := s.load(ctx, vendorID, itemID)
+	if err != nil {
+		return Item{}, nil, nil, err
+	}
+	b, ok := bucketsOf(it.Nums, seq)
+	if !ok {
+		return Item{}, nil, nil, missingBucket(itemID)
+	}
+	if v, ok := p.VariationBySeq(seq); ok && v.Status == catalog.VariationRetired {
+		return Item{}, nil, nil, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired; its stock stays at zero")
+	}
+	if b.Version != a.ExpectedVersion {
+		return Item{}, nil, nil, VersionConflict(b.Version)
+	}
+	m, err := s.Authority.Masters(ctx, vendorID)
+	if err != nil {
+		return Item{}, nil, nil, errs.Unavailablef(err, "the vendor authority could not be read")
+	}
+	if err := catalog.CheckInventoryBinding(m, a.Authority); err != nil {
+		return Item{}, nil, nil, err
+	}
+	if a.TargetOnHand < b.Reserved {
+		return Item{}, nil, nil, errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, b.Reserved)
+	}
+	delta := a.TargetOnHand - b.OnHand
+	next := Buckets{OnHand: a.TargetOnHand, Reserved: b.Reserved, Available: b.Available + delta, Version: b.Version + 1}
+	cond := store.Cond{Bounds: []store.Bound{
+		{Attr: catalog.VersionAttr(seq), Cmp: store.EQ, Value: b.Version},
+		{Attr: catalog.ReservedAttr(seq), Cmp: store.LE, Value: a.TargetOnHand},
+	}}
+	now := s.Clock.Now()
+	ev, err := event.Op(event.New(now, vendorID, event.InventoryItemAdjusted, "inventory_item", itemID,
+		map[string]any{"version": next.Version, "product_id": p.ID}))
+	if err != nil {
+		return Item{}, nil, nil, err
+	}
+	ops := []store.Op{
+		store.Add(catalog.Key(vendorID, p.ID), map[string]int64{
+			catalog.OnHandAttr(seq): delta, catalog.AvailableAttr(seq): delta, catalog.VersionAttr(seq): 1,
+		}, 0, cond),
+		ev,
+	}
+	conflict := func(*store.ConditionError) error {
+		cur, err := s.Get(ctx, vendorID, itemID)
+		if err != nil {
+			return err
+		}
+		if cur.Version != a.ExpectedVersion {
+			return VersionConflict(cur.Version)
+		}
+		return errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, cur.Reserved)
+	}
+	return view(p, seq, next), ops, conflict, nil
+}
