@@ -179,44 +179,63 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 		}
 	}
 	pk := catalog.Key(vendorID, "").PK
-	var products []store.Item
-	if startSK != "" {
-		// The page may resume inside the product it stopped in.
-		it, err := s.Store.Get(ctx, store.Key{PK: pk, SK: startSK})
-		if err == nil {
-			products = append(products, it)
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
-		}
-	}
-	// Each product holds at least one item, so limit+1 products are always
-	// enough to fill the page and tell whether more follow.
-	batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: catalog.Prefix, After: startSK, Limit: limit + 1})
-	if err != nil {
-		return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
-	}
-	products = append(products, batch...)
-	for _, it := range products {
+	// emit adds the items of one product after the start position; it
+	// reports whether the page is full.
+	emit := func(it store.Item) (full bool, err error) {
 		p, err := catalog.Decode(it)
 		if err != nil {
-			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+			return false, errs.Unavailablef(err, "inventory could not be read")
 		}
 		for _, seq := range p.Seqs() {
 			if it.SK == startSK && seq <= startSeq {
 				continue
 			}
 			if len(items) == limit {
-				return items, lastKey, true, nil
+				return true, nil
 			}
 			b, ok := bucketsOf(it.Nums, seq)
 			if !ok {
-				return nil, "", false, missingBucket(catalog.InventoryItemID(p.ID, seq))
+				return false, missingBucket(catalog.InventoryItemID(p.ID, seq))
 			}
 			items = append(items, view(p, seq, b))
 			lastKey = cursorKey(it.SK, seq)
 		}
+		return false, nil
 	}
-	return items, lastKey, false, nil
+	if startSK != "" {
+		// The page resumes inside the product it stopped in.
+		it, err := s.Store.Get(ctx, store.Key{PK: pk, SK: startSK})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+		}
+		if err == nil {
+			if full, err := emit(it); err != nil || full {
+				return items, lastKey, full, err
+			}
+		}
+	}
+	queryAfter := startSK
+	for {
+		// Most products hold at least one item, so limit+1 products usually
+		// fill the page and tell whether more follow; a variable product
+		// without variations holds none, hence the loop.
+		batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: catalog.Prefix, After: queryAfter, Limit: limit + 1})
+		if err != nil {
+			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+		}
+		for _, it := range batch {
+			if full, err := emit(it); err != nil || full {
+				if err != nil {
+					return nil, "", false, err
+				}
+				return items, lastKey, true, nil
+			}
+		}
+		if len(batch) < limit+1 {
+			return items, lastKey, false, nil
+		}
+		queryAfter = batch[len(batch)-1].SK
+	}
 }
 
 // Adjustment is a parsed adjustment body.
