@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/store"
@@ -34,6 +36,9 @@ type Deps struct {
 	Clock     clock.Clock
 	Log       *slog.Logger
 	CursorKey []byte
+	// Authority tells who masters each vendor's Catalog, base price and Stock
+	// Pool; nil means the service masters everything.
+	Authority catalog.Authority
 	// Observe, when set, is told about every finished request; benchmarks
 	// and budget tests read the store round trips from it.
 	Observe func(Observation)
@@ -77,6 +82,9 @@ type Server struct {
 	limiter ratelimit.Limiter
 	keeper  idempotency.Keeper
 	cursors cursor.Codec
+
+	catalog   catalog.Service
+	inventory inventory.Service
 }
 
 // New builds a server for the given groups.
@@ -88,6 +96,9 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	if d.Authority == nil {
+		d.Authority = catalog.ServiceOwned{}
+	}
 	s := &Server{
 		deps:     d,
 		mux:      http.NewServeMux(),
@@ -97,6 +108,9 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
 		keeper:   idempotency.Keeper{Store: d.Store, Clock: d.Clock},
 		cursors:  codec,
+
+		catalog:   catalog.Service{Store: d.Store, Clock: d.Clock, Authority: d.Authority},
+		inventory: inventory.Service{Store: d.Store, Clock: d.Clock, Authority: d.Authority},
 	}
 	byPath := map[string][]Route{}
 	var paths []string

@@ -121,7 +121,7 @@ func (k Keeper) Run(ctx context.Context, sc Scope, fingerprint string, prepare f
 		if !worthCheckingReceipt(err) {
 			return Result{}, err
 		}
-		return k.replay(ctx, sc, fingerprint, err)
+		return k.replay(ctx, sc, fingerprint, func() error { return err })
 	}
 	body, err := json.Marshal(m.Body)
 	if err != nil {
@@ -140,7 +140,7 @@ func (k Keeper) Run(ctx context.Context, sc Scope, fingerprint string, prepare f
 		return Result{Status: m.Status, Body: body}, nil
 	}
 	if ce, ok := store.AsCondition(err); ok {
-		return k.replay(ctx, sc, fingerprint, m.conflict(ce))
+		return k.replay(ctx, sc, fingerprint, func() error { return m.conflict(ce) })
 	}
 	return Result{}, errs.Unavailablef(err, "the change could not be stored")
 }
@@ -166,10 +166,12 @@ func (m Mutation) conflict(ce *store.ConditionError) error {
 		Detail: "The resource changed while this request was applied; read it again and retry.", Err: ce}
 }
 
-func (k Keeper) replay(ctx context.Context, sc Scope, fingerprint string, cause error) (Result, error) {
+// replay answers from the receipt of sc; without one, cause explains the
+// failure (computed only then, since explaining may cost a read).
+func (k Keeper) replay(ctx context.Context, sc Scope, fingerprint string, cause func() error) (Result, error) {
 	it, err := k.Store.Get(ctx, sc.storeKey())
 	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, cause
+		return Result{}, cause()
 	}
 	if err != nil {
 		return Result{}, errs.Unavailablef(err, "the idempotency receipt could not be read")

@@ -1,0 +1,63 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/inventory"
+)
+
+// Inventory is the Inventory group.
+var Inventory = Group{Name: "inventory", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.InventoryRead}, []auth.Scope{auth.InventoryWrite}
+	base := "/vendors/{vendor_id}/inventory-items"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listInventoryItems", Scopes: read, Handle: s.listInventory},
+		{Method: http.MethodGet, Path: base + "/{inventory_item_id}", Operation: "getInventoryItem", Scopes: read, Handle: s.getInventoryItem},
+		{Method: http.MethodPost, Path: base + "/{inventory_item_id}/adjustments", Operation: "adjustInventoryItem", Scopes: write, Handle: s.adjustInventory},
+	}
+}}
+
+func (s *Server) listInventory(c *Call) error {
+	pr, err := c.PageParams("inventory-items", "")
+	if err != nil {
+		return err
+	}
+	items, last, more, err := s.inventory.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	if items == nil {
+		items = []inventory.Item{}
+	}
+	return c.List(pr, items, last, more)
+}
+
+func (s *Server) getInventoryItem(c *Call) error {
+	it, err := s.inventory.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("inventory_item_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, it)
+}
+
+func (s *Server) adjustInventory(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	a, err := inventory.ParseAdjustment(body)
+	if err != nil {
+		return err
+	}
+	id := c.R.PathValue("inventory_item_id")
+	return c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+		it, ops, conflict, err := s.inventory.PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusOK, Body: Envelope(it), Conflict: conflict}, nil
+	})
+}

@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/idempotency"
+)
+
+// Products is the Products group.
+var Products = Group{Name: "products", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ProductsRead}, []auth.Scope{auth.ProductsWrite}
+	base := "/vendors/{vendor_id}/products"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listProducts", Scopes: read, Handle: s.listProducts},
+		{Method: http.MethodPost, Path: base, Operation: "createProduct", Scopes: write, Handle: s.createProduct},
+		{Method: http.MethodGet, Path: base + "/{product_id}", Operation: "getProduct", Scopes: read, Handle: s.getProduct},
+		{Method: http.MethodPatch, Path: base + "/{product_id}", Operation: "updateProduct", Scopes: write, Handle: s.updateProduct},
+		{Method: http.MethodPost, Path: base + "/{product_id}/publish", Operation: "publishProduct", Scopes: write, Handle: s.transition(catalog.Publish)},
+		{Method: http.MethodPost, Path: base + "/{product_id}/unpublish", Operation: "unpublishProduct", Scopes: write, Handle: s.transition(catalog.Unpublish)},
+		{Method: http.MethodPost, Path: base + "/{product_id}/archive", Operation: "archiveProduct", Scopes: write, Handle: s.transition(catalog.Archive)},
+		{Method: http.MethodPost, Path: base + "/{product_id}/restore", Operation: "restoreProduct", Scopes: write, Handle: s.transition(catalog.Restore)},
+	}
+}}
+
+func (s *Server) listProducts(c *Call) error {
+	pr, err := c.PageParams("products", "")
+	if err != nil {
+		return err
+	}
+	ps, last, more, err := s.catalog.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	views := make([]catalog.View, len(ps))
+	for i, p := range ps {
+		views[i] = p.View()
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) getProduct(c *Call) error {
+	p, _, err := s.catalog.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, p.View())
+}
+
+func (s *Server) createProduct(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := catalog.ParseCreate(body)
+	if err != nil {
+		return err
+	}
+	return c.Mutate("products.create", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+		p, ops, conflict, err := s.catalog.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(p.View()), Conflict: conflict}, nil
+	})
+}
+
+func (s *Server) updateProduct(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := catalog.ParseUpdate(body)
+	if err != nil {
+		return err
+	}
+	p, err := s.catalog.Update(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), in)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, p.View())
+}
+
+func (s *Server) transition(action string) func(*Call) error {
+	return func(c *Call) error {
+		body, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		t, err := catalog.ParseTransition(body)
+		if err != nil {
+			return err
+		}
+		p, err := s.catalog.Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), action, t)
+		if err != nil {
+			return err
+		}
+		return c.Data(http.StatusOK, p.View())
+	}
+}
