@@ -22,6 +22,9 @@ func (System) Now() time.Time { return time.Now().UTC() }
 type Fake struct {
 	mu sync.Mutex
 	t  time.Time
+	// tick is how far the clock moves after each reading, so that records
+	// stamped one after another get distinct, ordered times.
+	tick time.Duration
 }
 
 // NewFake returns a fake clock at t.
@@ -31,7 +34,16 @@ func NewFake(t time.Time) *Fake { return &Fake{t: t.UTC()} }
 func (f *Fake) Now() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.t
+	now := f.t
+	f.t = f.t.Add(f.tick)
+	return now
+}
+
+// Tick makes the clock move by d after each reading.
+func (f *Fake) Tick(d time.Duration) {
+	f.mu.Lock()
+	f.tick = d
+	f.mu.Unlock()
 }
 
 // Advance moves the fake time forward by d.
