@@ -98,10 +98,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Listen first, so that --addr 127.0.0.1:0 reports the port it got.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
 	if *baseURL != "" {
 		cfg.BaseURL = *baseURL
 	} else if os.Getenv(config.EnvBaseURL) == "" {
-		cfg.BaseURL = "http://" + *addr + "/v1"
+		cfg.BaseURL = "http://" + ln.Addr().String() + "/v1"
 		cfg.ErrorsURL = ""
 	}
 	a, err := open(ctx, cfg, stderr)
@@ -118,10 +124,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	h, err := a.Handler(ctx, app.AllGroups()...)
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
 	a.Log.Info("serving", "addr", ln.Addr().String(), "base_url", a.Config.BaseURL, "store", a.Config.Store)
