@@ -1,0 +1,180 @@
+package main
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+)
+
+// fixture is a store with one vendor and a token for it, the Lambda's
+// handler over that store, and the Products Lambda's handler over the same
+// store to create the products whose items this one serves.
+type fixture struct {
+	lt.Fixture
+	handler  lambdaapi.Handler
+	products lambdaapi.Handler
+}
+
+// newFixture builds the handlers exactly as each function's main does, on
+// f's store.
+func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
+	t.Helper()
+	build := func(g httpapi.Group) lambdaapi.Handler {
+		h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{g}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+		if err != nil {
+			t.Fatalf("lambdaapi.New(%s): %v", g.Name, err)
+		}
+		return h
+	}
+	return fixture{Fixture: f, handler: build(httpapi.Inventory), products: build(httpapi.Products)}
+}
+
+func sqliteFixture(t *testing.T) fixture {
+	t.Helper()
+	return newFixture(t, config.Default(), lt.SQLite(t))
+}
+
+// invoke sends the sample event path (under events/) to h with the
+// fixture's vendor and token, and itemID when the event names one.
+func (f fixture) invoke(t *testing.T, h lambdaapi.Handler, path, itemID string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	vars := f.Vars()
+	if itemID != "" {
+		vars["INVENTORY_ITEM_ID"] = itemID
+	}
+	return lt.Invoke(t, h, lt.Event(t, path, vars))
+}
+
+// item is the part of an inventory item view these tests look at.
+type item struct {
+	ID          string  `json:"id"`
+	VendorID    string  `json:"vendor_id"`
+	ProductID   string  `json:"product_id"`
+	ProductName string  `json:"product_name"`
+	VariationID *string `json:"variation_id"`
+	OnHand      int64   `json:"on_hand"`
+	Reserved    int64   `json:"reserved"`
+	Available   int64   `json:"available"`
+	Version     int64   `json:"version"`
+	Status      string  `json:"status"`
+}
+
+// createProduct creates the simple product of create-product.json through
+// the Products Lambda and returns its id.
+func (f fixture) createProduct(t *testing.T) string {
+	t.Helper()
+	resp := f.invoke(t, f.products, "products/create-product.json", "")
+	lt.WantStatus(t, resp, http.StatusCreated)
+	var created struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &created)
+	return created.Data.ID
+}
+
+// listOne sends list-inventory-items.json and wants the one item of the
+// simple product productID, new and empty.
+func (f fixture) listOne(t *testing.T, productID string) item {
+	t.Helper()
+	resp := f.invoke(t, f.handler, "inventory/list-inventory-items.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	var list struct {
+		Data []item `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &list)
+	if len(list.Data) != 1 {
+		t.Fatalf("listed %d items, want the product's one: %s", len(list.Data), resp.Body)
+	}
+	got := list.Data[0]
+	want := item{ID: got.ID, VendorID: f.Vendor.ID, ProductID: productID, ProductName: "Sample Shirt",
+		Version: 1, Status: "out_of_stock"}
+	if got.ID == "" || !reflect.DeepEqual(got, want) {
+		t.Errorf("listed %+v, want %+v with an id", got, want)
+	}
+	return got
+}
+
+func decodeItem(t *testing.T, resp events.APIGatewayV2HTTPResponse) item {
+	t.Helper()
+	var got struct {
+		Data item `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	return got.Data
+}
+
+func TestListInventoryItems(t *testing.T) {
+	f := sqliteFixture(t)
+	f.listOne(t, f.createProduct(t))
+}
+
+func TestGetInventoryItem(t *testing.T) {
+	f := sqliteFixture(t)
+	listed := f.listOne(t, f.createProduct(t))
+	resp := f.invoke(t, f.handler, "inventory/get-inventory-item.json", listed.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	if got := decodeItem(t, resp); !reflect.DeepEqual(got, listed) || got.Version != 1 {
+		t.Errorf("got %+v, want %+v at version 1", got, listed)
+	}
+}
+
+func TestAdjustInventoryItem(t *testing.T) {
+	f := sqliteFixture(t)
+	wantAdjusted(t, f, f.listOne(t, f.createProduct(t)))
+}
+
+// wantAdjusted sends adjust-inventory-item.json (target 12 at version 1)
+// and reads the item back.
+func wantAdjusted(t *testing.T, f fixture, before item) {
+	t.Helper()
+	want := before
+	want.OnHand, want.Available, want.Version, want.Status = 12, 12, 2, "in_stock"
+
+	resp := f.invoke(t, f.handler, "inventory/adjust-inventory-item.json", before.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	if got := decodeItem(t, resp); !reflect.DeepEqual(got, want) {
+		t.Errorf("adjusted %+v, want %+v", got, want)
+	}
+	resp = f.invoke(t, f.handler, "inventory/get-inventory-item.json", before.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	if got := decodeItem(t, resp); !reflect.DeepEqual(got, want) {
+		t.Errorf("read back %+v, want %+v", got, want)
+	}
+}
+
+// TestEachLambdaServesOnlyItsGroup: each function mounts its own group
+// alone, so the other's paths are unknown to it; API Gateway routes them to
+// their own functions.
+func TestEachLambdaServesOnlyItsGroup(t *testing.T) {
+	f := sqliteFixture(t)
+	listed := f.listOne(t, f.createProduct(t))
+	t.Run("inventory answers no products path", func(t *testing.T) {
+		lt.WantProblem(t, f.invoke(t, f.handler, "products/list-products.json", ""), http.StatusNotFound)
+	})
+	t.Run("products answers no inventory path", func(t *testing.T) {
+		lt.WantProblem(t, f.invoke(t, f.products, "inventory/get-inventory-item.json", listed.ID), http.StatusNotFound)
+	})
+}
+
+// TestDynamoDB runs the inventory events against DynamoDB Local, the store
+// the Lambda uses in AWS. It skips without the emulator unless
+// REQUIRE_EMULATORS=1.
+func TestDynamoDB(t *testing.T) {
+	client, table := ddbtest.NewTable(t)
+	cfg := config.Default()
+	cfg.Store, cfg.Table = config.StoreDynamoDB, table
+	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table)))
+	wantAdjusted(t, f, f.listOne(t, f.createProduct(t)))
+}

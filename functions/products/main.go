@@ -1,0 +1,18 @@
+// Command products is the Lambda of the Products operation group behind API
+// Gateway's HTTP API (payload format 2.0): a vendor's products and their
+// lifecycle (create, read, list, update, publish, unpublish, archive,
+// restore).
+//
+// It only wires: configuration from the environment (the stack sets
+// SELLERAPI_STORE=dynamodb and SELLERAPI_TABLE), the app, the group's HTTP
+// handler and the API Gateway proxy adapter, all built once at init by
+// shared/lambdaapi. The routes and their rules live in shared/httpapi and
+// shared/catalog; sample events to drive it are in events/products/.
+package main
+
+import (
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+)
+
+func main() { lambdaapi.Main("products", httpapi.Products) }

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+)
+
+// fixture is a store with one vendor and a token for it, and the Lambda's
+// handler over that store.
+type fixture struct {
+	lt.Fixture
+	handler lambdaapi.Handler
+}
+
+// newFixture builds the handler exactly as main does, on f's store.
+func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
+	t.Helper()
+	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Products}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+	if err != nil {
+		t.Fatalf("lambdaapi.New: %v", err)
+	}
+	return fixture{Fixture: f, handler: h}
+}
+
+func sqliteFixture(t *testing.T) fixture {
+	t.Helper()
+	return newFixture(t, config.Default(), lt.SQLite(t))
+}
+
+// invoke sends the sample event path (under events/) with the fixture's
+// vendor and token, and productID when the event names one.
+func (f fixture) invoke(t *testing.T, path, productID string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	vars := f.Vars()
+	if productID != "" {
+		vars["PRODUCT_ID"] = productID
+	}
+	return lt.Invoke(t, f.handler, lt.Event(t, path, vars))
+}
+
+// product is the part of a product view these tests look at.
+type product struct {
+	ID        string   `json:"id"`
+	VendorID  string   `json:"vendor_id"`
+	Status    string   `json:"status"`
+	Revision  int64    `json:"revision"`
+	Kind      string   `json:"kind"`
+	Name      string   `json:"name"`
+	Slug      string   `json:"slug"`
+	Price     int64    `json:"price"`
+	ImageURLs []string `json:"image_urls"`
+}
+
+func decodeProduct(t *testing.T, resp events.APIGatewayV2HTTPResponse) product {
+	t.Helper()
+	var got struct {
+		Data product `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	return got.Data
+}
+
+// create sends create-product.json and checks the new draft it answers.
+func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, product) {
+	t.Helper()
+	resp := f.invoke(t, "products/create-product.json", "")
+	lt.WantStatus(t, resp, http.StatusCreated)
+	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	p := decodeProduct(t, resp)
+	want := product{ID: p.ID, VendorID: f.Vendor.ID, Status: "draft", Revision: 1, Kind: "simple", Name: "Sample Shirt",
+		Slug: "sample-shirt", Price: 4500, ImageURLs: []string{"https://cdn.example.com/shirt.jpg"}}
+	if !strings.HasPrefix(p.ID, "prd_") || !reflect.DeepEqual(p, want) {
+		t.Errorf("created %+v, want %+v with an id prd_…", p, want)
+	}
+	return resp, p
+}
+
+func TestCreateProduct(t *testing.T) {
+	f := sqliteFixture(t)
+	resp, _ := f.create(t)
+	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
+		t.Errorf("Idempotent-Replayed = %q on the first request", v)
+	}
+}
+
+func TestCreateProductReplay(t *testing.T) {
+	f := sqliteFixture(t)
+	first, _ := f.create(t)
+	replay := f.invoke(t, "products/create-product.json", "")
+	lt.WantStatus(t, replay, http.StatusCreated)
+	if v := lt.Header(replay, "Idempotent-Replayed"); v != "true" {
+		t.Errorf("Idempotent-Replayed = %q, want true", v)
+	}
+	if replay.Body != first.Body {
+		t.Errorf("replayed body differs:\n got %s\nwant %s", replay.Body, first.Body)
+	}
+}
+
+func TestGetProduct(t *testing.T) {
+	f := sqliteFixture(t)
+	_, created := f.create(t)
+	resp := f.invoke(t, "products/get-product.json", created.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	if got := decodeProduct(t, resp); !reflect.DeepEqual(got, created) {
+		t.Errorf("got %+v, want %+v", got, created)
+	}
+}
+
+func TestListProducts(t *testing.T) {
+	f := sqliteFixture(t)
+	_, created := f.create(t)
+	wantList(t, f, created)
+}
+
+func wantList(t *testing.T, f fixture, want ...product) {
+	t.Helper()
+	resp := f.invoke(t, "products/list-products.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	var got struct {
+		Data []product `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	if !reflect.DeepEqual(got.Data, want) {
+		t.Errorf("data = %+v, want %+v", got.Data, want)
+	}
+}
+
+func TestPublishProduct(t *testing.T) {
+	f := sqliteFixture(t)
+	_, created := f.create(t)
+	wantPublished(t, f, created)
+}
+
+func wantPublished(t *testing.T, f fixture, created product) {
+	t.Helper()
+	resp := f.invoke(t, "products/publish-product.json", created.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	got := decodeProduct(t, resp)
+	if got.ID != created.ID || got.Status != "published" || got.Revision != 2 {
+		t.Errorf("published %+v, want %s at status published, revision 2", got, created.ID)
+	}
+}
+
+// TestServesOnlyProducts: the function mounts the Products group alone;
+// API Gateway routes the other groups' paths to their own functions.
+func TestServesOnlyProducts(t *testing.T) {
+	f := sqliteFixture(t)
+	for _, path := range []string{"inventory/list-inventory-items.json", "vendors/list-vendors.json"} {
+		t.Run(path, func(t *testing.T) {
+			lt.WantProblem(t, f.invoke(t, path, ""), http.StatusNotFound)
+		})
+	}
+}
+
+// TestDynamoDB runs the product's events against DynamoDB Local, the store
+// the Lambda uses in AWS. It skips without the emulator unless
+// REQUIRE_EMULATORS=1.
+func TestDynamoDB(t *testing.T) {
+	client, table := ddbtest.NewTable(t)
+	cfg := config.Default()
+	cfg.Store, cfg.Table = config.StoreDynamoDB, table
+	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table)))
+	first, created := f.create(t)
+	replay := f.invoke(t, "products/create-product.json", "")
+	lt.WantStatus(t, replay, http.StatusCreated)
+	if lt.Header(replay, "Idempotent-Replayed") != "true" || replay.Body != first.Body {
+		t.Errorf("replay: Idempotent-Replayed %q, body %s; want true and the first body", lt.Header(replay, "Idempotent-Replayed"), replay.Body)
+	}
+	wantList(t, f, created)
+	wantPublished(t, f, created)
+}

@@ -1,0 +1,47 @@
+package lambdatest_test
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
+)
+
+// Every sample event decodes once the placeholders events/README.md lists
+// are filled, and is consistent as API Gateway would deliver it.
+func TestSampleEvents(t *testing.T) {
+	vars := map[string]string{"TOKEN": "tok", "VENDOR_ID": "ven_1", "PRODUCT_ID": "prd_1", "INVENTORY_ITEM_ID": "inv_1_000"}
+	root := filepath.Join("..", "..", "..", "events")
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".json" {
+			return err
+		}
+		n++
+		rel, _ := filepath.Rel(root, path)
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
+			ev := lt.Event(t, filepath.ToSlash(rel), vars)
+			req := ev.RequestContext.HTTP
+			if ev.Version != "2.0" || ev.RouteKey != ev.RequestContext.RouteKey || req.Path != ev.RawPath {
+				t.Errorf("version %q, routeKey %q / %q, path %q / %q; want 2.0 and each pair equal",
+					ev.Version, ev.RouteKey, ev.RequestContext.RouteKey, ev.RawPath, req.Path)
+			}
+			if ev.RouteKey != "$default" && !strings.HasPrefix(ev.RouteKey, req.Method+" /v1/") {
+				t.Errorf("routeKey %q does not match method %s", ev.RouteKey, req.Method)
+			}
+			if got, want := ev.Headers["content-length"], strconv.Itoa(len(ev.Body)); got != want {
+				t.Errorf("content-length %s, body is %s bytes", got, want)
+			}
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatalf("no sample events under %s", root)
+	}
+}
