@@ -34,6 +34,7 @@ type Call struct {
 	start      time.Time
 	roundTrips *store.RoundTrips
 	filters    []string
+	gate       *rateGate
 }
 
 // recorder remembers the status written.
@@ -87,6 +88,10 @@ func (c *Call) JSON(status int, v any) error {
 
 // raw writes pre-encoded JSON.
 func (c *Call) raw(status int, b []byte) {
+	if err := c.settleRate(); err != nil {
+		c.fail(err)
+		return
+	}
 	h := c.W.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -129,8 +134,12 @@ var statusOf = map[errs.Kind]int{
 // StatusOf maps an error kind to its HTTP status.
 func StatusOf(k errs.Kind) int { return statusOf[k] }
 
-// fail writes err as problem+json.
+// fail writes err as problem+json; a refusal of the rate window takes
+// precedence over the handler's own error.
 func (c *Call) fail(err error) {
+	if rateErr := c.settleRate(); rateErr != nil {
+		err = rateErr
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(c.Ctx.Err(), context.DeadlineExceeded) {
 		if e := errs.As(err); e.Kind == errs.Internal || e.Kind == errs.Unavailable {
 			err = errs.Unavailablef(err, "the request timed out before its state could be checked")

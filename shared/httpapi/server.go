@@ -99,18 +99,20 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	if d.Authority == nil {
 		d.Authority = catalog.ServiceOwned{}
 	}
+	// Handlers write only once the request's rate decision is in.
+	gated := gatedStore{Store: d.Store}
 	s := &Server{
 		deps:     d,
 		mux:      http.NewServeMux(),
 		basePath: d.Config.BasePath(),
 		auth:     auth.Service{Store: d.Store, Clock: d.Clock},
-		vendors:  vendor.Service{Store: d.Store, Clock: d.Clock},
+		vendors:  vendor.Service{Store: gated, Clock: d.Clock},
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
-		keeper:   idempotency.Keeper{Store: d.Store, Clock: d.Clock},
+		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock},
 		cursors:  codec,
 
-		catalog:   catalog.Service{Store: d.Store, Clock: d.Clock, Authority: d.Authority},
-		inventory: inventory.Service{Store: d.Store, Clock: d.Clock, Authority: d.Authority},
+		catalog:   catalog.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
+		inventory: inventory.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
 	}
 	byPath := map[string][]Route{}
 	var paths []string
@@ -206,13 +208,30 @@ func (s *Server) admit(c *Call, rt Route) error {
 	if rt.Method != http.MethodGet && rt.Method != http.MethodHead {
 		class = ratelimit.Write
 	}
-	st, err := s.limiter.Take(c.Ctx, p.Vendor.ID, class)
-	if st.Limit > 0 {
-		h := c.W.Header()
-		h.Set("RateLimit-Limit", itoa(st.Limit))
-		h.Set("RateLimit-Remaining", itoa(st.Remaining))
-		h.Set("RateLimit-Reset", itoa(int(st.Reset.Unix())))
+	g := startGate(c.Ctx, s.limiter, p.Vendor.ID, class)
+	c.Ctx = context.WithValue(c.Ctx, gateKey{}, g)
+	c.R = c.R.WithContext(c.Ctx)
+	c.gate = g
+	return nil
+}
+
+// settleRate waits for the request's rate decision, once, before anything
+// is sent: it sets the RateLimit headers and returns a refusal that
+// replaces whatever the handler produced.
+func (c *Call) settleRate() error {
+	if c.gate == nil {
+		return nil
 	}
+	var err error
+	c.gate.once.Do(func() {
+		err = c.gate.wait()
+		if st := c.gate.status; st.Limit > 0 {
+			h := c.W.Header()
+			h.Set("RateLimit-Limit", itoa(st.Limit))
+			h.Set("RateLimit-Remaining", itoa(st.Remaining))
+			h.Set("RateLimit-Reset", itoa(int(st.Reset.Unix())))
+		}
+	})
 	return err
 }
 
