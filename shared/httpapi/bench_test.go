@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
@@ -19,6 +22,10 @@ import (
 // keep-alive client and reports requests/s, p50, p99 and, when rt is given,
 // store round trips per request.
 func measure(b *testing.B, req func() *http.Request, roundTrips *atomic.Int64) {
+	measureStatus(b, req, roundTrips, http.StatusOK)
+}
+
+func measureStatus(b *testing.B, req func() *http.Request, roundTrips *atomic.Int64, want int) {
 	b.Helper()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	lat := make([]time.Duration, 0, b.N)
@@ -32,8 +39,8 @@ func measure(b *testing.B, req func() *http.Request, roundTrips *atomic.Int64) {
 		}
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
-		if res.StatusCode != 200 {
-			b.Fatalf("status %d", res.StatusCode)
+		if res.StatusCode != want {
+			b.Fatalf("status %d, want %d", res.StatusCode, want)
 		}
 		lat = append(lat, time.Since(t0))
 	}
@@ -75,4 +82,102 @@ func BenchmarkGetVendor(b *testing.B) {
 			}, &rts)
 		})
 	}
+}
+
+// benchEnv starts an API on kind with unlimited rate windows and counts
+// store round trips.
+func benchEnv(b *testing.B, kind apitest.StoreKind) (*apitest.Env, *atomic.Int64) {
+	var rts atomic.Int64
+	e := apitest.New(b, apitest.Options{Store: kind,
+		Config:  func(c *config.Config) { c.RateReads, c.RateWrites = 1<<30, 1<<30 },
+		Observe: func(o httpapi.Observation) { rts.Add(o.RoundTrips) }})
+	return e, &rts
+}
+
+func benchRequest(e *apitest.Env, method, path string, body []byte, key string) *http.Request {
+	var r *http.Request
+	if body != nil {
+		r, _ = http.NewRequest(method, e.URL+path, bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+	} else {
+		r, _ = http.NewRequest(method, e.URL+path, nil)
+	}
+	r.Header.Set("Authorization", "Bearer "+e.Token)
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	return r
+}
+
+// BenchmarkCatalog measures the key catalog and inventory operations on
+// each store: create product, get product, list inventory (a page of 50),
+// adjust inventory. Compare with BenchmarkGetVendor's bare baseline.
+func BenchmarkCatalog(b *testing.B) {
+	for _, kind := range apitest.Stores() {
+		b.Run("create-product/"+string(kind), func(b *testing.B) {
+			e, rts := benchEnv(b, kind)
+			var n atomic.Int64
+			measureStatus(b, func() *http.Request {
+				i := n.Add(1)
+				body, _ := json.Marshal(simpleProduct(fmt.Sprintf("bench-%d", i)))
+				return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/products", body, fmt.Sprintf("bench-create-%d", i))
+			}, rts, http.StatusCreated)
+		})
+		b.Run("get-product/"+string(kind), func(b *testing.B) {
+			e, rts := benchEnv(b, kind)
+			p := seedProduct(b, e, "bench-get")
+			rts.Store(0)
+			measure(b, func() *http.Request {
+				return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID+"/products/"+p, nil, "")
+			}, rts)
+		})
+		b.Run("list-inventory/"+string(kind), func(b *testing.B) {
+			e, rts := benchEnv(b, kind)
+			for i := 0; i < 10; i++ {
+				seedVariable(b, e, fmt.Sprintf("bench-list-%d", i), 5)
+			}
+			rts.Store(0)
+			measure(b, func() *http.Request {
+				return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID+"/inventory-items", nil, "")
+			}, rts)
+		})
+		b.Run("adjust-inventory/"+string(kind), func(b *testing.B) {
+			e, rts := benchEnv(b, kind)
+			item := catalog.InventoryItemID(seedProduct(b, e, "bench-adjust"), 0)
+			rts.Store(0)
+			var version atomic.Int64
+			version.Store(1)
+			measure(b, func() *http.Request {
+				v := version.Add(1) - 1
+				body, _ := json.Marshal(map[string]any{"target_on_hand": v % 1000, "expected_version": v})
+				return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-items/"+item+"/adjustments", body, fmt.Sprintf("bench-adjust-%d", v))
+			}, rts)
+		})
+	}
+}
+
+func seedProduct(b *testing.B, e *apitest.Env, slug string) string {
+	b.Helper()
+	body, _ := json.Marshal(simpleProduct(slug))
+	return seed(b, e, body, slug)
+}
+
+func seedVariable(b *testing.B, e *apitest.Env, slug string, n int) string {
+	b.Helper()
+	body, _ := json.Marshal(variableProduct(slug, n))
+	return seed(b, e, body, slug)
+}
+
+func seed(b *testing.B, e *apitest.Env, body []byte, key string) string {
+	b.Helper()
+	res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/products", body, "seed-"+key))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	var p productBody
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.StatusCode != 201 {
+		b.Fatalf("seed: %d %v", res.StatusCode, err)
+	}
+	return p.Data.ID
 }
