@@ -1,0 +1,139 @@
+// Command bootstrap creates a stage's table and media bucket on LocalStack
+// or the emulators, with the names the CDK stack gives them
+// (shared/resources), and leaves them as they are when they exist. The AWS
+// SDK finds the endpoints through the standard variables: AWS_ENDPOINT_URL
+// (LocalStack), or AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_S3 (the
+// emulators). Without them it refuses to run, so that it never creates
+// anything in AWS, where the stack owns these resources.
+//
+//	go run ./localstack/bootstrap [--stage local] [--account 000000000000]
+//
+// It prints the variables that point the service at what it created. The
+// local bucket is a stand-in: its public-access block and encryption are the
+// stack's job and are asserted by infra's tests, not set here (the S3
+// emulator used in tests implements neither).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/resources"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+)
+
+// localStackAccount is the account id LocalStack answers with by default.
+const localStackAccount = "000000000000"
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bootstrap:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
+	stage := fs.String("stage", resources.LocalStage, "stage whose resources to create")
+	account := fs.String("account", localStackAccount, "account id in the bucket name (LocalStack's is "+localStackAccount+")")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !endpointsSet() {
+		return errors.New("no local endpoint: set AWS_ENDPOINT_URL (LocalStack, e.g. http://localhost:4566) or AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_S3; this program is not meant for AWS, where the stack creates these")
+	}
+	names, err := resources.For(*stage)
+	if err != nil {
+		return err
+	}
+	created, err := Bootstrap(ctx, names, *account)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "table  %s: %s\nbucket %s: %s\n", created.Table, state(created.TableCreated), created.Bucket, state(created.BucketCreated))
+	fmt.Fprintf(stdout, "\nPoint the service at them:\n  export %s=%s %s=%s\n", config.EnvStore, config.StoreDynamoDB, config.EnvTable, created.Table)
+	return nil
+}
+
+func endpointsSet() bool {
+	if os.Getenv("AWS_ENDPOINT_URL") != "" {
+		return true
+	}
+	return os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" && os.Getenv("AWS_ENDPOINT_URL_S3") != ""
+}
+
+func state(created bool) string {
+	if created {
+		return "created"
+	}
+	return "exists, left as it is"
+}
+
+// Result tells what Bootstrap found and made.
+type Result struct {
+	Table, Bucket               string
+	TableCreated, BucketCreated bool
+}
+
+// Bootstrap creates the table (laid out by dynamodb.CreateTable, as the
+// stack lays it out) and the media bucket of names, when they are missing.
+func Bootstrap(ctx context.Context, names resources.Names, account string) (Result, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("load AWS config: %w", err)
+	}
+	r := Result{Table: names.Table(), Bucket: names.MediaBucket(account, cfg.Region)}
+
+	ddb, err := dynamodb.NewClient(ctx)
+	if err != nil {
+		return r, err
+	}
+	_, err = ddb.DescribeTable(ctx, &awsddb.DescribeTableInput{TableName: aws.String(r.Table)})
+	var missing *ddbtypes.ResourceNotFoundException
+	switch {
+	case errors.As(err, &missing):
+		r.TableCreated = true
+	case err != nil:
+		return r, fmt.Errorf("describe table %s: %w", r.Table, err)
+	}
+	if err := dynamodb.CreateTable(ctx, ddb, r.Table); err != nil {
+		return r, err
+	}
+
+	// Path-style addressing: emulators on localhost have no per-bucket
+	// host names.
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	in := &s3.CreateBucketInput{Bucket: aws.String(r.Bucket)}
+	if cfg.Region != "" && cfg.Region != "us-east-1" {
+		in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(cfg.Region)}
+	}
+	_, err = s3c.CreateBucket(ctx, in)
+	var owned *s3types.BucketAlreadyOwnedByYou
+	var exists *s3types.BucketAlreadyExists
+	switch {
+	case err == nil:
+		r.BucketCreated = true
+	case errors.As(err, &owned), errors.As(err, &exists):
+	default:
+		return r, fmt.Errorf("create bucket %s: %w", r.Bucket, err)
+	}
+	if _, err := s3c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(r.Bucket)}); err != nil {
+		return r, fmt.Errorf("bucket %s: %w", r.Bucket, err)
+	}
+	return r, nil
+}
