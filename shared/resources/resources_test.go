@@ -18,10 +18,10 @@ func TestStageNames(t *testing.T) {
 func TestNames(t *testing.T) {
 	n, _ := For("prod")
 	for got, want := range map[string]string{
-		n.Stack():                                  "sellerapi-prod",
-		n.Table():                                  "sellerapi-prod",
-		n.Function("vendors"):                      "sellerapi-prod-vendors",
-		n.LogGroup("admin"):                        "/aws/lambda/sellerapi-prod-admin",
+		n.Stack():             "sellerapi-prod",
+		n.Table():             "sellerapi-prod",
+		n.Function("vendors"): "sellerapi-prod-vendors",
+		n.LogGroup("admin"):   "/aws/lambda/sellerapi-prod-admin",
 		n.MediaBucket("123456789012", "eu-west-1"): "sellerapi-prod-media-123456789012-eu-west-1",
 	} {
 		if got != want {
