@@ -17,15 +17,16 @@ func TestStageNames(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	n, _ := For("prod")
-	for got, want := range map[string]string{
-		n.Stack():             "sellerapi-prod",
-		n.Table():             "sellerapi-prod",
-		n.Function("vendors"): "sellerapi-prod-vendors",
-		n.LogGroup("admin"):   "/aws/lambda/sellerapi-prod-admin",
-		n.MediaBucket("123456789012", "eu-west-1"): "sellerapi-prod-media-123456789012-eu-west-1",
+	for _, c := range []struct{ got, want string }{
+		{n.Stack(), "sellerapi-prod"},
+		{n.Table(), "sellerapi-prod"},
+		{n.Function("vendors"), "sellerapi-prod-vendors"},
+		{n.LogGroup("admin"), "/aws/lambda/sellerapi-prod-admin"},
+		{n.MediaBucket("123456789012", "eu-west-1"), "sellerapi-prod-media-123456789012-eu-west-1"},
+		{n.DeadLetterQueue("webhook-worker"), "sellerapi-prod-webhook-worker-dlq"},
 	} {
-		if got != want {
-			t.Errorf("got %q, want %q", got, want)
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
 }
