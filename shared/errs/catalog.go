@@ -35,6 +35,16 @@ const (
 	CodeInventoryVersion      Code = "INVENTORY_VERSION_CONFLICT"
 	CodeBelowReserved         Code = "INVENTORY_BELOW_RESERVED"
 	CodeInventoryItemRetired  Code = "INVENTORY_ITEM_RETIRED"
+
+	CodeConnectionVersion  Code = "CONNECTION_VERSION_CONFLICT"
+	CodeConnectionState    Code = "CONNECTION_STATE_CONFLICT"
+	CodeConnectionBusy     Code = "CONNECTION_BUSY"
+	CodeAuthorityConflict  Code = "AUTHORITY_CONFLICT"
+	CodeInventoryExternal  Code = "INVENTORY_AUTHORITY_EXTERNAL"
+	CodeReservationVersion Code = "RESERVATION_VERSION_CONFLICT"
+	CodeReservationState   Code = "RESERVATION_STATE_CONFLICT"
+	CodeInsufficientStock  Code = "INSUFFICIENT_STOCK"
+	CodeConnectionInactive Code = "CONNECTION_NOT_ACTIVE"
 )
 
 // Info describes one catalog entry.
@@ -72,6 +82,16 @@ var catalog = map[Code]Info{
 	CodeInventoryVersion:      {CodeInventoryVersion, Conflict, "Inventory version conflict"},
 	CodeBelowReserved:         {CodeBelowReserved, Conflict, "Below the reservation floor"},
 	CodeInventoryItemRetired:  {CodeInventoryItemRetired, Conflict, "Inventory item retired"},
+
+	CodeConnectionVersion:  {CodeConnectionVersion, Conflict, "Connection version conflict"},
+	CodeConnectionState:    {CodeConnectionState, Conflict, "Connection state conflict"},
+	CodeConnectionBusy:     {CodeConnectionBusy, Conflict, "Connection has live work"},
+	CodeAuthorityConflict:  {CodeAuthorityConflict, Conflict, "Authority conflict"},
+	CodeInventoryExternal:  {CodeInventoryExternal, Conflict, "Inventory mastered by a channel"},
+	CodeReservationVersion: {CodeReservationVersion, Conflict, "Reservation version conflict"},
+	CodeReservationState:   {CodeReservationState, Conflict, "Reservation state conflict"},
+	CodeInsufficientStock:  {CodeInsufficientStock, Conflict, "Insufficient stock"},
+	CodeConnectionInactive: {CodeConnectionInactive, Conflict, "Connection not active"},
 }
 
 // Kind is the code's kind; an unknown code is Internal.

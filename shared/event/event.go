@@ -26,12 +26,26 @@ const (
 	ProductArchived       = "product.archived"
 	ProductRestored       = "product.restored"
 	InventoryItemAdjusted = "inventory_item.adjusted"
+
+	ConnectionCreated       = "connection.created"
+	ConnectionPaused        = "connection.paused"
+	ConnectionResumed       = "connection.resumed"
+	ConnectionDisconnected  = "connection.disconnected"
+	ConnectionRolesReplaced = "connection.roles_replaced"
+
+	ReservationCreated   = "reservation.created"
+	ReservationRenewed   = "reservation.renewed"
+	ReservationCommitted = "reservation.committed"
+	ReservationReleased  = "reservation.released"
+	ReservationExpired   = "reservation.expired"
 )
 
 // Types lists every event type the service emits.
 func Types() []string {
 	return []string{ProductCreated, ProductUpdated, ProductPublished, ProductUnpublished,
-		ProductArchived, ProductRestored, InventoryItemAdjusted}
+		ProductArchived, ProductRestored, InventoryItemAdjusted,
+		ConnectionCreated, ConnectionPaused, ConnectionResumed, ConnectionDisconnected, ConnectionRolesReplaced,
+		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired}
 }
 
 // Resource names what changed.

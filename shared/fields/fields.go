@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/moku/sellerapi/shared/errs"
@@ -84,6 +85,30 @@ func (o *Object) raw(field string) (json.RawMessage, bool) {
 	o.used[field] = true
 	v, ok := o.fields[field]
 	return v, ok
+}
+
+// Raw returns a field's JSON and marks it read; nil when not sent.
+func (o *Object) Raw(field string) json.RawMessage {
+	v, _ := o.raw(field)
+	return v
+}
+
+// Peek returns a field's JSON without marking it read.
+func (o *Object) Peek(field string) json.RawMessage { return o.fields[field] }
+
+// Time reads an RFC 3339 date-time field; nil when absent or null.
+func (o *Object) Time(field string, p Presence) *time.Time {
+	s, ok := o.StringPtr(field, p, StringRule{})
+	if !ok || s == nil {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		o.Fail(field, "must be an RFC 3339 date-time")
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 // Has reports whether field was sent (possibly as null).

@@ -1,0 +1,213 @@
+// Package connection holds sales-channel connections and the vendor's
+// authority: which party (the service or one connection) is the source of
+// truth for Catalog, base price and the default Stock Pool.
+//
+// A connection's roles say what it sources and receives. A source role
+// claims the domain's Authority; the vendor's authority record keeps the
+// claims so that every write can check them with one read, and every role
+// change moves claims with a conditional write, so that no domain ever has
+// two sources. The connection's four counters (active listings, active
+// reservations, unresolved external orders, active channel fulfillments)
+// are numeric attributes of its item, moved by the same transactions that
+// change what they count.
+package connection
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Statuses of a connection.
+const (
+	StatusActive       = "active"
+	StatusPaused       = "paused"
+	StatusDisconnected = "disconnected"
+)
+
+// Providers: one store-plugin platform and five marketplaces. The published
+// interface uses brand names; these neutral identifiers stand in for them.
+var Providers = []string{"store_plugin", "marketplace_a", "marketplace_b", "marketplace_c", "marketplace_d", "marketplace_e"}
+
+// StorePlugin is the provider whose role presets exist.
+const StorePlugin = "store_plugin"
+
+// Role values.
+const (
+	Source      = "source"
+	Destination = "destination"
+	Disabled    = "disabled"
+	Enabled     = "enabled"
+	// Service is the service's own value for fulfillment and authority.
+	Moku    = "moku"
+	Channel = "channel"
+)
+
+// Roles says what a connection does for each domain.
+type Roles struct {
+	Catalog                  string `json:"catalog"`
+	BasePrice                string `json:"base_price"`
+	Inventory                string `json:"inventory"`
+	OrderIngress             string `json:"order_ingress"`
+	ExternalOrderFulfillment string `json:"external_order_fulfillment"`
+}
+
+// Presets are the store-plugin shorthands for a role set.
+var Presets = map[string]Roles{
+	"service_source":       {Catalog: Destination, BasePrice: Destination, Inventory: Destination, OrderIngress: Enabled, ExternalOrderFulfillment: Moku},
+	"store_catalog_source": {Catalog: Source, BasePrice: Source, Inventory: Destination, OrderIngress: Enabled, ExternalOrderFulfillment: Moku},
+	"store_source":         {Catalog: Source, BasePrice: Source, Inventory: Source, OrderIngress: Enabled, ExternalOrderFulfillment: Channel},
+}
+
+// Health is what the connector last reported about the channel.
+type Health struct {
+	State          string     `json:"state"`
+	LastObservedAt *time.Time `json:"last_observed_at"`
+	LastSuccessAt  *time.Time `json:"last_success_at"`
+	Blockers       []string   `json:"blockers"`
+}
+
+// Health states.
+const (
+	HealthUnknown  = "unknown"
+	HealthHealthy  = "healthy"
+	HealthDegraded = "degraded"
+	HealthBlocked  = "blocked"
+)
+
+// Connection is the stored record.
+type Connection struct {
+	ID                string    `json:"id"`
+	VendorID          string    `json:"vendor_id"`
+	Provider          string    `json:"provider"`
+	ExternalAccountID string    `json:"external_account_id"`
+	DisplayName       string    `json:"display_name"`
+	Status            string    `json:"status"`
+	Roles             Roles     `json:"roles"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+	Version           int64     `json:"-"`
+	Counters          Counters  `json:"-"`
+}
+
+// Counters are the connection's live counts.
+type Counters struct {
+	ActiveListings           int64
+	ActiveReservations       int64
+	UnresolvedExternalOrders int64
+	ActiveChannelFulfillment int64
+}
+
+// Counter attribute names on the connection item. ActiveAttr is 1 while the
+// connection is active, so that writes can require an active connection in
+// their condition.
+const (
+	ListingsAttr     = "active_listings"
+	ReservationsAttr = "active_reservations"
+	OrdersAttr       = "unresolved_orders"
+	FulfillmentsAttr = "channel_fulfillments"
+	ActiveAttr       = "is_active"
+)
+
+// View is a connection as the API shows it.
+type View struct {
+	ID                            string    `json:"id"`
+	VendorID                      string    `json:"vendor_id"`
+	Provider                      string    `json:"provider"`
+	ExternalAccountID             string    `json:"external_account_id"`
+	DisplayName                   string    `json:"display_name"`
+	Status                        string    `json:"status"`
+	Roles                         Roles     `json:"roles"`
+	Health                        Health    `json:"health"`
+	ActiveListingCount            int64     `json:"active_listing_count"`
+	ActiveReservationCount        int64     `json:"active_reservation_count"`
+	UnresolvedExternalOrderCount  int64     `json:"unresolved_external_order_count"`
+	ActiveChannelFulfillmentCount int64     `json:"active_channel_fulfillment_count"`
+	Version                       int64     `json:"version"`
+	CreatedAt                     time.Time `json:"created_at"`
+	UpdatedAt                     time.Time `json:"updated_at"`
+}
+
+// View returns the API representation with health h.
+func (c Connection) View(h Health) View {
+	if h.Blockers == nil {
+		h.Blockers = []string{}
+	}
+	if h.State == "" {
+		h.State = HealthUnknown
+	}
+	return View{ID: c.ID, VendorID: c.VendorID, Provider: c.Provider, ExternalAccountID: c.ExternalAccountID,
+		DisplayName: c.DisplayName, Status: c.Status, Roles: c.Roles, Health: h,
+		ActiveListingCount: c.Counters.ActiveListings, ActiveReservationCount: c.Counters.ActiveReservations,
+		UnresolvedExternalOrderCount: c.Counters.UnresolvedExternalOrders, ActiveChannelFulfillmentCount: c.Counters.ActiveChannelFulfillment,
+		Version: c.Version, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+}
+
+// Prefix is the sort-key prefix of connections in the vendor partition.
+const Prefix = "CONN#"
+
+// Key is a connection's key.
+func Key(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+}
+
+// HealthKey is the key of a connection's health report, kept apart from the
+// connection so that frequent reports never race with its configuration.
+func HealthKey(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: "CONNHEALTH#" + id}
+}
+
+// Decode reads a connection item.
+func Decode(it store.Item) (Connection, error) {
+	var c Connection
+	if err := json.Unmarshal(it.Data, &c); err != nil {
+		return Connection{}, fmt.Errorf("connection: decode %s: %w", it.SK, err)
+	}
+	c.Version = it.Version
+	c.Counters = Counters{ActiveListings: it.Nums[ListingsAttr], ActiveReservations: it.Nums[ReservationsAttr],
+		UnresolvedExternalOrders: it.Nums[OrdersAttr], ActiveChannelFulfillment: it.Nums[FulfillmentsAttr]}
+	return c, nil
+}
+
+func decodeHealth(it store.Item) (Health, error) {
+	var h Health
+	if it.PK == "" {
+		return Health{State: HealthUnknown, Blockers: []string{}}, nil
+	}
+	if err := json.Unmarshal(it.Data, &h); err != nil {
+		return Health{}, fmt.Errorf("connection: decode health %s: %w", it.SK, err)
+	}
+	return h, nil
+}
+
+// busy lists the counters that are not zero, for a 409's detail.
+func (c Counters) busy() []string {
+	var out []string
+	for _, x := range []struct {
+		name string
+		n    int64
+	}{
+		{"active_listing_count", c.ActiveListings},
+		{"active_reservation_count", c.ActiveReservations},
+		{"unresolved_external_order_count", c.UnresolvedExternalOrders},
+		{"active_channel_fulfillment_count", c.ActiveChannelFulfillment},
+	} {
+		if x.n != 0 {
+			out = append(out, fmt.Sprintf("%s is %d", x.name, x.n))
+		}
+	}
+	return out
+}
+
+// idleBounds are the condition that all four counters are zero.
+func idleBounds() []store.Bound {
+	return []store.Bound{
+		{Attr: ListingsAttr, Cmp: store.EQ, Value: 0},
+		{Attr: ReservationsAttr, Cmp: store.EQ, Value: 0},
+		{Attr: OrdersAttr, Cmp: store.EQ, Value: 0},
+		{Attr: FulfillmentsAttr, Cmp: store.EQ, Value: 0},
+	}
+}

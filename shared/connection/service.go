@@ -1,0 +1,347 @@
+package connection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Service manages connections and the authority they claim.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "connection not found") }
+
+func unavailable(err error) error {
+	return errs.Unavailablef(err, "connections could not be read")
+}
+
+// Load reads a connection and its health in one round trip.
+func (s Service) Load(ctx context.Context, vendorID, id string) (Connection, Health, store.Item, error) {
+	if !IDPattern.MatchString(id) {
+		return Connection{}, Health{}, store.Item{}, notFound()
+	}
+	items, err := s.Store.GetMany(ctx, []store.Key{Key(vendorID, id), HealthKey(vendorID, id)})
+	if err != nil {
+		return Connection{}, Health{}, store.Item{}, unavailable(err)
+	}
+	if items[0].PK == "" {
+		return Connection{}, Health{}, store.Item{}, notFound()
+	}
+	c, err := Decode(items[0])
+	if err != nil {
+		return Connection{}, Health{}, store.Item{}, unavailable(err)
+	}
+	h, err := decodeHealth(items[1])
+	if err != nil {
+		return Connection{}, Health{}, store.Item{}, unavailable(err)
+	}
+	return c, h, items[0], nil
+}
+
+// List reads a page of connections with their health.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	if len(items) > limit {
+		items, more = items[:limit], true
+	}
+	if len(items) == 0 {
+		return []View{}, "", false, nil
+	}
+	keys := make([]store.Key, len(items))
+	conns := make([]Connection, len(items))
+	for i, it := range items {
+		if conns[i], err = Decode(it); err != nil {
+			return nil, "", false, unavailable(err)
+		}
+		keys[i] = HealthKey(vendorID, conns[i].ID)
+	}
+	healths, err := s.Store.GetMany(ctx, keys)
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	for i, c := range conns {
+		h, err := decodeHealth(healths[i])
+		if err != nil {
+			return nil, "", false, unavailable(err)
+		}
+		views = append(views, c.View(h))
+	}
+	return views, items[len(items)-1].SK, more, nil
+}
+
+// Authority returns the vendor's authority.
+func (s Service) Authority(ctx context.Context, vendorID string) (AuthorityView, error) {
+	st, err := loadAuthority(ctx, s.Store, vendorID)
+	if err != nil {
+		return AuthorityView{}, errs.Unavailablef(err, "the vendor authority could not be read")
+	}
+	return st.view(vendorID), nil
+}
+
+func encode(c Connection) ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("connection: encode: %w", err)
+	}
+	return b, nil
+}
+
+// claimErr explains claims that another connection holds.
+func claimErr(taken []string) error {
+	return errs.Ef(errs.CodeAuthorityConflict, "a domain can have only one source: %s; change that connection's roles first", strings.Join(taken, "; "))
+}
+
+func reservationsOutstanding(n int64) error {
+	return errs.Ef(errs.CodeAuthorityConflict, "inventory cannot move to a channel while the service holds %d active reservations; commit or release them first", n)
+}
+
+// authorityOp claims roles for connection id and returns the write that
+// records it, with the checks a handover of inventory needs.
+func (s Service) authorityOp(ctx context.Context, vendorID, id string, r Roles) (store.Op, bool, error) {
+	st, err := loadAuthority(ctx, s.Store, vendorID)
+	if err != nil {
+		return store.Op{}, false, errs.Unavailablef(err, "the vendor authority could not be read")
+	}
+	next, taken := st.claim(id, r)
+	if len(taken) > 0 {
+		return store.Op{}, false, claimErr(taken)
+	}
+	if next == st.Authority {
+		return store.Op{}, false, nil
+	}
+	var bounds []store.Bound
+	if handsInventoryToChannel(st.Authority, next) {
+		if st.serviceReservations > 0 {
+			return store.Op{}, false, reservationsOutstanding(st.serviceReservations)
+		}
+		bounds = append(bounds, store.Bound{Attr: ServiceReservationsAttr, Cmp: store.EQ, Value: 0})
+	}
+	next.UpdatedAt = s.Clock.Now()
+	op, err := st.op(vendorID, next, bounds...)
+	return op, true, err
+}
+
+// PrepareCreate builds a new connection and the operations that store it,
+// claim its sources and record its event.
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+	now := s.Clock.Now()
+	c := Connection{ID: ids.New("conn"), VendorID: vendorID, Provider: in.Provider, ExternalAccountID: in.ExternalAccountID,
+		DisplayName: in.DisplayName, Status: StatusActive, Roles: in.Roles, CreatedAt: now, UpdatedAt: now, Version: 1}
+	data, err := encode(c)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	k := Key(vendorID, c.ID)
+	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{
+		ListingsAttr: 0, ReservationsAttr: 0, OrdersAttr: 0, FulfillmentsAttr: 0, ActiveAttr: 1}}, store.IfAbsent())}
+	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, c.Roles)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	if claims {
+		ops = append(ops, authOp)
+	}
+	ev, err := event.Op(event.New(now, vendorID, event.ConnectionCreated, "connection", c.ID, map[string]any{"version": 1, "provider": c.Provider}))
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ops = append(ops, ev)
+	conflict := func(*store.ConditionError) error {
+		return errs.E(errs.CodeAuthorityConflict, "the vendor authority changed while the connection was created; read it and retry")
+	}
+	return c.View(Health{}), ops, conflict, nil
+}
+
+func versionConflict(current int64) error {
+	return errs.Ef(errs.CodeConnectionVersion, "expected_version: the connection is at version %d; read it again and retry", current)
+}
+
+// Connection actions.
+const (
+	Pause      = "pause"
+	Resume     = "resume"
+	Disconnect = "disconnect"
+)
+
+// transitions: for an action and a status, the status it leads to; the
+// action's own target is a no-op; a missing status is 409.
+var transitions = map[string]map[string]string{
+	Pause:      {StatusActive: StatusPaused, StatusPaused: StatusPaused},
+	Resume:     {StatusPaused: StatusActive, StatusActive: StatusActive},
+	Disconnect: {StatusActive: StatusDisconnected, StatusPaused: StatusDisconnected, StatusDisconnected: StatusDisconnected},
+}
+
+var eventOf = map[string]string{Pause: event.ConnectionPaused, Resume: event.ConnectionResumed, Disconnect: event.ConnectionDisconnected}
+
+// Transition pauses, resumes or disconnects a connection. Disconnecting
+// needs no live work on the connection and gives back its authority claims.
+func (s Service) Transition(ctx context.Context, vendorID, id, action string, expected int64) (View, error) {
+	c, h, _, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	if expected != c.Version {
+		return View{}, versionConflict(c.Version)
+	}
+	to, ok := transitions[action][c.Status]
+	if !ok {
+		return View{}, errs.Ef(errs.CodeConnectionState, "a %s connection cannot be %s", c.Status, pastTense(action))
+	}
+	if to == c.Status {
+		return c.View(h), nil
+	}
+	cond := store.IfVersion(c.Version)
+	var ops []store.Op
+	if to == StatusDisconnected {
+		if busy := c.Counters.busy(); len(busy) > 0 {
+			return View{}, errs.Ef(errs.CodeConnectionBusy, "pause the connection and reconcile first: %s", strings.Join(busy, ", "))
+		}
+		cond.Bounds = idleBounds()
+		authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, Roles{})
+		if err != nil {
+			return View{}, err
+		}
+		if claims {
+			ops = append(ops, authOp)
+		}
+	}
+	now := s.Clock.Now()
+	prev := c.Status
+	c.Status, c.UpdatedAt, c.Version = to, now, c.Version+1
+	data, err := encode(c)
+	if err != nil {
+		return View{}, err
+	}
+	active := int64(0)
+	if to == StatusActive {
+		active = 1
+	}
+	if prev == StatusActive {
+		active--
+	}
+	ev, err := event.Op(event.New(now, vendorID, eventOf[action], "connection", c.ID, map[string]any{"version": c.Version, "status": to}))
+	if err != nil {
+		return View{}, err
+	}
+	ops = append([]store.Op{store.Update(Key(vendorID, c.ID), data, c.Version, map[string]int64{ActiveAttr: active}, cond)}, append(ops, ev)...)
+	if err := s.Store.Transact(ctx, ops...); err != nil {
+		return View{}, s.explain(ctx, vendorID, id, expected, err)
+	}
+	return c.View(h), nil
+}
+
+// explain turns a failed write into the reason a client can act on.
+func (s Service) explain(ctx context.Context, vendorID, id string, expected int64, err error) error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if !store.IsCondition(err) {
+		return errs.Unavailablef(err, "the connection could not be stored")
+	}
+	cur, _, _, lerr := s.Load(ctx, vendorID, id)
+	if lerr != nil {
+		return lerr
+	}
+	if cur.Version != expected {
+		return versionConflict(cur.Version)
+	}
+	if busy := cur.Counters.busy(); len(busy) > 0 {
+		return errs.Ef(errs.CodeConnectionBusy, "pause the connection and reconcile first: %s", strings.Join(busy, ", "))
+	}
+	return errs.E(errs.CodeAuthorityConflict, "the vendor authority changed concurrently; read it and retry")
+}
+
+func pastTense(action string) string {
+	if action == Disconnect {
+		return "disconnected"
+	}
+	return action + "d"
+}
+
+// ReplaceRoles replaces a connection's roles. It needs no live work on the
+// connection, moves its authority claims with it, and refuses a second
+// source for any domain.
+func (s Service) ReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (View, error) {
+	c, h, _, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	if in.preset && c.Provider != StorePlugin {
+		return View{}, errs.Ef(errs.CodeInvalidRequest, "roles: presets exist only for the %s provider; give the five roles", StorePlugin)
+	}
+	if in.ExpectedVersion != c.Version {
+		return View{}, versionConflict(c.Version)
+	}
+	if c.Status == StatusDisconnected {
+		return View{}, errs.E(errs.CodeConnectionState, "a disconnected connection has no roles to replace")
+	}
+	if busy := c.Counters.busy(); len(busy) > 0 {
+		return View{}, errs.Ef(errs.CodeConnectionBusy, "roles change only on an idle connection; pause it and reconcile first: %s", strings.Join(busy, ", "))
+	}
+	if in.Roles == c.Roles {
+		return c.View(h), nil
+	}
+	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, in.Roles)
+	if err != nil {
+		return View{}, err
+	}
+	now := s.Clock.Now()
+	c.Roles, c.UpdatedAt, c.Version = in.Roles, now, c.Version+1
+	data, err := encode(c)
+	if err != nil {
+		return View{}, err
+	}
+	cond := store.IfVersion(in.ExpectedVersion)
+	cond.Bounds = idleBounds()
+	ops := []store.Op{store.Update(Key(vendorID, c.ID), data, c.Version, nil, cond)}
+	if claims {
+		ops = append(ops, authOp)
+	}
+	ev, err := event.Op(event.New(now, vendorID, event.ConnectionRolesReplaced, "connection", c.ID, map[string]any{"version": c.Version}))
+	if err != nil {
+		return View{}, err
+	}
+	if err := s.Store.Transact(ctx, append(ops, ev)...); err != nil {
+		return View{}, s.explain(ctx, vendorID, id, in.ExpectedVersion, err)
+	}
+	return c.View(h), nil
+}
+
+// ReportHealth records a connector's health report. Reports are telemetry:
+// they do not move the connection's version.
+func (s Service) ReportHealth(ctx context.Context, vendorID, id string, h Health) (View, error) {
+	c, _, _, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	if c.Status == StatusDisconnected {
+		return View{}, errs.E(errs.CodeConnectionState, "a disconnected connection takes no health reports")
+	}
+	data, err := json.Marshal(h)
+	if err != nil {
+		return View{}, fmt.Errorf("connection: encode health: %w", err)
+	}
+	k := HealthKey(vendorID, id)
+	if err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.Cond{})); err != nil {
+		return View{}, errs.Unavailablef(err, "the health report could not be stored")
+	}
+	return c.View(h), nil
+}
