@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+)
+
+// invoker calls the handler as the Lambda runtime does: raw JSON in, raw
+// JSON out, through aws-lambda-go's own reflection wrapper.
+type invoker struct {
+	h     lambda.Handler
+	store store.Store
+}
+
+func newInvoker(t *testing.T, opts ...app.Option) invoker {
+	t.Helper()
+	svc, err := newHandler(t.Context(), opts...)
+	if err != nil {
+		t.Fatalf("newHandler: %v", err)
+	}
+	return invoker{h: lambda.NewHandler(svc.Handle), store: svc.Store}
+}
+
+// sqliteInvoker builds the handler from the environment, as main does, on
+// an embedded store in a fresh directory.
+func sqliteInvoker(t *testing.T) invoker {
+	t.Setenv(config.EnvStore, config.StoreSQLite)
+	t.Setenv(config.EnvDataDir, t.TempDir())
+	return newInvoker(t)
+}
+
+// event reads events/admin/<name> with {{KEY}} replaced by vars[KEY].
+func event(t *testing.T, name string, vars map[string]string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", "admin", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for k, v := range vars {
+		s = strings.ReplaceAll(s, "{{"+k+"}}", v)
+	}
+	if strings.Contains(s, "{{") {
+		t.Fatalf("%s: placeholders left: %s", name, s)
+	}
+	return []byte(s)
+}
+
+// answer is the handler's reply, decoded loosely.
+type answer struct {
+	Data  map[string]any `json:"data"`
+	Error *struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	} `json:"error"`
+}
+
+func (iv invoker) call(t *testing.T, payload []byte) answer {
+	t.Helper()
+	out, err := iv.h.Invoke(t.Context(), payload)
+	if err != nil {
+		t.Fatalf("invoke %s: %v", payload, err)
+	}
+	var a answer
+	if err := json.Unmarshal(out, &a); err != nil {
+		t.Fatalf("reply %s: %v", out, err)
+	}
+	return a
+}
+
+func (iv invoker) ok(t *testing.T, payload []byte) map[string]any {
+	t.Helper()
+	a := iv.call(t, payload)
+	if a.Error != nil || a.Data == nil {
+		t.Fatalf("invoke %s: error %+v", payload, a.Error)
+	}
+	return a.Data
+}
+
+func keys(m map[string]any) []string {
+	var k []string
+	for key := range m {
+		k = append(k, key)
+	}
+	slices.Sort(k)
+	return k
+}
+
+// wantKeys checks that data has exactly the fields the local CLI prints for
+// the same subcommand.
+func wantKeys(t *testing.T, action string, data map[string]any, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if got := keys(data); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: data fields = %v, want %v", action, got, want)
+	}
+}
+
+// lifecycle runs every sample event in the order an operator would, and
+// checks that the issued token authenticates until it is revoked.
+func lifecycle(t *testing.T, iv invoker) {
+	ctx := t.Context()
+	tokens := auth.Service{Store: iv.store, Clock: clock.System{}}
+
+	v := iv.ok(t, event(t, "vendor-create.json", nil))
+	wantKeys(t, "vendor.create", v, "id", "name", "slug")
+	vendorID := v["id"].(string)
+	if v["name"] != "Fjord Outfitters" || v["slug"] != "fjord-outfitters" {
+		t.Errorf("vendor = %v", v)
+	}
+
+	tok := iv.ok(t, event(t, "token-issue.json", map[string]string{"VENDOR_ID": vendorID}))
+	wantKeys(t, "token.issue", tok, "id", "token", "vendor_id", "scopes", "expires_at")
+	if tok["vendor_id"] != vendorID || tok["expires_at"] == nil || len(tok["scopes"].([]any)) != 4 {
+		t.Errorf("token = %v", tok)
+	}
+	if _, err := tokens.Authenticate(ctx, tok["token"].(string), vendorID); err != nil {
+		t.Fatalf("issued token does not authenticate: %v", err)
+	}
+
+	rev := iv.ok(t, event(t, "token-revoke.json", map[string]string{"TOKEN_ID": tok["id"].(string)}))
+	wantKeys(t, "token.revoke", rev, "id", "vendor_id", "revoked_at")
+	if rev["revoked_at"] == nil {
+		t.Errorf("revoke = %v, want revoked_at", rev)
+	}
+	if _, err := tokens.Authenticate(ctx, tok["token"].(string), vendorID); err == nil {
+		t.Error("revoked token still authenticates")
+	}
+
+	// Ownership moves: a token issued before stops working.
+	second := iv.ok(t, []byte(`{"action":"token.issue","vendor":"`+vendorID+`"}`))
+	if n := len(second["scopes"].([]any)); n != len(auth.AllScopes()) {
+		t.Errorf("default scopes: %d, want all %d", n, len(auth.AllScopes()))
+	}
+	own := iv.ok(t, event(t, "vendor-set-owner.json", map[string]string{"VENDOR_ID": vendorID}))
+	wantKeys(t, "vendor.set-owner", own, "id", "owner_id")
+	if _, err := tokens.Authenticate(ctx, second["token"].(string), vendorID); err == nil {
+		t.Error("token of the previous owner still authenticates")
+	}
+}
+
+func TestSampleEventsOnTheEmbeddedStore(t *testing.T) { lifecycle(t, sqliteInvoker(t)) }
+
+func TestSampleEventsOnDynamoDB(t *testing.T) {
+	client, table := ddbtest.NewTable(t)
+	t.Setenv(config.EnvStore, config.StoreDynamoDB)
+	t.Setenv(config.EnvTable, table)
+	lifecycle(t, newInvoker(t, app.WithStore(dynamodb.New(client, table))))
+}
+
+// Refusals answer with a code, as the API's 4xx do, and are not invocation
+// errors: they must not trip the function's errors alarm.
+func TestRefusalsAnswerWithACode(t *testing.T) {
+	iv := sqliteInvoker(t)
+	iv.ok(t, event(t, "vendor-create.json", nil))
+	for _, c := range []struct{ name, payload, code string }{
+		{"taken slug", string(event(t, "vendor-create.json", nil)), "CONFLICT"},
+		{"unknown action", `{"action":"vendor.delete","id":"ven_x"}`, "INVALID_REQUEST"},
+		{"misspelt field", `{"action":"vendor.create","name":"A","slug":"a","vendor_id":"x"}`, "INVALID_REQUEST"},
+		{"not JSON object", `["vendor.create"]`, "INVALID_REQUEST"},
+		{"bad slug", `{"action":"vendor.create","name":"A","slug":"Not A Slug"}`, "INVALID_REQUEST"},
+		{"unknown vendor", `{"action":"token.issue","vendor":"ven_00000000000000000000000000"}`, "NOT_FOUND"},
+		{"unknown scope", `{"action":"token.issue","vendor":"ven_x","scopes":"root"}`, "INVALID_REQUEST"},
+		{"bad expiry", `{"action":"token.issue","vendor":"ven_x","expires_in":"a month"}`, "INVALID_REQUEST"},
+		{"unknown token", `{"action":"token.revoke","id":"tok_nope"}`, "NOT_FOUND"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := iv.call(t, []byte(c.payload))
+			if a.Error == nil || a.Error.Code != c.code || a.Error.Detail == "" {
+				t.Fatalf("answer = %+v / %+v, want error %s with a detail", a.Data, a.Error, c.code)
+			}
+		})
+	}
+}
+
+// A store that cannot answer is an invocation error, which Lambda counts.
+func TestStoreFailureIsAnInvocationError(t *testing.T) {
+	iv := sqliteInvoker(t)
+	iv.store.Close()
+	_, err := iv.h.Invoke(context.Background(), event(t, "vendor-create.json", nil))
+	if err == nil {
+		t.Fatal("no invocation error on a closed store")
+	}
+}
+
+// Init fails, as Lambda reports it, when the configuration is invalid.
+func TestInitFailsOnABadConfiguration(t *testing.T) {
+	t.Setenv(config.EnvStore, "postgres")
+	if _, err := newHandler(t.Context()); err == nil {
+		t.Fatal("store postgres accepted")
+	}
+}

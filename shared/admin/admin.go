@@ -1,0 +1,148 @@
+// Package admin is vendor and token administration as one JSON request in
+// and one JSON answer out: the admin Lambda's handler, invoked with IAM only
+// (never routed from the HTTP API). Each action is the local binary's
+// subcommand of the same name and answers with the JSON that subcommand
+// prints; the rules are the vendor and auth services', not repeated here.
+//
+//	{"action":"vendor.create","name":"Acme Goods","slug":"acme-goods"}
+//	{"action":"vendor.set-owner","id":"ven_...","owner":"usr_..."}      (owner optional)
+//	{"action":"token.issue","vendor":"ven_...","scopes":"all","expires_in":"720h"}
+//	{"action":"token.revoke","id":"tok_..."}
+//
+// A request the services refuse (invalid, unknown vendor, taken slug)
+// answers {"error":{"code":...,"detail":...}} as a successful invocation, as
+// the API answers 4xx; only a failure of the service itself (store
+// unavailable, a bug) is an invocation error, which the function's errors
+// alarm counts.
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// The actions.
+const (
+	VendorCreate   = "vendor.create"
+	VendorSetOwner = "vendor.set-owner"
+	TokenIssue     = "token.issue"
+	TokenRevoke    = "token.revoke"
+)
+
+// Request is one administrative action; each action reads the fields its
+// CLI subcommand takes as flags, of the same names.
+type Request struct {
+	Action string `json:"action"`
+	// vendor.create
+	Name string `json:"name,omitempty"`
+	Slug string `json:"slug,omitempty"`
+	// vendor.set-owner and token.revoke
+	ID string `json:"id,omitempty"`
+	// vendor.set-owner; empty means a fresh owner
+	Owner string `json:"owner,omitempty"`
+	// token.issue: scopes are comma-separated or "all" (the default);
+	// expires_in is a Go duration such as "720h", empty for no expiry.
+	Vendor    string `json:"vendor,omitempty"`
+	Scopes    string `json:"scopes,omitempty"`
+	ExpiresIn string `json:"expires_in,omitempty"`
+}
+
+// Response is the answer: Data as the CLI prints it, or Error.
+type Response struct {
+	Data  any    `json:"data,omitempty"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// Error is a refused request.
+type Error struct {
+	Code   errs.Code `json:"code"`
+	Detail string    `json:"detail"`
+}
+
+// Service runs administrative actions on a store.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+// Handle decodes a raw event and runs it; this is the Lambda's handler.
+// Unknown fields are refused, so that a misspelt field is not ignored.
+func (s Service) Handle(ctx context.Context, raw json.RawMessage) (Response, error) {
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return refused(errs.Ef(errs.CodeInvalidRequest, "event: %v", err)), nil
+	}
+	return s.Do(ctx, req)
+}
+
+// Do runs req.
+func (s Service) Do(ctx context.Context, req Request) (Response, error) {
+	data, err := s.do(ctx, req)
+	if err == nil {
+		return Response{Data: data}, nil
+	}
+	var e *errs.Error
+	if errors.As(err, &e) && e.Kind != errs.Internal && e.Kind != errs.Unavailable {
+		return refused(e), nil
+	}
+	return Response{}, fmt.Errorf("admin: %s: %w", req.Action, err)
+}
+
+func refused(e *errs.Error) Response {
+	return Response{Error: &Error{Code: e.Code, Detail: e.Detail}}
+}
+
+func (s Service) do(ctx context.Context, req Request) (any, error) {
+	vendors := vendor.Service{Store: s.Store, Clock: s.Clock}
+	tokens := auth.Service{Store: s.Store, Clock: s.Clock}
+	switch req.Action {
+	case VendorCreate:
+		v, err := vendors.Create(ctx, req.Name, req.Slug)
+		if err != nil {
+			return nil, err
+		}
+		return v.View(), nil
+	case VendorSetOwner:
+		v, err := vendors.TransferOwner(ctx, req.ID, req.Owner)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"id": v.ID, "owner_id": v.OwnerID}, nil
+	case TokenIssue:
+		scopes := req.Scopes
+		if strings.TrimSpace(scopes) == "" {
+			scopes = "all"
+		}
+		sc, err := auth.ParseScopes(scopes)
+		if err != nil {
+			return nil, errs.Ef(errs.CodeInvalidRequest, "scopes: %v", err)
+		}
+		var ttl time.Duration
+		if req.ExpiresIn != "" {
+			if ttl, err = time.ParseDuration(req.ExpiresIn); err != nil {
+				return nil, errs.Ef(errs.CodeInvalidRequest, "expires_in: %q is not a duration such as 720h", req.ExpiresIn)
+			}
+		}
+		return tokens.Issue(ctx, req.Vendor, sc, ttl)
+	case TokenRevoke:
+		t, err := tokens.Revoke(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": t.ID, "vendor_id": t.VendorID, "revoked_at": t.RevokedAt}, nil
+	}
+	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s, %s, %s, %s", req.Action, VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke)
+}
