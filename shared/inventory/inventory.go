@@ -71,9 +71,9 @@ type Buckets struct {
 	OnHand, Reserved, Available, Version int64
 }
 
-// bucketsOf reads item seq's counters; ok is false when any is missing,
+// BucketsOf reads item seq's counters; ok is false when any is missing,
 // which must fail reads closed rather than show a guess.
-func bucketsOf(nums map[string]int64, seq int) (Buckets, bool) {
+func BucketsOf(nums map[string]int64, seq int) (Buckets, bool) {
 	oh, ok1 := nums[catalog.OnHandAttr(seq)]
 	rs, ok2 := nums[catalog.ReservedAttr(seq)]
 	av, ok3 := nums[catalog.AvailableAttr(seq)]
@@ -146,7 +146,7 @@ func (s Service) Get(ctx context.Context, vendorID, itemID string) (Item, error)
 	if err != nil {
 		return Item{}, err
 	}
-	b, ok := bucketsOf(it.Nums, seq)
+	b, ok := BucketsOf(it.Nums, seq)
 	if !ok {
 		return Item{}, missingBucket(itemID)
 	}
@@ -193,7 +193,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 			if len(items) == limit {
 				return true, nil
 			}
-			b, ok := bucketsOf(it.Nums, seq)
+			b, ok := BucketsOf(it.Nums, seq)
 			if !ok {
 				return false, missingBucket(catalog.InventoryItemID(p.ID, seq))
 			}
@@ -274,7 +274,7 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	if err != nil {
 		return Item{}, nil, nil, err
 	}
-	b, ok := bucketsOf(it.Nums, seq)
+	b, ok := BucketsOf(it.Nums, seq)
 	if !ok {
 		return Item{}, nil, nil, missingBucket(itemID)
 	}

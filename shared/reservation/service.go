@@ -1,0 +1,381 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Service creates and moves reservations.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "reservation not found") }
+
+func unavailable(err error) error {
+	return errs.Unavailablef(err, "reservation state could not be read safely")
+}
+
+// context of a create: the connection, the authority and the product, read
+// in one round trip.
+type createState struct {
+	conn      connection.Connection
+	authority store.Item
+	product   catalog.Product
+	buckets   inventory.Buckets
+	seq       int
+}
+
+func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput) (createState, error) {
+	productID, seq, ok := catalog.ParseInventoryItemID(in.InventoryItemID)
+	if !ok {
+		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+	}
+	items, err := s.Store.GetMany(ctx, []store.Key{
+		connection.Key(vendorID, in.ConnectionID), connection.AuthorityKey(vendorID), catalog.Key(vendorID, productID)})
+	if err != nil {
+		return createState{}, unavailable(err)
+	}
+	var st createState
+	if items[0].PK == "" {
+		return createState{}, errs.E(errs.CodeNotFound, "connection not found")
+	}
+	if st.conn, err = connection.Decode(items[0]); err != nil {
+		return createState{}, unavailable(err)
+	}
+	st.authority = items[1]
+	if items[2].PK == "" {
+		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+	}
+	if st.product, err = catalog.Decode(items[2]); err != nil {
+		return createState{}, unavailable(err)
+	}
+	if v, ok := st.product.VariationBySeq(seq); (st.product.Kind == catalog.KindSimple && seq != 0) || (st.product.Kind == catalog.KindVariable && !ok) {
+		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+	} else if ok && v.Status == catalog.VariationRetired {
+		return createState{}, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired")
+	}
+	b, ok := inventory.BucketsOf(items[2].Nums, seq)
+	if !ok {
+		return createState{}, unavailable(errors.New("reservation: inventory buckets missing"))
+	}
+	st.buckets, st.seq = b, seq
+	return st, nil
+}
+
+// inventoryExternal reports whether a connection masters the Stock Pool.
+func inventoryExternal(it store.Item) bool {
+	return it.PK != "" && it.Nums[connection.InventoryExternalAttr] != 0
+}
+
+// PrepareCreate checks and builds a reservation and the operations that
+// hold its stock.
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+	st, err := s.readCreate(ctx, vendorID, in)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	if st.conn.Status != connection.StatusActive {
+		return View{}, nil, nil, errs.Ef(errs.CodeConnectionInactive, "connection_id: the connection is %s; reservations need an active connection", st.conn.Status)
+	}
+	if inventoryExternal(st.authority) {
+		return View{}, nil, nil, errs.E(errs.CodeInventoryExternal, "a channel masters the Stock Pool: the service's own checkout is blocked until a remote reserve-and-debit adapter exists")
+	}
+	if st.buckets.Available < in.Quantity {
+		return View{}, nil, nil, errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, %d available", in.Quantity, st.buckets.Available)
+	}
+	now := s.Clock.Now()
+	r := Reservation{ID: ids.Sortable("res", now), VendorID: vendorID, ConnectionID: st.conn.ID, InventoryItemID: in.InventoryItemID,
+		ProductID: st.product.ID, Quantity: in.Quantity, Status: StatusActive, Owner: connection.Moku, Reference: in.Reference,
+		Version: 1, ExpiresAt: now.Add(in.Hold).Truncate(time.Second), CreatedAt: now, UpdatedAt: now, Seq: st.seq}
+	it, err := r.item()
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	q := in.Quantity
+	ops := []store.Op{
+		store.Put(it, store.IfAbsent()),
+		store.Add(catalog.Key(vendorID, r.ProductID), map[string]int64{
+			catalog.ReservedAttr(r.Seq): q, catalog.AvailableAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1,
+		}, 0, store.Cond{Bounds: []store.Bound{{Attr: catalog.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: 1}, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: connection.ActiveAttr, Cmp: store.EQ, Value: 1}}}),
+		s.authorityOp(vendorID, st.authority.PK != "", 1),
+		expiryOp(r),
+	}
+	ev, err := event.Op(event.New(now, vendorID, event.ReservationCreated, "reservation", r.ID,
+		map[string]any{"version": 1, "inventory_item_id": r.InventoryItemID, "quantity": q}))
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ops = append(ops, ev)
+	conflict := func(ce *store.ConditionError) error {
+		switch {
+		case ce.Has(1):
+			return errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, but the available stock changed; read the item and retry", q)
+		case ce.Has(2):
+			return errs.E(errs.CodeConnectionInactive, "connection_id: the connection stopped being active")
+		}
+		return errs.E(errs.CodeInventoryExternal, "Stock Pool authority moved to a channel while reserving")
+	}
+	return r.View(), ops, conflict, nil
+}
+
+// authorityOp moves the vendor's count of service-owned reservations by
+// delta; adding one requires that no channel masters the Stock Pool.
+func (s Service) authorityOp(vendorID string, exists bool, delta int64) store.Op {
+	k := connection.AuthorityKey(vendorID)
+	if !exists {
+		// No authority record yet: the service masters everything.
+		return store.Put(store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{
+			connection.ServiceReservationsAttr: delta, connection.InventoryExternalAttr: 0}}, store.IfAbsent())
+	}
+	cond := store.Cond{}
+	if delta > 0 {
+		cond.Bounds = []store.Bound{{Attr: connection.InventoryExternalAttr, Cmp: store.EQ, Value: 0}}
+	}
+	return store.Add(k, map[string]int64{connection.ServiceReservationsAttr: delta}, 0, cond)
+}
+
+// Load reads a reservation.
+func (s Service) Load(ctx context.Context, vendorID, id string) (Reservation, error) {
+	if len(id) == 0 || len(id) > 128 {
+		return Reservation{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Reservation{}, notFound()
+	}
+	if err != nil {
+		return Reservation{}, unavailable(err)
+	}
+	return Decode(it)
+}
+
+// Filter narrows a list.
+type Filter struct {
+	Status       string
+	ConnectionID string
+}
+
+func (f Filter) match(r Reservation) bool {
+	return (f.Status == "" || r.Status == f.Status) && (f.ConnectionID == "" || r.ConnectionID == f.ConnectionID)
+}
+
+// List reads a page of reservations, newest last.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	views = []View{}
+	pk := Key(vendorID, "").PK
+	for {
+		items, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: Prefix, After: after, Limit: limit + 1})
+		if err != nil {
+			return nil, "", false, unavailable(err)
+		}
+		for _, it := range items {
+			r, err := Decode(it)
+			if err != nil {
+				return nil, "", false, unavailable(err)
+			}
+			if !f.match(r) {
+				continue
+			}
+			if len(views) == limit {
+				return views, lastKey, true, nil
+			}
+			views = append(views, r.View())
+			lastKey = it.SK
+		}
+		if len(items) < limit+1 {
+			return views, lastKey, false, nil
+		}
+		after = items[len(items)-1].SK
+	}
+}
+
+func versionConflict(current int64) error {
+	return errs.Ef(errs.CodeReservationVersion, "expected_version: the reservation is at version %d; read it again and retry", current)
+}
+
+// check verifies a client's move on an active reservation.
+func (s Service) check(r Reservation, expected int64, verb string) error {
+	if r.Version != expected {
+		return versionConflict(r.Version)
+	}
+	if r.Status != StatusActive {
+		return errs.Ef(errs.CodeReservationState, "a %s reservation cannot be %s", r.Status, verb)
+	}
+	return nil
+}
+
+// PrepareRenew extends an active hold.
+func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in RenewInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+	r, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	if err := s.check(r, in.ExpectedVersion, "renewed"); err != nil {
+		return View{}, nil, nil, err
+	}
+	now := s.Clock.Now()
+	if !now.Before(r.ExpiresAt) {
+		return View{}, nil, nil, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
+	}
+	old := r
+	r.ExpiresAt, r.UpdatedAt, r.Version = now.Add(in.Hold).Truncate(time.Second), now, r.Version+1
+	it, err := r.item()
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ev, err := event.Op(event.New(now, vendorID, event.ReservationRenewed, "reservation", r.ID, map[string]any{"version": r.Version}))
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ops := []store.Op{store.Put(it, store.IfVersion(old.Version)), ev}
+	if expiryKey(old) != expiryKey(r) {
+		ops = append(ops, store.Delete(expiryKey(old), store.Cond{}), expiryOp(r))
+	}
+	return r.View(), ops, s.raced(ctx, vendorID, id, in.ExpectedVersion), nil
+}
+
+// raced explains a lost race on a reservation.
+func (s Service) raced(ctx context.Context, vendorID, id string, expected int64) func(*store.ConditionError) error {
+	return func(*store.ConditionError) error {
+		cur, err := s.Load(ctx, vendorID, id)
+		if err != nil {
+			return err
+		}
+		if cur.Version != expected {
+			return versionConflict(cur.Version)
+		}
+		return errs.E(errs.CodeReservationState, "the reservation changed concurrently; read it and retry")
+	}
+}
+
+// PrepareCommit consumes an active hold: on_hand and reserved both fall.
+func (s Service) PrepareCommit(ctx context.Context, vendorID, id string, in VersionInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+	r, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	if err := s.check(r, in.ExpectedVersion, "committed"); err != nil {
+		return View{}, nil, nil, err
+	}
+	now := s.Clock.Now()
+	if !now.Before(r.ExpiresAt) {
+		return View{}, nil, nil, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
+	}
+	return s.settle(ctx, vendorID, r, StatusCommitted, now)
+}
+
+// PrepareRelease returns an active hold to available.
+func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in VersionInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+	r, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	if err := s.check(r, in.ExpectedVersion, "released"); err != nil {
+		return View{}, nil, nil, err
+	}
+	return s.settle(ctx, vendorID, r, StatusReleased, s.Clock.Now())
+}
+
+// settle ends an active reservation as committed, released or expired.
+func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to string, now time.Time) (View, []store.Op, func(*store.ConditionError) error, error) {
+	prev := r.Version
+	q := r.Quantity
+	deltas := map[string]int64{catalog.ReservedAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1}
+	typ := event.ReservationReleased
+	switch to {
+	case StatusCommitted:
+		deltas[catalog.OnHandAttr(r.Seq)] = -q
+		r.CommittedAt, typ = &now, event.ReservationCommitted
+	case StatusReleased:
+		deltas[catalog.AvailableAttr(r.Seq)] = q
+		r.ReleasedAt = &now
+	case StatusExpired:
+		deltas[catalog.AvailableAttr(r.Seq)] = q
+		r.ExpiredAt, typ = &now, event.ReservationExpired
+	}
+	r.Status, r.UpdatedAt, r.Version = to, now, r.Version+1
+	it, err := r.item()
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ev, err := event.Op(event.New(now, vendorID, typ, "reservation", r.ID,
+		map[string]any{"version": r.Version, "inventory_item_id": r.InventoryItemID, "quantity": q}))
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ops := []store.Op{
+		store.Put(it, store.IfVersion(prev)),
+		store.Add(catalog.Key(vendorID, r.ProductID), deltas, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: catalog.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: -1}, 0, store.Cond{}),
+		s.authorityOp(vendorID, true, -1), // created with the reservation
+		store.Delete(expiryKey(r), store.Cond{}),
+		ev,
+	}
+	return r.View(), ops, s.raced(ctx, vendorID, r.ID, prev), nil
+}
+
+// ExpireDue releases every active reservation whose hold ended at or
+// before now, oldest first, at most limit of them; it returns how many it
+// expired. Safe to run from several processes: each expiry is conditioned
+// on the reservation's version.
+func (s Service) ExpireDue(ctx context.Context, limit int) (int, error) {
+	now := s.Clock.Now()
+	items, err := s.Store.Query(ctx, store.Query{PK: expiryPartition, Limit: limit})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, it := range items {
+		var e expiryEntry
+		if err := jsonUnmarshal(it.Data, &e); err != nil {
+			return n, err
+		}
+		r, err := s.Load(ctx, e.VendorID, e.ReservationID)
+		if errs.Is(err, errs.CodeNotFound) {
+			s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if r.Status != StatusActive || expiryKey(r) != it.Key() {
+			// A stale entry of a settled or renewed reservation.
+			s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
+			continue
+		}
+		if r.ExpiresAt.After(now) {
+			break // the index is in expiry order: nothing later is due
+		}
+		_, ops, _, err := s.settle(ctx, e.VendorID, r, StatusExpired, now)
+		if err != nil {
+			return n, err
+		}
+		if err := s.Store.Transact(ctx, ops...); err != nil {
+			if store.IsCondition(err) {
+				continue // settled concurrently; the next run sees its new state
+			}
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
