@@ -96,6 +96,16 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	if st.buckets.Available < in.Quantity {
 		return View{}, nil, nil, errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, %d available", in.Quantity, st.buckets.Available)
 	}
+	if st.authority.PK == "" {
+		// The vendor's first reservation: create the authority record (the
+		// service masters everything) so the hold can count itself on it.
+		k := connection.AuthorityKey(vendorID)
+		err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{
+			connection.ServiceReservationsAttr: 0, connection.InventoryExternalAttr: 0}}, store.IfAbsent()))
+		if err != nil && !store.IsCondition(err) {
+			return View{}, nil, nil, errs.Unavailablef(err, "the vendor authority could not be stored")
+		}
+	}
 	now := s.Clock.Now()
 	r := Reservation{ID: ids.Sortable("res", now), VendorID: vendorID, ConnectionID: st.conn.ID, InventoryItemID: in.InventoryItemID,
 		ProductID: st.product.ID, Quantity: in.Quantity, Status: StatusActive, Owner: connection.Moku, Reference: in.Reference,
@@ -112,7 +122,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		}, 0, store.Cond{Bounds: []store.Bound{{Attr: catalog.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
 		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: 1}, 0,
 			store.Cond{Bounds: []store.Bound{{Attr: connection.ActiveAttr, Cmp: store.EQ, Value: 1}}}),
-		s.authorityOp(vendorID, st.authority.PK != "", 1),
+		s.authorityOp(vendorID, 1),
 		expiryOp(r),
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ReservationCreated, "reservation", r.ID,
@@ -135,18 +145,12 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 
 // authorityOp moves the vendor's count of service-owned reservations by
 // delta; adding one requires that no channel masters the Stock Pool.
-func (s Service) authorityOp(vendorID string, exists bool, delta int64) store.Op {
-	k := connection.AuthorityKey(vendorID)
-	if !exists {
-		// No authority record yet: the service masters everything.
-		return store.Put(store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{
-			connection.ServiceReservationsAttr: delta, connection.InventoryExternalAttr: 0}}, store.IfAbsent())
-	}
-	cond := store.Cond{}
+func (s Service) authorityOp(vendorID string, delta int64) store.Op {
+	cond := store.Cond{Exists: true}
 	if delta > 0 {
 		cond.Bounds = []store.Bound{{Attr: connection.InventoryExternalAttr, Cmp: store.EQ, Value: 0}}
 	}
-	return store.Add(k, map[string]int64{connection.ServiceReservationsAttr: delta}, 0, cond)
+	return store.Add(connection.AuthorityKey(vendorID), map[string]int64{connection.ServiceReservationsAttr: delta}, 0, cond)
 }
 
 // Load reads a reservation.
@@ -326,7 +330,7 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 		store.Add(catalog.Key(vendorID, r.ProductID), deltas, 0,
 			store.Cond{Bounds: []store.Bound{{Attr: catalog.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
 		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: -1}, 0, store.Cond{}),
-		s.authorityOp(vendorID, true, -1), // created with the reservation
+		s.authorityOp(vendorID, -1),
 		store.Delete(expiryKey(r), store.Cond{}),
 		ev,
 	}
