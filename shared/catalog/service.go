@@ -75,6 +75,27 @@ func (s Service) masters(ctx context.Context, vendorID string) (Masters, error) 
 	return m, nil
 }
 
+// MastersLater starts reading the vendor's masters and returns a function
+// that waits for them, so that the read overlaps the resource's own.
+func MastersLater(ctx context.Context, a Authority, vendorID string) func() (Masters, error) {
+	type result struct {
+		m   Masters
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		m, err := a.Masters(ctx, vendorID)
+		if err != nil {
+			err = errs.Unavailablef(err, "the vendor authority could not be read")
+		}
+		ch <- result{m, err}
+	}()
+	return func() (Masters, error) {
+		r := <-ch
+		return r.m, r.err
+	}
+}
+
 // PrepareCreate builds a new product from in and the operations that store
 // it with its zeroed inventory buckets, its slug reservation and its event.
 // conflict explains a failed condition of those operations.
@@ -158,6 +179,7 @@ func revisionConflict(current int64) error {
 
 // Update replaces the editable fields of a product (PATCH).
 func (s Service) Update(ctx context.Context, vendorID, productID string, in Input) (Product, error) {
+	masters := MastersLater(ctx, s.Authority, vendorID)
 	p, it, err := s.Load(ctx, vendorID, productID)
 	if err != nil {
 		return Product{}, err
@@ -171,7 +193,7 @@ func (s Service) Update(ctx context.Context, vendorID, productID string, in Inpu
 	if in.Kind != p.Kind {
 		return Product{}, errs.Ef(errs.CodeInvalidRequest, "kind: is immutable; this product is %s", p.Kind)
 	}
-	m, err := s.masters(ctx, vendorID)
+	m, err := masters()
 	if err != nil {
 		return Product{}, err
 	}
@@ -321,6 +343,11 @@ func (s Service) Transition(ctx context.Context, vendorID, productID, action str
 	if !ok {
 		return Product{}, fmt.Errorf("catalog: unknown action %q", action)
 	}
+	identity := action == Archive || action == Restore
+	var masters func() (Masters, error)
+	if identity {
+		masters = MastersLater(ctx, s.Authority, vendorID)
+	}
 	p, _, err := s.Load(ctx, vendorID, productID)
 	if err != nil {
 		return Product{}, err
@@ -328,10 +355,10 @@ func (s Service) Transition(ctx context.Context, vendorID, productID, action str
 	if t.ExpectedRevision != p.Revision {
 		return Product{}, revisionConflict(p.Revision)
 	}
-	if action == Archive || action == Restore {
+	if identity {
 		// Archive and restore change the canonical identity: the caller must
 		// hold both current source-authority bindings.
-		m, err := s.masters(ctx, vendorID)
+		m, err := masters()
 		if err != nil {
 			return Product{}, err
 		}

@@ -19,12 +19,14 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/ratelimit"
+	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
 )
@@ -37,7 +39,7 @@ type Deps struct {
 	Log       *slog.Logger
 	CursorKey []byte
 	// Authority tells who masters each vendor's Catalog, base price and Stock
-	// Pool; nil means the service masters everything.
+	// Pool; nil means the vendor's authority record, kept by connections.
 	Authority catalog.Authority
 	// Observe, when set, is told about every finished request; benchmarks
 	// and budget tests read the store round trips from it.
@@ -83,8 +85,10 @@ type Server struct {
 	keeper  idempotency.Keeper
 	cursors cursor.Codec
 
-	catalog   catalog.Service
-	inventory inventory.Service
+	catalog      catalog.Service
+	inventory    inventory.Service
+	connections  connection.Service
+	reservations reservation.Service
 }
 
 // New builds a server for the given groups.
@@ -97,7 +101,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	if d.Authority == nil {
-		d.Authority = catalog.ServiceOwned{}
+		d.Authority = connection.Masters{Store: d.Store}
 	}
 	// Handlers write only once the request's rate decision is in.
 	gated := gatedStore{Store: d.Store}
@@ -113,6 +117,9 @@ func New(d Deps, groups ...Group) (*Server, error) {
 
 		catalog:   catalog.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
 		inventory: inventory.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
+
+		connections:  connection.Service{Store: gated, Clock: d.Clock},
+		reservations: reservation.Service{Store: gated, Clock: d.Clock},
 	}
 	byPath := map[string][]Route{}
 	var paths []string

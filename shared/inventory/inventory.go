@@ -270,6 +270,7 @@ func VersionConflict(current int64) error {
 // atomic add conditioned on the version and the reservation floor, and the
 // event. conflict explains a lost race.
 func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a Adjustment) (Item, []store.Op, func(*store.ConditionError) error, error) {
+	masters := catalog.MastersLater(ctx, s.Authority, vendorID)
 	p, it, seq, err := s.load(ctx, vendorID, itemID)
 	if err != nil {
 		return Item{}, nil, nil, err
@@ -284,9 +285,9 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	if b.Version != a.ExpectedVersion {
 		return Item{}, nil, nil, VersionConflict(b.Version)
 	}
-	m, err := s.Authority.Masters(ctx, vendorID)
+	m, err := masters()
 	if err != nil {
-		return Item{}, nil, nil, errs.Unavailablef(err, "the vendor authority could not be read")
+		return Item{}, nil, nil, err
 	}
 	if err := catalog.CheckInventoryBinding(m, a.Authority); err != nil {
 		return Item{}, nil, nil, err

@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/idempotency"
+)
+
+// Connections is the Connections group, with the vendor authority.
+var Connections = Group{Name: "connections", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ConnectionsRead}, []auth.Scope{auth.ConnectionsWrite}
+	base := "/vendors/{vendor_id}/connections"
+	one := base + "/{connection_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/authority", Operation: "getVendorAuthority", Scopes: read, Handle: s.getAuthority},
+		{Method: http.MethodGet, Path: base, Operation: "listConnections", Scopes: read, Handle: s.listConnections},
+		{Method: http.MethodPost, Path: base, Operation: "createConnection", Scopes: write, Handle: s.createConnection},
+		{Method: http.MethodGet, Path: one, Operation: "getConnection", Scopes: read, Handle: s.getConnection},
+		{Method: http.MethodPost, Path: one + "/pause", Operation: "pauseConnection", Scopes: write, Handle: s.connectionTransition(connection.Pause)},
+		{Method: http.MethodPost, Path: one + "/resume", Operation: "resumeConnection", Scopes: write, Handle: s.connectionTransition(connection.Resume)},
+		{Method: http.MethodPost, Path: one + "/disconnect", Operation: "disconnectConnection", Scopes: write, Handle: s.connectionTransition(connection.Disconnect)},
+		{Method: http.MethodGet, Path: one + "/health", Operation: "getConnectionHealth", Scopes: read, Handle: s.getConnectionHealth},
+		{Method: http.MethodPost, Path: one + "/health", Operation: "reportConnectionHealth", Scopes: write, Handle: s.reportConnectionHealth},
+		// The contract names this path without the vendor: the token's vendor is meant.
+		{Method: http.MethodPut, Path: "/connections/{connection_id}/roles", Operation: "replaceConnectionRoles", Scopes: write, Handle: s.replaceRoles},
+	}
+}}
+
+func (s *Server) getAuthority(c *Call) error {
+	v, err := s.connections.Authority(c.Ctx, c.Principal.Vendor.ID)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func (s *Server) listConnections(c *Call) error {
+	pr, err := c.PageParams("connections", "")
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.connections.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) createConnection(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := connection.ParseCreate(body)
+	if err != nil {
+		return err
+	}
+	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+		v, ops, conflict, err := s.connections.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
+	})
+}
+
+func (s *Server) getConnection(c *Call) error {
+	conn, h, _, err := s.connections.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, conn.View(h))
+}
+
+func (s *Server) getConnectionHealth(c *Call) error {
+	conn, h, _, err := s.connections.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, conn.View(h).Health)
+}
+
+func (s *Server) reportConnectionHealth(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	h, err := connection.ParseHealth(body)
+	if err != nil {
+		return err
+	}
+	v, err := s.connections.ReportHealth(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), h)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v.Health)
+}
+
+func (s *Server) connectionTransition(action string) func(*Call) error {
+	return func(c *Call) error {
+		body, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		v, err := connection.ParseVersion(body)
+		if err != nil {
+			return err
+		}
+		view, err := s.connections.Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), action, v)
+		if err != nil {
+			return err
+		}
+		return c.Data(http.StatusOK, view)
+	}
+}
+
+func (s *Server) replaceRoles(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := connection.ParseRoles(body)
+	if err != nil {
+		return err
+	}
+	v, err := s.connections.ReplaceRoles(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), in)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}

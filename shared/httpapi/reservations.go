@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/reservation"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Reservations is the Reservations group.
+var Reservations = Group{Name: "reservations", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ReservationsRead}, []auth.Scope{auth.ReservationsWrite}
+	base := "/vendors/{vendor_id}/inventory-reservations"
+	one := base + "/{reservation_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listReservations", Scopes: read, Handle: s.listReservations},
+		{Method: http.MethodPost, Path: base, Operation: "createReservation", Scopes: write, Handle: s.createReservation},
+		{Method: http.MethodGet, Path: one, Operation: "getReservation", Scopes: read, Handle: s.getReservation},
+		{Method: http.MethodPost, Path: one + "/renew", Operation: "renewReservation", Scopes: write, Handle: s.renewReservation},
+		{Method: http.MethodPost, Path: one + "/commit", Operation: "commitReservation", Scopes: write, Handle: s.settleReservation("reservations.commit", s.reservations.PrepareCommit)},
+		{Method: http.MethodPost, Path: one + "/release", Operation: "releaseReservation", Scopes: write, Handle: s.settleReservation("reservations.release", s.reservations.PrepareRelease)},
+	}
+}}
+
+var reservationStatuses = map[string]bool{
+	reservation.StatusActive: true, reservation.StatusCommitted: true, reservation.StatusReleased: true, reservation.StatusExpired: true,
+}
+
+func (s *Server) listReservations(c *Call) error {
+	c.AllowFilters("status", "connection_id")
+	q := c.R.URL.Query()
+	f := reservation.Filter{Status: q.Get("status"), ConnectionID: q.Get("connection_id")}
+	if f.Status != "" && !reservationStatuses[f.Status] {
+		return errs.E(errs.CodeInvalidParameter, "status: must be active, committed, released or expired")
+	}
+	pr, err := c.PageParams("reservations", "status="+f.Status+"&connection_id="+f.ConnectionID)
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.reservations.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) getReservation(c *Call) error {
+	r, err := s.reservations.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, r.View())
+}
+
+// prepared is the shape of the reservation service's Prepare methods.
+type prepared = func(context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error)
+
+func (c *Call) mutateReservation(operation string, status int, body []byte, prepare prepared) error {
+	return c.Mutate(operation, idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+		v, ops, conflict, err := prepare(ctx)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: status, Body: Envelope(v), Conflict: conflict}, nil
+	})
+}
+
+func (s *Server) createReservation(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := reservation.ParseCreate(body)
+	if err != nil {
+		return err
+	}
+	return c.mutateReservation("reservations.create", http.StatusCreated, body, func(ctx context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error) {
+		return s.reservations.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+	})
+}
+
+func (s *Server) renewReservation(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := reservation.ParseRenew(body)
+	if err != nil {
+		return err
+	}
+	return c.mutateReservation("reservations.renew", http.StatusOK, body, func(ctx context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error) {
+		return s.reservations.PrepareRenew(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
+	})
+}
+
+type settleFunc = func(context.Context, string, string, reservation.VersionInput) (reservation.View, []store.Op, func(*store.ConditionError) error, error)
+
+func (s *Server) settleReservation(operation string, settle settleFunc) func(*Call) error {
+	return func(c *Call) error {
+		body, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		in, err := reservation.ParseVersion(body)
+		if err != nil {
+			return err
+		}
+		return c.mutateReservation(operation, http.StatusOK, body, func(ctx context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error) {
+			return settle(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
+		})
+	}
+}
