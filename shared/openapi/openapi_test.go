@@ -17,11 +17,11 @@ import (
 )
 
 type operation struct {
-	OperationID string              `json:"operationId"`
-	Scopes      []string            `json:"x-scopes"`
-	Security    *[]any              `json:"security"`
-	Responses   map[string]any      `json:"responses"`
-	Parameters  []map[string]string `json:"parameters"`
+	OperationID string            `json:"operationId"`
+	Scopes      []string          `json:"x-scopes"`
+	Security    *[]any            `json:"security"`
+	Responses   map[string]any    `json:"responses"`
+	Parameters  []json.RawMessage `json:"parameters"`
 }
 
 func document(t *testing.T) map[string]any {
