@@ -103,6 +103,13 @@ func mustCreate(t *testing.T, e *apitest.Env, key string, body any) productBody 
 }
 
 func post(e *apitest.Env, path string, body any) *apitest.Resp {
+	if strings.HasPrefix(path, "/connections/") {
+		path = "/connections/" + strings.TrimPrefix(path, "/connections/")
+		if !strings.HasSuffix(path, "/roles") {
+			path = "/vendors/" + e.Vendor.ID + path
+		}
+		return e.Do(apitest.Req{Method: http.MethodPost, Path: path, Token: e.Token, Body: body})
+	}
 	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + path, Token: e.Token, Body: body})
 }
 
