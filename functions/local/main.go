@@ -26,7 +26,6 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 	"github.com/moku/sellerapi/shared/vendor"
 )
 
@@ -129,9 +128,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	a.Log.Info("serving", "addr", ln.Addr().String(), "base_url", a.Config.BaseURL, "store", a.Config.Store)
 	fmt.Fprintf(stdout, "Seller Platform API listening on %s\n", a.Config.BaseURL)
 
-	if s, ok := a.Store.(*sqlite.Store); ok {
-		go sweep(ctx, s)
-	}
+	go a.RunBackground(ctx, time.Second)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -145,20 +142,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return nil
-}
-
-// sweep deletes expired items now and then, as DynamoDB's TTL does.
-func sweep(ctx context.Context, s *sqlite.Store) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.Sweep(ctx)
-		}
-	}
 }
 
 func printDemo(w io.Writer, baseURL string, d app.Demo) {

@@ -1,0 +1,11 @@
+// Command connections is the Lambda of the Connections operation group
+// behind API Gateway's HTTP API: connections, their roles and health, and
+// the vendor authority. It only wires; the routes live in shared/httpapi.
+package main
+
+import (
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+)
+
+func main() { lambdaapi.Main("connections", httpapi.Connections) }

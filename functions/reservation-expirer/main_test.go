@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/reservation"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// TestExpiresDueHolds runs the handler as the schedule does, before and
+// after a hold ends.
+func TestExpiresDueHolds(t *testing.T) {
+	ctx := context.Background()
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(fake.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tx := func(ops []store.Op, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Transact(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := vendor.Service{Store: s, Clock: fake}.Create(ctx, "Acme", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ops, _, err := catalog.Service{Store: s, Clock: fake, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, v.ID, catalog.Input{
+		Kind: catalog.KindSimple, Name: "Mug", Slug: "mug", Options: map[string][]string{}})
+	tx(ops, err)
+	tx([]store.Op{store.Add(catalog.Key(v.ID, p.ID), map[string]int64{catalog.OnHandAttr(0): 5, catalog.AvailableAttr(0): 5}, 0, store.Cond{})}, nil)
+	conn, ops, _, err := connection.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, connection.CreateInput{
+		Provider: "marketplace_a", ExternalAccountID: "a", DisplayName: "A", Roles: connection.Presets["service_source"]})
+	tx(ops, err)
+	_, ops, _, err = reservation.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, reservation.CreateInput{
+		ConnectionID: conn.ID, InventoryItemID: catalog.InventoryItemID(p.ID, 0), Quantity: 2, Hold: time.Minute})
+	tx(ops, err)
+
+	h, err := newHandler(ctx, config.Default(), app.WithStore(s), app.WithClock(fake))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h(ctx); err != nil || res.Expired != 0 {
+		t.Fatalf("before the hold ends: %+v %v", res, err)
+	}
+	fake.Advance(time.Minute)
+	if res, err := h(ctx); err != nil || res.Expired != 1 {
+		t.Fatalf("after the hold ends: %+v %v", res, err)
+	}
+	it, err := s.Get(ctx, catalog.Key(v.ID, p.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.Nums[catalog.ReservedAttr(0)] != 0 || it.Nums[catalog.AvailableAttr(0)] != 5 {
+		t.Fatalf("buckets after expiry: %v", it.Nums)
+	}
+}

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/moku/sellerapi/shared/reservation"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+// ExpireReservations releases every reservation whose hold has ended, in
+// batches, until none is due. The reservation-expirer Lambda runs it on a
+// schedule; the local server runs it every second.
+func (a *App) ExpireReservations(ctx context.Context) (int, error) {
+	svc := reservation.Service{Store: a.Store, Clock: a.Clock}
+	total := 0
+	for {
+		n, err := svc.ExpireDue(ctx, 100)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// RunBackground does, in one process, what scheduled functions and the
+// store's TTL do in AWS: it expires reservations every interval and, on
+// the embedded store, sweeps expired items every minute. It returns when
+// ctx ends.
+func (a *App) RunBackground(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	lastSweep := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n, err := a.ExpireReservations(ctx); err != nil {
+			a.Log.ErrorContext(ctx, "expire reservations", "error", err)
+		} else if n > 0 {
+			a.Log.InfoContext(ctx, "expired reservations", "count", n)
+		}
+		if s, ok := a.Store.(*sqlite.Store); ok && time.Since(lastSweep) >= time.Minute {
+			lastSweep = time.Now()
+			if _, err := s.Sweep(ctx); err != nil {
+				a.Log.ErrorContext(ctx, "sweep expired items", "error", err)
+			}
+		}
+	}
+}
