@@ -156,6 +156,70 @@ func BenchmarkCatalog(b *testing.B) {
 	}
 }
 
+// BenchmarkReservations measures reserve and commit on each store. Each
+// reservation holds one unit of a well-stocked item; commit consumes a hold
+// made before the timer starts.
+func BenchmarkReservations(b *testing.B) {
+	for _, kind := range apitest.Stores() {
+		setup := func(b *testing.B) (*apitest.Env, *atomic.Int64, string, string) {
+			e, rts := benchEnv(b, kind)
+			conn := seedConnection(b, e)
+			item := catalog.InventoryItemID(seedProduct(b, e, "bench-reserve"), 0)
+			body, _ := json.Marshal(map[string]any{"target_on_hand": 1_000_000_000, "expected_version": 1})
+			if res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-items/"+item+"/adjustments", body, "bench-stock")); err != nil || res.StatusCode != 200 {
+				b.Fatalf("stock: %v", err)
+			}
+			return e, rts, conn, item
+		}
+		reserve := func(e *apitest.Env, conn, item string, i int64) *http.Request {
+			body, _ := json.Marshal(map[string]any{"connection_id": conn, "inventory_item_id": item, "quantity": 1})
+			return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-reservations", body, fmt.Sprintf("bench-reserve-%d", i))
+		}
+		b.Run("reserve/"+string(kind), func(b *testing.B) {
+			e, rts, conn, item := setup(b)
+			rts.Store(0)
+			var n atomic.Int64
+			measureStatus(b, func() *http.Request { return reserve(e, conn, item, n.Add(1)) }, rts, http.StatusCreated)
+		})
+		b.Run("commit/"+string(kind), func(b *testing.B) {
+			e, rts, conn, item := setup(b)
+			ids := make([]string, b.N)
+			for i := range ids {
+				res, err := http.DefaultClient.Do(reserve(e, conn, item, int64(i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var r struct{ Data struct{ ID string } }
+				json.NewDecoder(res.Body).Decode(&r)
+				res.Body.Close()
+				ids[i] = r.Data.ID
+			}
+			rts.Store(0)
+			var n atomic.Int64
+			measure(b, func() *http.Request {
+				i := n.Add(1) - 1
+				body := []byte(`{"expected_version":1}`)
+				return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-reservations/"+ids[i]+"/commit", body, fmt.Sprintf("bench-commit-%d", i))
+			}, rts)
+		})
+	}
+}
+
+func seedConnection(b *testing.B, e *apitest.Env) string {
+	b.Helper()
+	body, _ := json.Marshal(connectionBody("marketplace_a", destinationRoles))
+	res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/connections", body, "bench-connection"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	var c connBody
+	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || res.StatusCode != 201 {
+		b.Fatalf("seed connection: %d %v", res.StatusCode, err)
+	}
+	return c.Data.ID
+}
+
 func seedProduct(b *testing.B, e *apitest.Env, slug string) string {
 	b.Helper()
 	body, _ := json.Marshal(simpleProduct(slug))
