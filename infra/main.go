@@ -1,0 +1,63 @@
+// Command infra is the CDK app of the Seller Platform API: one stack per
+// stage (package stack). cdk.json runs it; `make synth` and `make deploy`
+// run the CDK CLI pinned in package.json.
+//
+// Context (cdk -c key=value):
+//
+//	stage            the stage to synthesize (default dev); the stack is sellerapi-<stage>
+//	retain           true|false: keep the table, bucket and logs on delete (default: true for prod)
+//	domain           a custom domain for the API, e.g. api.example.com (optional)
+//	certificateArn   the ACM certificate of that domain, in the stack's region
+//	assets           the directory of the function zips (default ../dist, made by make build)
+//	placeholder      a directory to use as every function's code, for a synth without a build
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/moku/sellerapi/infra/stack"
+)
+
+func main() {
+	defer jsii.Close()
+	app := awscdk.NewApp(nil)
+	if err := build(app); err != nil {
+		fmt.Fprintln(os.Stderr, "infra:", err)
+		os.Exit(1)
+	}
+	app.Synth(nil)
+}
+
+func build(app awscdk.App) error {
+	ctx := func(key, def string) string {
+		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	d := stack.Default(ctx("stage", "dev"))
+	if v := ctx("retain", ""); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("context retain=%q: %w", v, err)
+		}
+		d.Retain = b
+	}
+	if name := ctx("domain", ""); name != "" {
+		d.Domain = &stack.Domain{Name: name, CertificateARN: ctx("certificateArn", "")}
+	}
+	d.Assets = ctx("assets", d.Assets)
+	d.Placeholder = ctx("placeholder", "")
+	props := &awscdk.StackProps{}
+	// The account and region of the CLI's credentials, when it runs us.
+	if account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION"); account != "" && region != "" {
+		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+	}
+	_, err := stack.New(app, d, props)
+	return err
+}

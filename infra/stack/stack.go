@@ -1,0 +1,530 @@
+// Package stack is the service's one CloudFormation stack per stage, in CDK:
+// the HTTP API with each operation group's routes going to that group's
+// Lambda, the single DynamoDB table, the private media bucket, the admin
+// function, log groups, alarms and least-privilege grants.
+//
+// What is deployed is a Definition; Default is the service's. Every
+// operation group the service mounts (app.AllGroups) gets its function and
+// its routes, read from the group's own route table; a scheduled function
+// or a background worker is one line in Default.
+// Resource names come from shared/resources and environment variable names
+// from shared/config, which the functions and the LocalStack bootstrap use
+// too.
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/resources"
+)
+
+// TableActions are the only DynamoDB actions a function that reads and
+// writes items gets, on the table alone: what the store adapter calls
+// (GetItem, BatchGetItem, Query, PutItem, UpdateItem, DeleteItem and
+// TransactWriteItems, whose IAM check is per action inside it, plus
+// ConditionCheckItem for its condition checks). No Scan, no table
+// administration.
+var TableActions = []string{
+	"dynamodb:BatchGetItem",
+	"dynamodb:ConditionCheckItem",
+	"dynamodb:DeleteItem",
+	"dynamodb:GetItem",
+	"dynamodb:PutItem",
+	"dynamodb:Query",
+	"dynamodb:UpdateItem",
+}
+
+// Definition is what one stage deploys.
+type Definition struct {
+	Stage string
+	// Retain keeps the table, bucket and log groups when the stack or the
+	// resource is deleted, and turns on the table's deletion protection.
+	Retain bool
+	// Domain, when set, serves the API at https://<Domain.Name>/v1 and turns
+	// the execute-api endpoint off.
+	Domain *Domain
+	// Assets is the directory holding <function>.zip as `make build` makes
+	// them (dist/). Placeholder, when set, is a directory used as every
+	// function's code instead, so that a synth needs no build (tests).
+	Assets, Placeholder string
+	// API lists the operation groups behind the HTTP API, one function per
+	// group, named after the group (functions/<group.Name>).
+	API []httpapi.Group
+	// CatchAll is the function behind the $default route.
+	CatchAll string
+	// Admin is the function for vendor and token administration, invoked
+	// with IAM only.
+	Admin string
+	// Scheduled are functions EventBridge invokes on a fixed rate.
+	Scheduled []Scheduled
+	// StreamRouter, when set, is the function that reads the table's stream
+	// and sends work to the workers' queues.
+	StreamRouter string
+	// Workers are the background functions, each fed by its own queue.
+	Workers []Worker
+	// LogRetention applies to every function's log group.
+	LogRetention awslogs.RetentionDays
+}
+
+// Domain is a custom domain for the API, with an ACM certificate for it in
+// the stack's region.
+type Domain struct{ Name, CertificateARN string }
+
+// Scheduled is a function run on a fixed rate with no input.
+type Scheduled struct {
+	// Name is the folder in functions/.
+	Name string
+	// Every is the rate, a whole number of minutes.
+	Every time.Duration
+	// Timeout is the function's (default 60s).
+	Timeout time.Duration
+}
+
+// Worker is a background function fed by its own SQS queue, which has a
+// dead-letter queue with an alarm on it.
+type Worker struct {
+	// Name is the folder in functions/.
+	Name string
+	// QueueURLEnv names the variable (a shared/config constant) that gives
+	// the stream router this worker's queue URL.
+	QueueURLEnv string
+	// BatchSize is the most messages per invocation (default 10).
+	BatchSize int
+	// MaxReceiveCount is how many receives a message gets before it goes
+	// to the dead-letter queue (default 5).
+	MaxReceiveCount int
+	// Timeout is the function's; the queue's visibility timeout is six
+	// times it, as AWS advises (default 60s).
+	Timeout time.Duration
+}
+
+// Default is the service's definition for stage. Retain defaults to true
+// for the prod stage only.
+func Default(stage string) Definition {
+	return Definition{
+		Stage:  stage,
+		Retain: stage == "prod",
+		Assets: "../dist",
+		// Every group the local server mounts, one function each; the
+		// routes come from the group.
+		API:      app.AllGroups(),
+		CatchAll: "vendors",
+		Admin:    "admin",
+		Scheduled: []Scheduled{
+			{Name: "reservation-expirer", Every: time.Minute},
+		},
+		// The stream router and the workers (bulk, webhook, replay) come
+		// with the asynchronous work: StreamRouter: "stream-router", and one
+		// line per worker, e.g.
+		//   {Name: "webhook-worker", QueueURLEnv: config.EnvWebhookQueueURL},
+		Workers:      nil,
+		LogRetention: awslogs.RetentionDays_ONE_MONTH,
+	}
+}
+
+// Functions lists every function the definition deploys, by folder name.
+func (d Definition) Functions() []string {
+	var fns []string
+	for _, g := range d.API {
+		fns = append(fns, g.Name)
+	}
+	fns = append(fns, d.Admin)
+	for _, sc := range d.Scheduled {
+		fns = append(fns, sc.Name)
+	}
+	if d.StreamRouter != "" {
+		fns = append(fns, d.StreamRouter)
+	}
+	for _, w := range d.Workers {
+		fns = append(fns, w.Name)
+	}
+	return fns
+}
+
+// check validates the definition before any construct is made.
+func (d Definition) check() error {
+	if _, err := resources.For(d.Stage); err != nil {
+		return err
+	}
+	fns := d.Functions()
+	for i, fn := range fns {
+		if fn == "" || slices.Contains(fns[:i], fn) {
+			return fmt.Errorf("stack: function name %q is empty or used twice", fn)
+		}
+	}
+	if d.Admin == "" {
+		return errors.New("stack: no admin function")
+	}
+	if len(d.Workers) > 0 && d.StreamRouter == "" {
+		return errors.New("stack: workers need a stream router to feed their queues")
+	}
+	for _, w := range d.Workers {
+		if w.QueueURLEnv == "" {
+			return fmt.Errorf("stack: worker %s: no QueueURLEnv for the stream router", w.Name)
+		}
+	}
+	for _, sc := range d.Scheduled {
+		if sc.Every < time.Minute || sc.Every%time.Minute != 0 {
+			return fmt.Errorf("stack: scheduled %s: rate %v is not a whole number of minutes", sc.Name, sc.Every)
+		}
+	}
+	if d.Domain != nil && (d.Domain.Name == "" || d.Domain.CertificateARN == "") {
+		return errors.New("stack: a custom domain needs a name and a certificate ARN")
+	}
+	if d.Placeholder == "" {
+		for _, fn := range fns {
+			if _, err := os.Stat(d.zip(fn)); err != nil {
+				return fmt.Errorf("stack: no package for function %s (%v): run make build", fn, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (d Definition) zip(fn string) string { return filepath.Join(d.Assets, fn+".zip") }
+
+func (d Definition) code(fn string) awslambda.Code {
+	if d.Placeholder != "" {
+		return awslambda.Code_FromAsset(jsii.String(d.Placeholder), nil)
+	}
+	return awslambda.Code_FromAsset(jsii.String(d.zip(fn)), nil)
+}
+
+func (d Definition) removal() awscdk.RemovalPolicy {
+	if d.Retain {
+		return awscdk.RemovalPolicy_RETAIN
+	}
+	return awscdk.RemovalPolicy_DESTROY
+}
+
+// Stack is the synthesized stack and the parts tests and outputs look at.
+type Stack struct {
+	awscdk.Stack
+	Names     resources.Names
+	Routes    []Route
+	Table     awsdynamodb.Table
+	Bucket    awss3.Bucket
+	API       awsapigatewayv2.HttpApi
+	Functions map[string]awslambda.Function
+	// BaseURL is the SELLERAPI_BASE_URL every function gets.
+	BaseURL string
+}
+
+// New adds the stage's stack to scope.
+func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*Stack, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	routes, err := Routes(d.API, d.CatchAll)
+	if err != nil {
+		return nil, err
+	}
+	names, _ := resources.For(d.Stage)
+	if props == nil {
+		props = &awscdk.StackProps{}
+	}
+	if props.StackName == nil {
+		props.StackName = jsii.String(names.Stack())
+	}
+	if props.Description == nil {
+		props.Description = jsii.String("Seller Platform API, stage " + d.Stage)
+	}
+	st := awscdk.NewStack(scope, jsii.String(names.Stack()), props)
+	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String(resources.Service), nil)
+	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
+	s := &Stack{Stack: st, Names: names, Routes: routes, Functions: map[string]awslambda.Function{}}
+
+	s.Table = awsdynamodb.NewTable(st, jsii.String("Table"), &awsdynamodb.TableProps{
+		TableName:           jsii.String(names.Table()),
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		TimeToLiveAttribute: jsii.String("ttl"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(d.Retain),
+		RemovalPolicy:      d.removal(),
+	})
+
+	// Media is content-addressed (an object is never overwritten), so
+	// versioning would only keep deleted objects around; nothing reads or
+	// writes the bucket yet, so no function is granted access to it.
+	s.Bucket = awss3.NewBucket(st, jsii.String("Media"), &awss3.BucketProps{
+		BucketName:        jsii.String(names.MediaBucket(*awscdk.Aws_ACCOUNT_ID(), *awscdk.Aws_REGION())),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		Versioned:         jsii.Bool(false),
+		RemovalPolicy:     d.removal(),
+	})
+
+	topic := awssns.NewTopic(st, jsii.String("Alarms"), &awssns.TopicProps{
+		TopicName:   jsii.String(names.AlarmTopic()),
+		DisplayName: jsii.String("sellerapi " + d.Stage + " alarms"),
+	})
+	alarmAction := awscloudwatchactions.NewSnsAction(topic)
+
+	apiProps := &awsapigatewayv2.HttpApiProps{
+		ApiName:            jsii.String(names.API()),
+		Description:        jsii.String("Seller Platform API v1, stage " + d.Stage),
+		CreateDefaultStage: jsii.Bool(true),
+	}
+	basePath := config.Default().BasePath()
+	if d.Domain != nil {
+		dn := awsapigatewayv2.NewDomainName(st, jsii.String("Domain"), &awsapigatewayv2.DomainNameProps{
+			DomainName:  jsii.String(d.Domain.Name),
+			Certificate: awscertificatemanager.Certificate_FromCertificateArn(st, jsii.String("Certificate"), jsii.String(d.Domain.CertificateARN)),
+		})
+		apiProps.DefaultDomainMapping = &awsapigatewayv2.DomainMappingOptions{DomainName: dn}
+		apiProps.DisableExecuteApiEndpoint = jsii.Bool(true)
+		s.BaseURL = "https://" + d.Domain.Name + basePath
+		awscdk.NewCfnOutput(st, jsii.String("DomainTarget"), &awscdk.CfnOutputProps{
+			Description: jsii.String("Point the domain's DNS (CNAME or alias) here"),
+			Value:       dn.RegionalDomainName(),
+		})
+	}
+	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), apiProps)
+	if d.Domain == nil {
+		// The functions are created after the API and the routes after
+		// them, so the functions can hold the API's own address: the
+		// template's order is API → functions → integrations → routes, with
+		// no cycle. ApiEndpoint is built from the API id and the region.
+		s.BaseURL = *s.API.ApiEndpoint() + basePath
+	}
+
+	env := map[string]*string{
+		config.EnvStore:    jsii.String(config.StoreDynamoDB),
+		config.EnvTable:    s.Table.TableName(),
+		config.EnvBaseURL:  jsii.String(s.BaseURL),
+		config.EnvLogLevel: jsii.String("info"),
+	}
+	fn := func(name, description string, timeout time.Duration, extra map[string]*string, tableAccess bool) awslambda.Function {
+		f := s.function(d, name, description, timeout, env, extra, alarmAction)
+		if tableAccess {
+			f.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("TableItems"),
+				Actions:   jsii.Strings(TableActions...),
+				Resources: &[]*string{s.Table.TableArn()},
+			}))
+		}
+		return f
+	}
+
+	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
+	for _, g := range d.API {
+		f := fn(g.Name, "Seller Platform API: the "+g.Name+" operation group", 15*time.Second, nil, true)
+		// One integration and one invoke permission per function, for all
+		// its routes (a permission per route would grow the function's
+		// resource policy with every route).
+		integrations[g.Name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(g.Name), f, &awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+			PayloadFormatVersion:   awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+			ScopePermissionToRoute: jsii.Bool(false),
+		})
+	}
+	for _, r := range routes {
+		key := awsapigatewayv2.HttpRouteKey_DEFAULT()
+		if r.Key != DefaultRoute {
+			key = awsapigatewayv2.HttpRouteKey_With(jsii.String(r.Path), awsapigatewayv2.HttpMethod(r.Method))
+		}
+		awsapigatewayv2.NewHttpRoute(st, jsii.String("Route "+r.Key), &awsapigatewayv2.HttpRouteProps{
+			HttpApi:     s.API,
+			RouteKey:    key,
+			Integration: integrations[r.Function],
+		})
+	}
+
+	admin := fn(d.Admin, "Seller Platform API: vendor and token administration, invoked with IAM", 30*time.Second, nil, true)
+
+	for _, sc := range d.Scheduled {
+		timeout := sc.Timeout
+		if timeout == 0 {
+			timeout = time.Minute
+		}
+		f := fn(sc.Name, "Seller Platform API: "+sc.Name+", every "+sc.Every.String(), timeout, nil, true)
+		// A missed run is made up by the next one, so a failed invocation
+		// is retried only briefly.
+		awsevents.NewRule(st, jsii.String(sc.Name+"Schedule"), &awsevents.RuleProps{
+			RuleName:    jsii.String(s.Names.Function(sc.Name)),
+			Description: jsii.String("Runs " + s.Names.Function(sc.Name) + " every " + sc.Every.String()),
+			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(sc.Every.Minutes()))),
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f, &awseventstargets.LambdaFunctionProps{
+				RetryAttempts: jsii.Number(2),
+				MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(sc.Every.Seconds())),
+			})},
+		})
+	}
+
+	if d.StreamRouter != "" {
+		s.workers(d, fn, alarmAction)
+	}
+
+	out := func(id, desc string, v *string) {
+		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(desc), Value: v})
+	}
+	out("BaseUrl", "The API's base URL (SELLERAPI_BASE_URL)", jsii.String(s.BaseURL))
+	out("TableName", "The DynamoDB table", s.Table.TableName())
+	out("MediaBucketName", "The media bucket", s.Bucket.BucketName())
+	out("AdminFunctionName", "aws lambda invoke --function-name this", admin.FunctionName())
+	out("AlarmTopicArn", "Subscribe to receive the alarms", topic.TopicArn())
+	return s, nil
+}
+
+// function makes a Lambda with its own role (no managed policies: it may
+// write to its own log group and nothing else until granted), its own log
+// group with retention, and an alarm on its errors.
+func (s *Stack) function(d Definition, name, description string, timeout time.Duration, env, extra map[string]*string, alarm awscloudwatch.IAlarmAction) awslambda.Function {
+	st := s.Stack
+	id := func(suffix string) *string { return jsii.String(name + suffix) }
+	logs := awslogs.NewLogGroup(st, id("Logs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String(s.Names.LogGroup(name)),
+		Retention:     d.LogRetention,
+		RemovalPolicy: d.removal(),
+	})
+	role := awsiam.NewRole(st, id("Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Role of " + s.Names.Function(name)),
+	})
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("OwnLogs"),
+		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+		Resources: &[]*string{logs.LogGroupArn()},
+	}))
+	vars := map[string]*string{}
+	for k, v := range env {
+		vars[k] = v
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	f := awslambda.NewFunction(st, id("Function"), &awslambda.FunctionProps{
+		FunctionName:  jsii.String(s.Names.Function(name)),
+		Description:   jsii.String(description),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          d.code(name),
+		MemorySize:    jsii.Number(512),
+		Timeout:       awscdk.Duration_Seconds(jsii.Number(timeout.Seconds())),
+		Role:          role,
+		LogGroup:      logs,
+		Environment:   &vars,
+		RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
+	})
+	awscloudwatch.NewAlarm(st, id("Errors"), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(s.Names.Function(name) + "-errors"),
+		AlarmDescription:   jsii.String(s.Names.Function(name) + " failed invocations (init errors, panics, timeouts, returned errors)"),
+		Metric:             f.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	}).AddAlarmAction(alarm)
+	s.Functions[name] = f
+	return f
+}
+
+// workers adds the stream router and one queue, dead-letter queue and
+// function per worker: the extension point for the asynchronous work. The
+// router reads the table's stream (partial batch responses, bisect on
+// error, bounded retries, failed batches described in its own dead-letter
+// queue) and may only send to the workers' queues; each worker consumes
+// its queue with partial batch responses and reads and writes items.
+func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map[string]*string, bool) awslambda.Function, alarm awscloudwatch.IAlarmAction) {
+	st := s.Stack
+	dlqAlarm := func(name string, q awssqs.Queue) {
+		awscloudwatch.NewAlarm(st, jsii.String(name+"DeadLetters"), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String(*q.QueueName() + "-not-empty"),
+			AlarmDescription:   jsii.String("Messages that failed every retry wait in " + name + "'s dead-letter queue"),
+			Metric:             q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum")}),
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		}).AddAlarmAction(alarm)
+	}
+	newDLQ := func(name string) awssqs.Queue {
+		q := awssqs.NewQueue(st, jsii.String(name+"DLQ"), &awssqs.QueueProps{
+			QueueName:       jsii.String(s.Names.DeadLetterQueue(name)),
+			RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:      jsii.Bool(true),
+		})
+		dlqAlarm(name, q)
+		return q
+	}
+
+	queueURLs := map[string]*string{}
+	var queues []awssqs.Queue
+	for _, w := range d.Workers {
+		timeout, batch, receives := w.Timeout, w.BatchSize, w.MaxReceiveCount
+		if timeout == 0 {
+			timeout = time.Minute
+		}
+		if batch == 0 {
+			batch = 10
+		}
+		if receives == 0 {
+			receives = 5
+		}
+		dlq := newDLQ(w.Name)
+		q := awssqs.NewQueue(st, jsii.String(w.Name+"Queue"), &awssqs.QueueProps{
+			QueueName:         jsii.String(s.Names.Queue(w.Name)),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * timeout.Seconds())),
+			Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:        jsii.Bool(true),
+			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(receives))},
+		})
+		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, nil, true)
+		f.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize:               jsii.Number(float64(batch)),
+			ReportBatchItemFailures: jsii.Bool(true),
+		}))
+		queueURLs[w.QueueURLEnv] = q.QueueUrl()
+		queues = append(queues, q)
+	}
+
+	router := fn(d.StreamRouter, "Seller Platform API: sends the table's new events and jobs to the workers' queues", time.Minute, queueURLs, false)
+	for _, q := range queues {
+		q.GrantSendMessages(router)
+	}
+	failed := newDLQ(d.StreamRouter)
+	router.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize:               jsii.Number(100),
+		BisectBatchOnError:      jsii.Bool(true),
+		RetryAttempts:           jsii.Number(5),
+		MaxRecordAge:            awscdk.Duration_Hours(jsii.Number(24)),
+		ReportBatchItemFailures: jsii.Bool(true),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(failed),
+	}))
+}

@@ -1,0 +1,756 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
+)
+
+// The app is synthesized once for the whole test binary (jsii runs node,
+// which takes seconds), with three stages: prod as deployed, dev with a
+// custom domain and nothing retained, and async with a stream router and
+// two workers to exercise the extension point the default leaves empty.
+var (
+	prod, dev, async tmpl
+)
+
+// tmpl is one stack's synthesized template, both as the CDK assertion
+// library sees it and as plain JSON.
+type tmpl struct {
+	def Definition
+	cdk assertions.Template
+	res map[string]resource
+	out map[string]any
+}
+
+type resource struct {
+	Type           string         `json:"Type"`
+	Properties     map[string]any `json:"Properties"`
+	DeletionPolicy string         `json:"DeletionPolicy"`
+	UpdateReplace  string         `json:"UpdateReplacePolicy"`
+	DependsOn      any            `json:"DependsOn"`
+}
+
+func TestMain(m *testing.M) {
+	os.Setenv("JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE", "1")
+	code, err := synth(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "synth:", err)
+		code = 1
+	}
+	jsii.Close()
+	os.Exit(code)
+}
+
+func synth(m *testing.M) (int, error) {
+	dir, err := os.MkdirTemp("", "sellerapi-synth-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	placeholder := filepath.Join(dir, "placeholder")
+	if err := os.MkdirAll(placeholder, 0o755); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(placeholder, "bootstrap"), []byte("placeholder"), 0o755); err != nil {
+		return 0, err
+	}
+	cdkApp := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out"))})
+
+	stages := []struct {
+		t   *tmpl
+		def Definition
+	}{
+		{&prod, Default("prod")},
+		{&dev, func() Definition {
+			d := Default("dev")
+			d.Domain = &Domain{Name: "api.example.com", CertificateARN: "arn:aws:acm:eu-west-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"}
+			return d
+		}()},
+		{&async, func() Definition {
+			d := Default("async")
+			d.StreamRouter = "stream-router"
+			d.Workers = []Worker{
+				{Name: "webhook-worker", QueueURLEnv: "SELLERAPI_WEBHOOK_QUEUE_URL"},
+				{Name: "bulk-worker", QueueURLEnv: "SELLERAPI_BULK_QUEUE_URL", BatchSize: 1, MaxReceiveCount: 3},
+			}
+			return d
+		}()},
+	}
+	stacks := make([]*Stack, len(stages))
+	for i, s := range stages {
+		s.def.Placeholder = placeholder
+		st, err := New(cdkApp, s.def, nil)
+		if err != nil {
+			return 0, err
+		}
+		stacks[i] = st
+	}
+	for i, s := range stages {
+		// Template_FromStack synthesizes the app once and, by default,
+		// fails on a cyclic dependency between resources: passing the API's
+		// address to its own functions must not create one.
+		cdk := assertions.Template_FromStack(stacks[i].Stack, &assertions.TemplateParsingOptions{SkipCyclicalDependenciesCheck: jsii.Bool(false)})
+		raw, err := json.Marshal(cdk.ToJSON())
+		if err != nil {
+			return 0, err
+		}
+		var doc struct {
+			Resources map[string]resource `json:"Resources"`
+			Outputs   map[string]any      `json:"Outputs"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return 0, err
+		}
+		*s.t = tmpl{def: s.def, cdk: cdk, res: doc.Resources, out: doc.Outputs}
+	}
+	return m.Run(), nil
+}
+
+// ofType lists the logical ids of resources of type, sorted.
+func (t tmpl) ofType(typ string) []string {
+	var ids []string
+	for id, r := range t.res {
+		if r.Type == typ {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// function returns the logical id of the function deployed from
+// functions/<fn>.
+func (t *tmpl) function(tb testing.TB, fn string) string {
+	tb.Helper()
+	name := "sellerapi-" + t.def.Stage + "-" + fn
+	for _, id := range t.ofType("AWS::Lambda::Function") {
+		if t.res[id].Properties["FunctionName"] == name {
+			return id
+		}
+	}
+	tb.Fatalf("no function named %s", name)
+	return ""
+}
+
+// functionsByID maps every function's logical id to its folder name.
+func (t tmpl) functionsByID() map[string]string {
+	m := map[string]string{}
+	prefix := "sellerapi-" + t.def.Stage + "-"
+	for _, id := range t.ofType("AWS::Lambda::Function") {
+		m[id] = strings.TrimPrefix(t.res[id].Properties["FunctionName"].(string), prefix)
+	}
+	return m
+}
+
+// getAtt reads {"Fn::GetAtt": [id, attr]}.
+func getAtt(v any) (id, attr string) {
+	m, _ := v.(map[string]any)
+	a, _ := m["Fn::GetAtt"].([]any)
+	if len(a) != 2 {
+		return "", ""
+	}
+	id, _ = a[0].(string)
+	attr, _ = a[1].(string)
+	return id, attr
+}
+
+func ref(v any) string {
+	m, _ := v.(map[string]any)
+	s, _ := m["Ref"].(string)
+	return s
+}
+
+func (t tmpl) only(tb testing.TB, typ string) (string, resource) {
+	tb.Helper()
+	ids := t.ofType(typ)
+	if len(ids) != 1 {
+		tb.Fatalf("%d resources of type %s, want 1", len(ids), typ)
+	}
+	return ids[0], t.res[ids[0]]
+}
+
+// cdkAssert runs an assertion of the CDK library, which reports a failed
+// match by panicking through jsii.
+func cdkAssert(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Errorf("%s: %v", what, p)
+		}
+	}()
+	f()
+}
+
+// routeTargets maps each route key of the HTTP API to the function folder
+// its integration invokes.
+func (t tmpl) routeTargets(tb testing.TB) map[string]string {
+	tb.Helper()
+	fns := t.functionsByID()
+	got := map[string]string{}
+	for _, id := range t.ofType("AWS::ApiGatewayV2::Route") {
+		p := t.res[id].Properties
+		target, _ := p["Target"].(map[string]any)
+		parts, _ := target["Fn::Join"].([]any)
+		if len(parts) != 2 {
+			tb.Fatalf("route %s: target %v", p["RouteKey"], p["Target"])
+		}
+		list := parts[1].([]any)
+		integ := t.res[ref(list[len(list)-1])]
+		if integ.Type != "AWS::ApiGatewayV2::Integration" || integ.Properties["IntegrationType"] != "AWS_PROXY" || integ.Properties["PayloadFormatVersion"] != "2.0" {
+			tb.Fatalf("route %s: integration %+v, want a Lambda proxy integration, payload 2.0", p["RouteKey"], integ)
+		}
+		fnID, _ := getAtt(integ.Properties["IntegrationUri"])
+		key := p["RouteKey"].(string)
+		if _, dup := got[key]; dup {
+			tb.Errorf("route %s defined twice", key)
+		}
+		got[key] = fns[fnID]
+	}
+	return got
+}
+
+// expectedRoutes is the route table as the service itself serves it: every
+// route of every group, under /v1, to the group's function; an ANY route
+// per path to the same function; $default to the vendors function.
+func expectedRoutes(t *testing.T, groups []httpapi.Group) map[string]string {
+	t.Helper()
+	want := map[string]string{"$default": "vendors"}
+	for _, g := range groups {
+		srv, err := httpapi.New(httpapi.Deps{Config: config.Default(), CursorKey: make([]byte, 32)}, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range srv.Routes() {
+			want[r.Method+" /v1"+r.Path] = g.Name
+			want["ANY /v1"+r.Path] = g.Name
+		}
+	}
+	return want
+}
+
+func TestEveryRouteOfEveryGroupGoesToThatGroupsFunction(t *testing.T) {
+	for _, st := range []tmpl{prod, dev} {
+		got := st.routeTargets(t)
+		want := expectedRoutes(t, st.def.API)
+		if !reflect.DeepEqual(got, want) {
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s: route %q goes to %q, want %q", st.def.Stage, k, got[k], v)
+				}
+			}
+			for k, v := range got {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s: unexpected route %q to %q", st.def.Stage, k, v)
+				}
+			}
+		}
+	}
+}
+
+// The sample events of each function name a route key that the API routes
+// to that function (or $default, which goes to the catch-all).
+func TestSampleEventsMatchTheRoutes(t *testing.T) {
+	got := prod.routeTargets(t)
+	for _, g := range prod.def.API {
+		files, _ := filepath.Glob(filepath.Join("..", "..", "events", g.Name, "*.json"))
+		if len(files) == 0 {
+			t.Logf("no sample events in events/%s/ yet", g.Name)
+		}
+		for _, f := range files {
+			var ev struct {
+				RouteKey string `json:"routeKey"`
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &ev); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			want := g.Name
+			if ev.RouteKey == DefaultRoute {
+				want = prod.def.CatchAll
+			}
+			if got[ev.RouteKey] != want {
+				t.Errorf("%s: route %q goes to %q, want %q", f, ev.RouteKey, got[ev.RouteKey], want)
+			}
+		}
+	}
+}
+
+// Each API function has one invoke permission, for this API only; each
+// scheduled function one, for its schedule only; the admin function none:
+// only IAM principals invoke it.
+func TestOnlyTheirTriggersMayInvokeTheFunctions(t *testing.T) {
+	fns := prod.functionsByID()
+	apiID, _ := prod.only(t, "AWS::ApiGatewayV2::Api")
+	rules := map[string]string{} // function → its rule's logical id
+	for _, id := range prod.ofType("AWS::Events::Rule") {
+		p := prod.res[id].Properties
+		targets := p["Targets"].([]any)
+		if len(targets) != 1 {
+			t.Fatalf("rule %v: targets %v", p["Name"], targets)
+		}
+		fnID, _ := getAtt(targets[0].(map[string]any)["Arn"])
+		rules[fns[fnID]] = id
+	}
+	perms := map[string]int{}
+	for _, id := range prod.ofType("AWS::Lambda::Permission") {
+		p := prod.res[id].Properties
+		fnID, _ := getAtt(p["FunctionName"])
+		fn := fns[fnID]
+		perms[fn]++
+		src, _ := json.Marshal(p["SourceArn"])
+		if p["Action"] != "lambda:InvokeFunction" {
+			t.Errorf("permission %s: %v", id, p)
+		}
+		if rule, ok := rules[fn]; ok {
+			if r, _ := getAtt(p["SourceArn"]); p["Principal"] != "events.amazonaws.com" || r != rule {
+				t.Errorf("%s: permission for %v from %s, want its schedule", fn, p["Principal"], src)
+			}
+		} else if p["Principal"] != "apigateway.amazonaws.com" || !strings.Contains(string(src), `{"Ref":"`+apiID+`"}`) {
+			t.Errorf("%s: permission for %v from %s, want this API", fn, p["Principal"], src)
+		}
+	}
+	want := map[string]int{}
+	for _, g := range prod.def.API {
+		want[g.Name] = 1
+	}
+	for _, sc := range prod.def.Scheduled {
+		want[sc.Name] = 1
+	}
+	if !reflect.DeepEqual(perms, want) {
+		t.Errorf("invoke permissions per function = %v, want %v", perms, want)
+	}
+	for key, fn := range prod.routeTargets(t) {
+		if fn == prod.def.Admin {
+			t.Errorf("route %s goes to the admin function", key)
+		}
+	}
+	if ids := prod.ofType("AWS::Lambda::Url"); len(ids) > 0 {
+		t.Errorf("function URLs: %v", ids)
+	}
+}
+
+func TestScheduledFunctionsRunOnTheirRate(t *testing.T) {
+	fns := prod.functionsByID()
+	for _, id := range prod.ofType("AWS::Events::Rule") {
+		p := prod.res[id].Properties
+		target := p["Targets"].([]any)[0].(map[string]any)
+		fnID, _ := getAtt(target["Arn"])
+		if fns[fnID] != "reservation-expirer" || p["ScheduleExpression"] != "rate(1 minute)" || p["State"] != "ENABLED" {
+			t.Errorf("rule %v: %v → %s", p["Name"], p["ScheduleExpression"], fns[fnID])
+		}
+		if rp := target["RetryPolicy"].(map[string]any); rp["MaximumRetryAttempts"] != float64(2) || rp["MaximumEventAgeInSeconds"] != float64(60) {
+			t.Errorf("rule %v: retry %v", p["Name"], rp)
+		}
+	}
+	if n := len(prod.ofType("AWS::Events::Rule")); n != len(prod.def.Scheduled) {
+		t.Errorf("%d rules, want %d", n, len(prod.def.Scheduled))
+	}
+}
+
+func TestFunctionsAreGoOnArm64WithTheServiceConfiguration(t *testing.T) {
+	tableID, _ := prod.only(t, "AWS::DynamoDB::Table")
+	apiID, _ := prod.only(t, "AWS::ApiGatewayV2::Api")
+	fns := prod.functionsByID()
+	var names []string
+	for id, fn := range fns {
+		names = append(names, fn)
+		p := prod.res[id].Properties
+		if p["Runtime"] != "provided.al2023" || !reflect.DeepEqual(p["Architectures"], []any{"arm64"}) || p["Handler"] != "bootstrap" {
+			t.Errorf("%s: runtime %v, architectures %v, handler %v; want provided.al2023, [arm64], bootstrap", fn, p["Runtime"], p["Architectures"], p["Handler"])
+		}
+		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if len(vars) != 4 || vars[config.EnvStore] != "dynamodb" || ref(vars[config.EnvTable]) != tableID || vars[config.EnvLogLevel] != "info" {
+			t.Errorf("%s: environment %v", fn, vars)
+		}
+		base, _ := json.Marshal(vars[config.EnvBaseURL])
+		if want := `{"Fn::Join":["",[{"Fn::GetAtt":["` + apiID + `","ApiEndpoint"]},"/v1"]]}`; string(base) != want {
+			t.Errorf("%s: %s = %s, want %s", fn, config.EnvBaseURL, base, want)
+		}
+		logID := ref(p["LoggingConfig"].(map[string]any)["LogGroup"])
+		if prod.res[logID].Properties["LogGroupName"] != "/aws/lambda/sellerapi-prod-"+fn {
+			t.Errorf("%s: log group %v", fn, prod.res[logID].Properties)
+		}
+	}
+	sort.Strings(names)
+	want := prod.def.Functions()
+	sort.Strings(want)
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("functions = %v, want %v", names, want)
+	}
+}
+
+// statements returns a role's inline statements by Sid, failing on any
+// managed policy or a statement without a Sid.
+func (t tmpl) statements(tb testing.TB, roleID string) map[string]map[string]any {
+	tb.Helper()
+	if mp := t.res[roleID].Properties["ManagedPolicyArns"]; mp != nil {
+		tb.Errorf("role %s has managed policies %v", roleID, mp)
+	}
+	out := map[string]map[string]any{}
+	for _, id := range t.ofType("AWS::IAM::Policy") {
+		p := t.res[id].Properties
+		roles := p["Roles"].([]any)
+		if len(roles) != 1 || ref(roles[0]) != roleID {
+			continue
+		}
+		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := s.(map[string]any)
+			sid, _ := st["Sid"].(string)
+			if sid == "" {
+				j, _ := json.Marshal(st)
+				sid = string(j)
+			}
+			out[sid] = st
+		}
+	}
+	return out
+}
+
+func actions(st map[string]any) []string {
+	var out []string
+	switch a := st["Action"].(type) {
+	case string:
+		out = []string{a}
+	case []any:
+		for _, x := range a {
+			out = append(out, x.(string))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Least privilege: an API or admin function may write its own logs and
+// read and write the table's items with exactly the store's actions, on
+// the table alone (it has no indexes). Nothing may touch the bucket yet.
+func TestEachFunctionMayUseOnlyTheTableItemsAndItsOwnLogs(t *testing.T) {
+	tableID, _ := prod.only(t, "AWS::DynamoDB::Table")
+	if gsi := prod.res[tableID].Properties["GlobalSecondaryIndexes"]; gsi != nil {
+		t.Fatalf("the table has indexes %v: grant them too", gsi)
+	}
+	for id, fn := range prod.functionsByID() {
+		roleID, _ := getAtt(prod.res[id].Properties["Role"])
+		sts := prod.statements(t, roleID)
+		if len(sts) != 2 {
+			t.Errorf("%s: statements %v, want OwnLogs and TableItems", fn, sts)
+		}
+		logs, items := sts["OwnLogs"], sts["TableItems"]
+		logID := ref(prod.res[id].Properties["LoggingConfig"].(map[string]any)["LogGroup"])
+		if l, _ := getAtt(logs["Resource"]); l != logID || !reflect.DeepEqual(actions(logs), []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
+			t.Errorf("%s: logs statement %v", fn, logs)
+		}
+		want := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+		if tb, attr := getAtt(items["Resource"]); tb != tableID || attr != "Arn" || !reflect.DeepEqual(actions(items), want) || items["Effect"] != "Allow" || items["Condition"] != nil {
+			t.Errorf("%s: table statement %v, want %v on the table", fn, items, want)
+		}
+	}
+	bucketID, _ := prod.only(t, "AWS::S3::Bucket")
+	for _, id := range prod.ofType("AWS::IAM::Policy") {
+		doc, _ := json.Marshal(prod.res[id].Properties)
+		if strings.Contains(string(doc), bucketID) {
+			t.Errorf("policy %s refers to the media bucket: %s", id, doc)
+		}
+	}
+}
+
+func TestTheTable(t *testing.T) {
+	id, tbl := prod.only(t, "AWS::DynamoDB::Table")
+	cdkAssert(t, "table", func() {
+		prod.cdk.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), &map[string]any{
+			"TableName":   "sellerapi-prod",
+			"BillingMode": "PAY_PER_REQUEST",
+			"KeySchema": []any{
+				map[string]any{"AttributeName": "pk", "KeyType": "HASH"},
+				map[string]any{"AttributeName": "sk", "KeyType": "RANGE"},
+			},
+			"AttributeDefinitions": []any{
+				map[string]any{"AttributeName": "pk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "sk", "AttributeType": "S"},
+			},
+			"StreamSpecification":              map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": "ttl", "Enabled": true},
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+			"DeletionProtectionEnabled":        true,
+		})
+	})
+	if tbl.DeletionPolicy != "Retain" || tbl.UpdateReplace != "Retain" {
+		t.Errorf("prod table %s: deletion %q, replace %q; want Retain", id, tbl.DeletionPolicy, tbl.UpdateReplace)
+	}
+	_, devTable := dev.only(t, "AWS::DynamoDB::Table")
+	if devTable.DeletionPolicy != "Delete" || devTable.Properties["DeletionProtectionEnabled"] != false {
+		t.Errorf("dev table: deletion %q, protection %v; want Delete, false", devTable.DeletionPolicy, devTable.Properties["DeletionProtectionEnabled"])
+	}
+}
+
+func TestTheMediaBucketIsPrivateEncryptedAndTLSOnly(t *testing.T) {
+	id, b := prod.only(t, "AWS::S3::Bucket")
+	cdkAssert(t, "bucket", func() {
+		prod.cdk.HasResourceProperties(jsii.String("AWS::S3::Bucket"), &map[string]any{
+			"PublicAccessBlockConfiguration": map[string]any{
+				"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+			},
+			"BucketEncryption": map[string]any{
+				"ServerSideEncryptionConfiguration": []any{
+					map[string]any{"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"}},
+				},
+			},
+			"OwnershipControls": map[string]any{"Rules": []any{map[string]any{"ObjectOwnership": "BucketOwnerEnforced"}}},
+		})
+	})
+	name, _ := json.Marshal(b.Properties["BucketName"])
+	if !strings.Contains(string(name), `"sellerapi-prod-media-"`) || !strings.Contains(string(name), `AWS::AccountId`) || !strings.Contains(string(name), `AWS::Region`) {
+		t.Errorf("bucket name %s, want sellerapi-prod-media-<account>-<region>", name)
+	}
+	if b.DeletionPolicy != "Retain" {
+		t.Errorf("prod bucket deletion policy %q, want Retain", b.DeletionPolicy)
+	}
+	_, pol := prod.only(t, "AWS::S3::BucketPolicy")
+	if ref(pol.Properties["Bucket"]) != id {
+		t.Fatalf("bucket policy is not the bucket's")
+	}
+	sts := pol.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any)
+	if len(sts) != 1 {
+		t.Fatalf("bucket policy statements: %v, want only the TLS rule", sts)
+	}
+	st, _ := json.Marshal(sts[0])
+	for _, want := range []string{`"Effect":"Deny"`, `"Action":"s3:*"`, `"aws:SecureTransport":"false"`, `"Principal":{"AWS":"*"}`} {
+		if !strings.Contains(string(st), want) {
+			t.Errorf("bucket policy %s lacks %s", st, want)
+		}
+	}
+}
+
+func TestLogGroupsKeepAMonth(t *testing.T) {
+	ids := prod.ofType("AWS::Logs::LogGroup")
+	if len(ids) != len(prod.def.Functions()) {
+		t.Errorf("%d log groups for %d functions", len(ids), len(prod.def.Functions()))
+	}
+	for _, id := range ids {
+		r := prod.res[id]
+		if r.Properties["RetentionInDays"] != float64(30) || r.DeletionPolicy != "Retain" {
+			t.Errorf("log group %v: retention %v, deletion %q", r.Properties["LogGroupName"], r.Properties["RetentionInDays"], r.DeletionPolicy)
+		}
+	}
+}
+
+func TestEveryFunctionHasAnErrorsAlarmThatNotifiesTheTopic(t *testing.T) {
+	topicID, _ := prod.only(t, "AWS::SNS::Topic")
+	alarmed := map[string]bool{}
+	fns := prod.functionsByID()
+	for _, id := range prod.ofType("AWS::CloudWatch::Alarm") {
+		p := prod.res[id].Properties
+		if p["MetricName"] != "Errors" || p["Namespace"] != "AWS/Lambda" {
+			t.Errorf("alarm %v on %v/%v", p["AlarmName"], p["Namespace"], p["MetricName"])
+			continue
+		}
+		dims := p["Dimensions"].([]any)
+		fnID := ref(dims[0].(map[string]any)["Value"])
+		alarmed[fns[fnID]] = true
+		if p["Threshold"] != float64(1) || p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || p["TreatMissingData"] != "notBreaching" {
+			t.Errorf("alarm %v: %v", p["AlarmName"], p)
+		}
+		if acts := p["AlarmActions"].([]any); len(acts) != 1 || ref(acts[0]) != topicID {
+			t.Errorf("alarm %v actions %v, want the alarm topic", p["AlarmName"], acts)
+		}
+	}
+	for _, fn := range prod.def.Functions() {
+		if !alarmed[fn] {
+			t.Errorf("no errors alarm on %s", fn)
+		}
+	}
+}
+
+// With a custom domain the functions are told https://<domain>/v1 and the
+// execute-api endpoint is off, so there is one address.
+func TestACustomDomainIsTheBaseURL(t *testing.T) {
+	for id, fn := range dev.functionsByID() {
+		vars := dev.res[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if vars[config.EnvBaseURL] != "https://api.example.com/v1" {
+			t.Errorf("%s: base URL %v", fn, vars[config.EnvBaseURL])
+		}
+	}
+	_, api := dev.only(t, "AWS::ApiGatewayV2::Api")
+	if api.Properties["DisableExecuteApiEndpoint"] != true {
+		t.Errorf("execute-api endpoint still on")
+	}
+	_, dn := dev.only(t, "AWS::ApiGatewayV2::DomainName")
+	if dn.Properties["DomainName"] != "api.example.com" {
+		t.Errorf("domain %v", dn.Properties)
+	}
+	dev.only(t, "AWS::ApiGatewayV2::ApiMapping")
+	if _, ok := dev.out["DomainTarget"]; !ok {
+		t.Error("no DomainTarget output")
+	}
+	for _, id := range dev.ofType("AWS::Logs::LogGroup") {
+		if dev.res[id].DeletionPolicy != "Delete" {
+			t.Errorf("dev log group retained")
+		}
+	}
+}
+
+// The default has no queues: they come with their consumers.
+func TestNoQueueWithoutAConsumer(t *testing.T) {
+	for _, typ := range []string{"AWS::SQS::Queue", "AWS::Lambda::EventSourceMapping"} {
+		if ids := prod.ofType(typ); len(ids) > 0 {
+			t.Errorf("prod has %s %v", typ, ids)
+		}
+	}
+}
+
+// The extension point: a stream router and workers, one line each.
+func TestWorkersGetAQueueADeadLetterQueueAndAMapping(t *testing.T) {
+	queues := map[string]resource{}
+	for _, id := range async.ofType("AWS::SQS::Queue") {
+		queues[id] = async.res[id]
+	}
+	byName := map[string]string{}
+	for id, q := range queues {
+		byName[q.Properties["QueueName"].(string)] = id
+		if q.Properties["SqsManagedSseEnabled"] != true {
+			t.Errorf("queue %v is not encrypted", q.Properties["QueueName"])
+		}
+	}
+	wantQueues := []string{"sellerapi-async-bulk-worker", "sellerapi-async-bulk-worker-dlq", "sellerapi-async-stream-router-dlq", "sellerapi-async-webhook-worker", "sellerapi-async-webhook-worker-dlq"}
+	var gotQueues []string
+	for n := range byName {
+		gotQueues = append(gotQueues, n)
+	}
+	sort.Strings(gotQueues)
+	if !reflect.DeepEqual(gotQueues, wantQueues) {
+		t.Fatalf("queues %v, want %v", gotQueues, wantQueues)
+	}
+	for _, w := range []struct {
+		name            string
+		receives, batch float64
+	}{{"webhook-worker", 5, 10}, {"bulk-worker", 3, 1}} {
+		q := queues[byName["sellerapi-async-"+w.name]].Properties
+		redrive := q["RedrivePolicy"].(map[string]any)
+		if dlq, _ := getAtt(redrive["deadLetterTargetArn"]); dlq != byName["sellerapi-async-"+w.name+"-dlq"] || redrive["maxReceiveCount"] != w.receives {
+			t.Errorf("%s: redrive %v", w.name, redrive)
+		}
+		if q["VisibilityTimeout"] != float64(360) {
+			t.Errorf("%s: visibility %v, want 6 x 60s", w.name, q["VisibilityTimeout"])
+		}
+		fnID := async.function(t, w.name)
+		found := false
+		for _, id := range async.ofType("AWS::Lambda::EventSourceMapping") {
+			p := async.res[id].Properties
+			if ref(p["FunctionName"]) != fnID {
+				continue
+			}
+			found = true
+			if src, _ := getAtt(p["EventSourceArn"]); src != byName["sellerapi-async-"+w.name] || p["BatchSize"] != w.batch ||
+				!reflect.DeepEqual(p["FunctionResponseTypes"], []any{"ReportBatchItemFailures"}) {
+				t.Errorf("%s: mapping %v", w.name, p)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no event source mapping", w.name)
+		}
+	}
+
+	tableID, _ := async.only(t, "AWS::DynamoDB::Table")
+	routerID := async.function(t, "stream-router")
+	var mapping map[string]any
+	for _, id := range async.ofType("AWS::Lambda::EventSourceMapping") {
+		if p := async.res[id].Properties; ref(p["FunctionName"]) == routerID {
+			mapping = p
+		}
+	}
+	if src, attr := getAtt(mapping["EventSourceArn"]); src != tableID || attr != "StreamArn" {
+		t.Fatalf("router mapping source %v", mapping["EventSourceArn"])
+	}
+	failed, _ := getAtt(mapping["DestinationConfig"].(map[string]any)["OnFailure"].(map[string]any)["Destination"])
+	if mapping["BisectBatchOnFunctionError"] != true || mapping["MaximumRetryAttempts"] != float64(5) ||
+		!reflect.DeepEqual(mapping["FunctionResponseTypes"], []any{"ReportBatchItemFailures"}) || failed != byName["sellerapi-async-stream-router-dlq"] {
+		t.Errorf("router mapping %v", mapping)
+	}
+	vars := async.res[routerID].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if ref(vars["SELLERAPI_WEBHOOK_QUEUE_URL"]) != byName["sellerapi-async-webhook-worker"] || ref(vars["SELLERAPI_BULK_QUEUE_URL"]) != byName["sellerapi-async-bulk-worker"] {
+		t.Errorf("router environment %v", vars)
+	}
+
+	// The router reads the stream and sends to the queues; it gets no
+	// table items.
+	roleID, _ := getAtt(async.res[routerID].Properties["Role"])
+	var all []string
+	for _, st := range async.statements(t, roleID) {
+		all = append(all, actions(st)...)
+	}
+	for _, a := range all {
+		if slices.Contains(TableActions, a) {
+			t.Errorf("stream router may %s", a)
+		}
+	}
+	for _, a := range []string{"dynamodb:GetRecords", "dynamodb:GetShardIterator", "sqs:SendMessage"} {
+		if !slices.Contains(all, a) {
+			t.Errorf("stream router may not %s: %v", a, all)
+		}
+	}
+
+	dlqAlarms := 0
+	for _, id := range async.ofType("AWS::CloudWatch::Alarm") {
+		if async.res[id].Properties["MetricName"] == "ApproximateNumberOfMessagesVisible" {
+			dlqAlarms++
+		}
+	}
+	if dlqAlarms != 3 {
+		t.Errorf("%d dead-letter alarms, want 3", dlqAlarms)
+	}
+}
+
+// The definition deploys every function in functions/ but the local
+// binary, and every group the local server mounts.
+func TestTheDefinitionCoversTheRepository(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join("..", "..", "functions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "local" {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	fns := Default("prod").Functions()
+	sort.Strings(fns)
+	if !reflect.DeepEqual(dirs, fns) {
+		t.Errorf("functions/ has %v, the stack deploys %v", dirs, fns)
+	}
+	var local, deployed []string
+	for _, g := range app.AllGroups() {
+		local = append(local, g.Name)
+	}
+	for _, g := range Default("prod").API {
+		deployed = append(deployed, g.Name)
+	}
+	if !reflect.DeepEqual(local, deployed) {
+		t.Errorf("the local server mounts %v, the stack routes %v", local, deployed)
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	for _, o := range []string{"BaseUrl", "TableName", "MediaBucketName", "AdminFunctionName", "AlarmTopicArn"} {
+		if _, ok := prod.out[o]; !ok {
+			t.Errorf("no output %s", o)
+		}
+	}
+}
