@@ -36,7 +36,7 @@ func Routes(groups []httpapi.Group, catchAll string) ([]Route, error) {
 	cfg := config.Default()
 	base := cfg.BasePath()
 	owner := map[string]string{} // path → function
-	seen := map[string]bool{}     // route key
+	seen := map[string]bool{}    // route key
 	var out []Route
 	for _, g := range groups {
 		// The route table needs no store: routes are listed, never served.
