@@ -271,3 +271,24 @@ func ValidAttr(name string) error {
 	}
 	return nil
 }
+
+// ChangeKind says what a change did to an item.
+type ChangeKind string
+
+const (
+	Inserted ChangeKind = "INSERT"
+	Modified ChangeKind = "MODIFY"
+	Removed  ChangeKind = "REMOVE"
+)
+
+// Change is one item's change, as DynamoDB Streams reports it (with new
+// and old images) and as the embedded store's change log records it. The
+// pipeline routes changes to work queues.
+type Change struct {
+	// Seq orders the embedded change log; DynamoDB leaves it zero.
+	Seq  int64
+	Kind ChangeKind
+	Key  Key
+	New  *Item
+	Old  *Item
+}
