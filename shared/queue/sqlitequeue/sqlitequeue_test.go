@@ -1,0 +1,119 @@
+package sqlitequeue_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+func open(t *testing.T) (*sqlitequeue.Queue, *clock.Fake) {
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := sqlite.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	q, err := sqlitequeue.New(s.DB(), fake.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, fake
+}
+
+func TestVisibilityRetryAndDeadLetter(t *testing.T) {
+	ctx := context.Background()
+	q, fake := open(t)
+	q.MaxReceives = 3
+	if err := q.Send(ctx, "work", []byte("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	q.Send(ctx, "work", []byte("later"), time.Minute)
+	q.Send(ctx, "other", []byte("x"), 0)
+
+	msgs, err := q.Receive(ctx, "work", 10)
+	if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "a" || msgs[0].Receives != 1 {
+		t.Fatalf("first receive: %+v %v", msgs, err)
+	}
+	// Hidden while in flight.
+	if again, _ := q.Receive(ctx, "work", 10); len(again) != 0 {
+		t.Fatalf("in-flight message received again: %+v", again)
+	}
+	fake.Advance(q.Visibility)
+	again, _ := q.Receive(ctx, "work", 10)
+	if len(again) != 1 || again[0].Receives != 2 {
+		t.Fatalf("after visibility: %+v", again)
+	}
+	// A failure with a delay retries after that delay.
+	failing := func(context.Context, queue.Message) error { return queue.RetryAfter(10*time.Second, errors.New("down")) }
+	fake.Advance(q.Visibility)
+	if n, err := q.Work(ctx, "work", 10, failing); n != 2 || err != nil {
+		t.Fatalf("work: %d %v", n, err)
+	}
+	fake.Advance(10 * time.Second)
+	// The third receive is the last; the fourth is dead-lettered.
+	if n, _ := q.Work(ctx, "work", 10, failing); n != 1 {
+		t.Fatalf("third receive handled %d", n)
+	}
+	fake.Advance(time.Hour)
+	var got []string
+	n, _ := q.Work(ctx, "work", 10, func(_ context.Context, m queue.Message) error { got = append(got, string(m.Body)); return nil })
+	if n != 1 || len(got) != 1 || got[0] != "later" {
+		t.Fatalf("after dead-lettering handled %d: %v", n, got)
+	}
+	dead, _ := q.Dead(ctx, "work")
+	if len(dead) != 1 || string(dead[0].Body) != "a" {
+		t.Fatalf("dead letters: %+v", dead)
+	}
+	if p, _ := q.Pending(ctx, "work"); p != 0 {
+		t.Fatalf("%d pending", p)
+	}
+	if p, _ := q.Pending(ctx, "other"); p != 1 {
+		t.Fatalf("other queue: %d pending", p)
+	}
+}
+
+// TestConcurrentWorkersHandleEachMessageOnce runs several workers on one
+// queue: each message is handled exactly once while nothing fails.
+func TestConcurrentWorkersHandleEachMessageOnce(t *testing.T) {
+	ctx := context.Background()
+	q, _ := open(t)
+	for i := 0; i < 100; i++ {
+		q.Send(ctx, "work", []byte{byte(i)}, 0)
+	}
+	var mu sync.Mutex
+	seen := map[byte]int{}
+	var handled atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for handled.Load() < 100 {
+				q.Work(ctx, "work", 7, func(_ context.Context, m queue.Message) error {
+					mu.Lock()
+					seen[m.Body[0]]++
+					mu.Unlock()
+					handled.Add(1)
+					return nil
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 100 {
+		t.Fatalf("%d distinct messages handled", len(seen))
+	}
+	for b, n := range seen {
+		if n != 1 {
+			t.Fatalf("message %d handled %d times", b, n)
+		}
+	}
+}
