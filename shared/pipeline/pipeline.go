@@ -1,0 +1,77 @@
+// Package pipeline turns committed changes into work: the router reads
+// each change (from DynamoDB Streams through the stream-router Lambda, or
+// from the embedded store's change log through Tail) and asks every rule
+// which messages it makes, then sends them to the work queues. Rules live
+// with the work they start (webhook deliveries for new events, bulk
+// operations, replays), so the router knows no domain.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+// Outgoing is a message a rule wants sent.
+type Outgoing struct {
+	Queue string
+	Body  []byte
+	Delay time.Duration
+}
+
+// Rule makes the messages one change calls for; most changes call for none.
+type Rule func(ctx context.Context, c store.Change) ([]Outgoing, error)
+
+// Router sends the work that changes call for.
+type Router struct {
+	Rules []Rule
+	Queue queue.Sender
+}
+
+// Route handles changes in order. It stops at the first failure and
+// reports how many changes were fully routed, so the caller retries from
+// the failed one: work is sent at least once, never skipped.
+func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) {
+	for i, c := range changes {
+		for _, rule := range r.Rules {
+			out, err := rule(ctx, c)
+			if err != nil {
+				return i, fmt.Errorf("pipeline: route %s/%s: %w", c.Key.PK, c.Key.SK, err)
+			}
+			for _, o := range out {
+				if err := r.Queue.Send(ctx, o.Queue, o.Body, o.Delay); err != nil {
+					return i, fmt.Errorf("pipeline: send to %s: %w", o.Queue, err)
+				}
+			}
+		}
+	}
+	return len(changes), nil
+}
+
+// CursorName is the embedded router's position in the change log.
+const CursorName = "router"
+
+// Tail routes the embedded store's new changes once, up to batch of them,
+// and advances the router's cursor past what it routed. It returns how
+// many changes it routed.
+func Tail(ctx context.Context, s *sqlite.Store, r Router, batch int) (int, error) {
+	after, err := s.Cursor(ctx, CursorName)
+	if err != nil {
+		return 0, err
+	}
+	changes, err := s.Changes(ctx, after, batch)
+	if err != nil || len(changes) == 0 {
+		return 0, err
+	}
+	n, rerr := r.Route(ctx, changes)
+	if n > 0 {
+		if err := s.Advance(ctx, CursorName, changes[n-1].Seq); err != nil {
+			return n, err
+		}
+	}
+	return n, rerr
+}

@@ -1,0 +1,64 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+// TestTailRoutesEachInsertOnce writes items, routes the change log twice
+// and checks each matching insert made exactly one message; a failing rule
+// stops the tail before the failed change, which is routed on a later pass.
+func TestTailRoutesEachInsertOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q, err := sqlitequeue.New(s.DB(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := true
+	rule := func(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+		if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, "JOB#") {
+			return nil, nil
+		}
+		if c.Key.SK == "JOB#3" && fail {
+			return nil, errors.New("queue unreachable")
+		}
+		return []pipeline.Outgoing{{Queue: "jobs", Body: []byte(c.Key.SK)}}, nil
+	}
+	r := pipeline.Router{Rules: []pipeline.Rule{rule}, Queue: q}
+	for _, sk := range []string{"JOB#1", "OTHER#1", "JOB#2", "JOB#3", "JOB#4"} {
+		if err := s.Transact(ctx, store.Put(store.Item{PK: "V", SK: sk, Version: 1}, store.IfAbsent())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Transact(ctx, store.Put(store.Item{PK: "V", SK: "JOB#1", Version: 2}, store.Cond{})) // a modify: no work
+
+	if n, err := pipeline.Tail(ctx, s, r, 100); err == nil || n != 3 {
+		t.Fatalf("first pass routed %d, err %v; want 3 and the failure", n, err)
+	}
+	fail = false
+	if n, err := pipeline.Tail(ctx, s, r, 100); err != nil || n != 3 {
+		t.Fatalf("second pass routed %d, %v; want the remaining 3", n, err)
+	}
+	if n, _ := pipeline.Tail(ctx, s, r, 100); n != 0 {
+		t.Fatalf("third pass routed %d", n)
+	}
+	var got []string
+	q.Work(ctx, "jobs", 100, func(_ context.Context, m queue.Message) error { got = append(got, string(m.Body)); return nil })
+	if strings.Join(got, ",") != "JOB#1,JOB#2,JOB#3,JOB#4" {
+		t.Fatalf("messages %v", got)
+	}
+}
