@@ -12,6 +12,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/openapi"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
@@ -131,5 +132,19 @@ func TestErrorCodesDocumented(t *testing.T) {
 	sort.Strings(catalog)
 	if !slices.Equal(enum, catalog) {
 		t.Fatalf("ErrorCode enum %v differs from the catalog %v", enum, catalog)
+	}
+}
+
+func TestEventTypesDocumented(t *testing.T) {
+	schemas := document(t)["components"].(map[string]any)["schemas"].(map[string]any)
+	var enum []string
+	for _, v := range schemas["EventType"].(map[string]any)["enum"].([]any) {
+		enum = append(enum, v.(string))
+	}
+	types := event.Types()
+	sort.Strings(enum)
+	sort.Strings(types)
+	if !slices.Equal(enum, types) {
+		t.Fatalf("EventType enum %v differs from event.Types() %v", enum, types)
 	}
 }
