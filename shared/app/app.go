@@ -12,6 +12,9 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/moku/sellerapi/shared/blob"
+	"github.com/moku/sellerapi/shared/blob/fsblob"
+	"github.com/moku/sellerapi/shared/blob/s3blob"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
@@ -27,6 +30,8 @@ type App struct {
 	Store  store.Store
 	Clock  clock.Clock
 	Log    *slog.Logger
+	// Blob holds uploaded media; nil when none is configured.
+	Blob blob.Store
 }
 
 // Option adjusts assembly, mostly for tests.
@@ -37,6 +42,9 @@ func WithClock(c clock.Clock) Option { return func(a *App) { a.Clock = c } }
 
 // WithStore uses an already opened store instead of opening one.
 func WithStore(s store.Store) Option { return func(a *App) { a.Store = s } }
+
+// WithBlob uses an already opened media store instead of opening one.
+func WithBlob(b blob.Store) Option { return func(a *App) { a.Blob = b } }
 
 // WithLogOutput sends the JSON logs to w instead of standard error.
 func WithLogOutput(w io.Writer) Option {
@@ -59,7 +67,34 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 		}
 		a.Store = s
 	}
+	if a.Blob == nil {
+		b, err := OpenBlob(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		a.Blob = b
+	}
 	return a, nil
+}
+
+// OpenBlob opens the media store the configuration names: the S3 bucket,
+// else the media directory, else (embedded mode) the data directory. It
+// returns nil when none is configured: uploads then fail closed with 503.
+// Opening touches neither S3 nor the disk.
+func OpenBlob(ctx context.Context, cfg config.Config) (blob.Store, error) {
+	switch {
+	case cfg.MediaBucket != "":
+		client, err := s3blob.NewClient(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("app: s3 client: %w", err)
+		}
+		return s3blob.New(client, cfg.MediaBucket), nil
+	case cfg.MediaDir != "":
+		return fsblob.New(cfg.MediaDir), nil
+	case cfg.Store == config.StoreSQLite && cfg.DataDir != "":
+		return fsblob.New(cfg.DataDir), nil
+	}
+	return nil, nil
 }
 
 // OpenStore opens the store the configuration names.
@@ -83,7 +118,7 @@ func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Se
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key}, groups...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob}, groups...)
 }
 
 // Close releases the store.
@@ -104,7 +139,7 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 
 // AllGroups is every operation group, in the contract's order.
 func AllGroups() []httpapi.Group {
-	return []httpapi.Group{httpapi.Vendors, httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Reservations}
+	return []httpapi.Group{httpapi.Vendors, httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Reservations, httpapi.Events, httpapi.Media}
 }
 
 var _ http.Handler = (*httpapi.Server)(nil)

@@ -23,6 +23,15 @@ const (
 	EnvRateWrites   = "SELLERAPI_RATE_WRITES"
 	EnvStoreTimeout = "SELLERAPI_STORE_TIMEOUT"
 	EnvLogLevel     = "SELLERAPI_LOG_LEVEL"
+
+	// Media storage: an S3 bucket, or else a directory (default: the
+	// embedded store's data directory); the public address objects are
+	// served under; and the per-vendor admission budget.
+	EnvMediaBucket        = "SELLERAPI_MEDIA_BUCKET"
+	EnvMediaDir           = "SELLERAPI_MEDIA_DIR"
+	EnvMediaBaseURL       = "SELLERAPI_MEDIA_BASE_URL"
+	EnvMediaBudgetBytes   = "SELLERAPI_MEDIA_BUDGET_BYTES"
+	EnvMediaBudgetObjects = "SELLERAPI_MEDIA_BUDGET_OBJECTS"
 )
 
 // Store kinds.
@@ -53,6 +62,21 @@ type Config struct {
 	AllowPrivateWebhooks bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+
+	// MediaBucket is the S3 bucket of uploaded images; when empty,
+	// MediaDir is used, and when that is empty too the embedded store's
+	// DataDir (a DynamoDB deployment without a bucket has no media storage
+	// and answers uploads with 503).
+	MediaBucket string
+	MediaDir    string
+	// MediaBaseURL is the public address objects are served under (a
+	// record's url is MediaBaseURL/media/<sha256>.webp), e.g. a CDN in
+	// front of the bucket; empty means BaseURL, whose GET /media/{file}
+	// serves them. See MediaURL.
+	MediaBaseURL string
+	// MediaBudgetBytes and MediaBudgetObjects are each vendor's admission
+	// budget, pending uploads included.
+	MediaBudgetBytes, MediaBudgetObjects int64
 }
 
 // Default is the configuration of a local run.
@@ -66,6 +90,9 @@ func Default() Config {
 		RateWrites:   12,
 		StoreTimeout: 5 * time.Second,
 		LogLevel:     "info",
+
+		MediaBudgetBytes:   256 << 20,
+		MediaBudgetObjects: 1000,
 	}
 }
 
@@ -83,6 +110,18 @@ func FromEnv() (Config, error) {
 	str(EnvDataDir, &c.DataDir)
 	str(EnvTable, &c.Table)
 	str(EnvLogLevel, &c.LogLevel)
+	str(EnvMediaBucket, &c.MediaBucket)
+	str(EnvMediaDir, &c.MediaDir)
+	str(EnvMediaBaseURL, &c.MediaBaseURL)
+	for name, dst := range map[string]*int64{EnvMediaBudgetBytes: &c.MediaBudgetBytes, EnvMediaBudgetObjects: &c.MediaBudgetObjects} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return c, fmt.Errorf("config: %s: %w", name, err)
+			}
+			*dst = n
+		}
+	}
 	for name, dst := range map[string]*int{EnvRateReads: &c.RateReads, EnvRateWrites: &c.RateWrites} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -121,7 +160,25 @@ func (c *Config) Validate() error {
 	if c.StoreTimeout <= 0 {
 		return fmt.Errorf("config: store timeout must be positive")
 	}
+	if c.MediaBaseURL != "" {
+		u, err := url.Parse(c.MediaBaseURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("config: media base URL %q is not an absolute http(s) URL", c.MediaBaseURL)
+		}
+		c.MediaBaseURL = strings.TrimRight(c.MediaBaseURL, "/")
+	}
+	if c.MediaBudgetBytes < 0 || c.MediaBudgetObjects < 0 {
+		return fmt.Errorf("config: media budgets must not be negative")
+	}
 	return nil
+}
+
+// MediaURL is the public address media objects are served under.
+func (c Config) MediaURL() string {
+	if c.MediaBaseURL != "" {
+		return c.MediaBaseURL
+	}
+	return c.BaseURL
 }
 
 // BasePath is the path of BaseURL, e.g. /v1: every route is served under it.

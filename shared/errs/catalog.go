@@ -36,6 +36,10 @@ const (
 	CodeBelowReserved         Code = "INVENTORY_BELOW_RESERVED"
 	CodeInventoryItemRetired  Code = "INVENTORY_ITEM_RETIRED"
 
+	CodeInvalidMedia       Code = "INVALID_MEDIA"
+	CodeMediaTooLarge      Code = "MEDIA_TOO_LARGE"
+	CodeMediaQuotaExceeded Code = "MEDIA_QUOTA_EXCEEDED"
+
 	CodeConnectionVersion  Code = "CONNECTION_VERSION_CONFLICT"
 	CodeConnectionState    Code = "CONNECTION_STATE_CONFLICT"
 	CodeConnectionBusy     Code = "CONNECTION_BUSY"
@@ -82,6 +86,10 @@ var catalog = map[Code]Info{
 	CodeInventoryVersion:      {CodeInventoryVersion, Conflict, "Inventory version conflict"},
 	CodeBelowReserved:         {CodeBelowReserved, Conflict, "Below the reservation floor"},
 	CodeInventoryItemRetired:  {CodeInventoryItemRetired, Conflict, "Inventory item retired"},
+
+	CodeInvalidMedia:       {CodeInvalidMedia, Invalid, "Invalid media"},
+	CodeMediaTooLarge:      {CodeMediaTooLarge, TooLarge, "Media too large"},
+	CodeMediaQuotaExceeded: {CodeMediaQuotaExceeded, Conflict, "Media quota exceeded"},
 
 	CodeConnectionVersion:  {CodeConnectionVersion, Conflict, "Connection version conflict"},
 	CodeConnectionState:    {CodeConnectionState, Conflict, "Connection state conflict"},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
@@ -25,6 +26,7 @@ import (
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
@@ -44,6 +46,9 @@ type Deps struct {
 	// Observe, when set, is told about every finished request; benchmarks
 	// and budget tests read the store round trips from it.
 	Observe func(Observation)
+	// Blob holds uploaded media; nil means media storage is not configured
+	// and uploads answer 503.
+	Blob blob.Store
 }
 
 // Observation describes a finished request.
@@ -89,6 +94,7 @@ type Server struct {
 	inventory    inventory.Service
 	connections  connection.Service
 	reservations reservation.Service
+	media        media.Service
 }
 
 // New builds a server for the given groups.
@@ -120,6 +126,8 @@ func New(d Deps, groups ...Group) (*Server, error) {
 
 		connections:  connection.Service{Store: gated, Clock: d.Clock},
 		reservations: reservation.Service{Store: gated, Clock: d.Clock},
+		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
+			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},
 	}
 	byPath := map[string][]Route{}
 	var paths []string

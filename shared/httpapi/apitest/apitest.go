@@ -17,6 +17,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
@@ -46,6 +47,9 @@ type Options struct {
 	WrapStore func(store.Store) store.Store
 	// Observe receives every finished request (operation, round trips).
 	Observe func(httpapi.Observation)
+	// Blob is the media store uploads go to; nil leaves media storage
+	// unconfigured (uploads answer 503).
+	Blob blob.Store
 }
 
 // Env is a running API.
@@ -133,7 +137,7 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,42 @@ import (
 // white. An *image.YCbCr is read as Go defines it (JFIF, full range), which
 // is what image/jpeg returns; for planes already in VP8's space (a WebP
 // decoded by golang.org/x/image/webp) use them as they are, or FromVP8.
-func FromImage(m image.Image) *image.YCbCr {
+//
+// orientation is an EXIF orientation (1 to 8; others count as 1): the
+// result is m turned as that tag tells a viewer to show it, so the pixels
+// stand upright without the tag.
+func FromImage(m image.Image, orientation int) *image.YCbCr {
 	b := m.Bounds()
-	return convert(b, rgbOf(m))
+	rgb := rgbOf(m)
+	w, h := b.Dx(), b.Dy()
+	// src maps a pixel of the upright result to one of m.
+	var src func(x, y int) (int, int)
+	switch orientation {
+	case 2:
+		src = func(x, y int) (int, int) { return w - 1 - x, y }
+	case 3:
+		src = func(x, y int) (int, int) { return w - 1 - x, h - 1 - y }
+	case 4:
+		src = func(x, y int) (int, int) { return x, h - 1 - y }
+	case 5:
+		src = func(x, y int) (int, int) { return y, x }
+	case 6:
+		src = func(x, y int) (int, int) { return y, h - 1 - x }
+	case 7:
+		src = func(x, y int) (int, int) { return w - 1 - y, h - 1 - x }
+	case 8:
+		src = func(x, y int) (int, int) { return w - 1 - y, x }
+	default:
+		return convert(b, rgb)
+	}
+	out := image.Rect(0, 0, w, h)
+	if orientation >= 5 {
+		out = image.Rect(0, 0, h, w)
+	}
+	return convert(out, func(x, y int) (int32, int32, int32) {
+		sx, sy := src(x, y)
+		return rgb(b.Min.X+sx, b.Min.Y+sy)
+	})
 }
 
 // FromVP8 flattens a VP8 image with alpha (as golang.org/x/image/webp

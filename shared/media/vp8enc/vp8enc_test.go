@@ -67,7 +67,7 @@ func TestRoundTrip(t *testing.T) {
 		{"best quality", 160, 96, 8, 100, 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := FromImage(photo(tc.w, tc.h, tc.noise, 1))
+			src := FromImage(photo(tc.w, tc.h, tc.noise, 1), 1)
 			b, err := Encode(src, tc.quality)
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +91,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	src := FromImage(photo(200, 120, 6, 3))
+	src := FromImage(photo(200, 120, 6, 3), 1)
 	a, _ := Encode(src, 82)
 	b, _ := Encode(src, 82)
 	if !bytes.Equal(a, b) {
@@ -110,5 +110,25 @@ func TestQuantizerIndex(t *testing.T) {
 func TestTooLarge(t *testing.T) {
 	if _, err := Encode(image.NewYCbCr(image.Rect(0, 0, MaxDimension+1, 1), image.YCbCrSubsampleRatio420), 82); err != ErrTooLarge {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestOrientation(t *testing.T) {
+	// A 3x2 picture with one red pixel at the top left.
+	m := image.NewNRGBA(image.Rect(0, 0, 3, 2))
+	for i := range m.Pix {
+		m.Pix[i] = 255
+	}
+	m.Set(0, 0, color.NRGBA{255, 0, 0, 255})
+	red := FromImage(m, 1).Y[0]
+	for o, want := range map[int]image.Point{1: {0, 0}, 2: {2, 0}, 3: {2, 1}, 4: {0, 1}, 5: {0, 0}, 6: {1, 0}, 7: {1, 2}, 8: {0, 2}} {
+		got := FromImage(m, o)
+		size := got.Bounds().Size()
+		if (o >= 5) != (size == image.Pt(2, 3)) {
+			t.Errorf("orientation %d: size %v", o, size)
+		}
+		if got.Y[got.YOffset(want.X, want.Y)] != red {
+			t.Errorf("orientation %d: the red pixel is not at %v", o, want)
+		}
 	}
 }

@@ -1,0 +1,258 @@
+package media
+
+import (
+	"bytes"
+	"encoding/binary"
+	"image"
+	"image/jpeg"
+	"image/png"
+
+	"golang.org/x/image/webp"
+
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/media/vp8enc"
+)
+
+// Accepted content types, by the format their bytes must have.
+const (
+	TypeJPEG = "image/jpeg"
+	TypePNG  = "image/png"
+	TypeWebP = "image/webp"
+)
+
+// Header is what the bytes of an upload say before any pixel is decoded.
+type Header struct {
+	ContentType   string
+	Width, Height int
+	// Orientation is the EXIF orientation of a JPEG (1..8), 1 otherwise.
+	Orientation int
+}
+
+func invalid(format string, args ...any) error {
+	return errs.Ef(errs.CodeInvalidMedia, format, args...)
+}
+
+// sniff names the format of b by its signature.
+func sniff(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("\xff\xd8\xff")):
+		return TypeJPEG
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		return TypePNG
+	case len(b) >= 12 && string(b[0:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		return TypeWebP
+	case bytes.HasPrefix(b, []byte("GIF8")):
+		return "image/gif"
+	}
+	return ""
+}
+
+// Inspect checks an upload's bytes against its declared content type and
+// the limits that can be read from the header: one frame, at most maxPixels
+// and VP8's 16383 pixels a side. Nothing is decoded, so a header that
+// announces a huge image costs nothing.
+func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
+	format := sniff(b)
+	switch {
+	case format == "":
+		return Header{}, invalid("body: not a JPEG, PNG or WebP image")
+	case format != declared:
+		return Header{}, invalid("body: Content-Type is %s but the bytes are %s", declared, format)
+	}
+	h := Header{ContentType: format, Orientation: 1}
+	var cfg image.Config
+	var err error
+	switch format {
+	case TypeJPEG:
+		cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
+		h.Orientation = jpegOrientation(b)
+	case TypePNG:
+		if err := pngOneFrame(b); err != nil {
+			return Header{}, err
+		}
+		cfg, err = png.DecodeConfig(bytes.NewReader(b))
+	case TypeWebP:
+		var w, ht int
+		if w, ht, err = webpFrame(b); err != nil {
+			return Header{}, err
+		}
+		cfg, err = webp.DecodeConfig(bytes.NewReader(b))
+		if err == nil && (cfg.Width != w || cfg.Height != ht) {
+			return Header{}, invalid("body: the WebP canvas (%dx%d) and its frame (%dx%d) differ", cfg.Width, cfg.Height, w, ht)
+		}
+	}
+	if err != nil {
+		return Header{}, invalid("body: the image header cannot be read (%v)", err)
+	}
+	h.Width, h.Height = cfg.Width, cfg.Height
+	if h.Width < 1 || h.Height < 1 {
+		return Header{}, invalid("body: the image is empty")
+	}
+	if int64(h.Width)*int64(h.Height) > maxPixels {
+		return Header{}, invalid("body: %dx%d is %.1f megapixels; at most %.0f are accepted", h.Width, h.Height,
+			float64(h.Width)*float64(h.Height)/1e6, float64(maxPixels)/1e6)
+	}
+	if h.Width > vp8enc.MaxDimension || h.Height > vp8enc.MaxDimension {
+		return Header{}, invalid("body: %dx%d is wider or taller than %d pixels", h.Width, h.Height, vp8enc.MaxDimension)
+	}
+	return h, nil
+}
+
+// pngOneFrame refuses an animated PNG (APNG): an acTL chunk before the
+// image data.
+func pngOneFrame(b []byte) error {
+	for i := 8; i+8 <= len(b); {
+		n := int(binary.BigEndian.Uint32(b[i:]))
+		typ := string(b[i+4 : i+8])
+		switch typ {
+		case "acTL":
+			return invalid("body: an animated PNG has more than one frame; upload one frame")
+		case "IDAT", "IEND":
+			return nil
+		}
+		if n < 0 || n > len(b) {
+			return nil // the decoder reports the damage
+		}
+		i += 12 + n
+	}
+	return nil
+}
+
+// webpFrame walks the RIFF chunks of a WebP file: it refuses animation and
+// returns the size of the one VP8 or VP8L frame.
+func webpFrame(b []byte) (w, h int, err error) {
+	if len(b) >= 21 && string(b[12:16]) == "VP8X" && b[20]&0x02 != 0 {
+		return 0, 0, invalid("body: an animated WebP has more than one frame; upload one frame")
+	}
+	for i := 12; i+8 <= len(b); {
+		typ := string(b[i : i+4])
+		n := int(binary.LittleEndian.Uint32(b[i+4:]))
+		p := b[i+8:]
+		switch typ {
+		case "ANIM", "ANMF":
+			return 0, 0, invalid("body: an animated WebP has more than one frame; upload one frame")
+		case "VP8 ":
+			if len(p) < 10 {
+				return 0, 0, invalid("body: the WebP frame is truncated")
+			}
+			return int(binary.LittleEndian.Uint16(p[6:]) & 0x3fff), int(binary.LittleEndian.Uint16(p[8:]) & 0x3fff), nil
+		case "VP8L":
+			if len(p) < 5 || p[0] != 0x2f {
+				return 0, 0, invalid("body: the WebP frame is truncated")
+			}
+			bits := binary.LittleEndian.Uint32(p[1:])
+			return int(bits&0x3fff) + 1, int(bits>>14&0x3fff) + 1, nil
+		}
+		if n < 0 || n > len(b) {
+			break
+		}
+		i += 8 + n + n&1
+	}
+	return 0, 0, invalid("body: the WebP file has no image frame")
+}
+
+// jpegOrientation reads the EXIF orientation tag of a JPEG, 1 when absent
+// or unreadable: the pixels are turned upright before the metadata goes.
+func jpegOrientation(b []byte) int {
+	for i := 2; i+4 <= len(b); {
+		if b[i] != 0xff {
+			return 1
+		}
+		marker := b[i+1]
+		if marker == 0xda || marker == 0xd9 { // start of scan, end of image
+			return 1
+		}
+		n := int(binary.BigEndian.Uint16(b[i+2:]))
+		seg := b[min(i+4, len(b)):min(i+2+n, len(b))]
+		if marker == 0xe1 && bytes.HasPrefix(seg, []byte("Exif\x00\x00")) {
+			return exifOrientation(seg[6:])
+		}
+		i += 2 + n
+	}
+	return 1
+}
+
+func exifOrientation(t []byte) int {
+	if len(t) < 8 {
+		return 1
+	}
+	var bo binary.ByteOrder
+	switch string(t[:2]) {
+	case "II":
+		bo = binary.LittleEndian
+	case "MM":
+		bo = binary.BigEndian
+	default:
+		return 1
+	}
+	off := int(bo.Uint32(t[4:]))
+	if off < 8 || off+2 > len(t) {
+		return 1
+	}
+	count := int(bo.Uint16(t[off:]))
+	for k := 0; k < count; k++ {
+		e := off + 2 + 12*k
+		if e+12 > len(t) {
+			return 1
+		}
+		if bo.Uint16(t[e:]) == 0x0112 {
+			if v := int(bo.Uint16(t[e+8:])); v >= 1 && v <= 8 {
+				return v
+			}
+			return 1
+		}
+	}
+	return 1
+}
+
+// Canonical is an upload re-encoded.
+type Canonical struct {
+	Data          []byte
+	Width, Height int
+}
+
+// Canonicalize decodes the pixels of an inspected upload, turns them
+// upright and re-encodes them as lossy WebP at quality, without metadata.
+// A file that cannot be decoded (truncated, corrupt) is INVALID_MEDIA; an
+// encoding above maxOutput bytes is MEDIA_TOO_LARGE.
+func Canonicalize(b []byte, h Header, quality int, maxOutput int64) (Canonical, error) {
+	var m image.Image
+	var err error
+	switch h.ContentType {
+	case TypeJPEG:
+		m, err = jpeg.Decode(bytes.NewReader(b))
+	case TypePNG:
+		m, err = png.Decode(bytes.NewReader(b))
+	case TypeWebP:
+		m, err = webp.Decode(bytes.NewReader(b))
+	}
+	if err != nil {
+		return Canonical{}, invalid("body: the image cannot be decoded (%v); it may be truncated or corrupt", err)
+	}
+	if r := m.Bounds(); r.Dx() != h.Width || r.Dy() != h.Height {
+		return Canonical{}, invalid("body: the decoded image (%dx%d) differs from its header (%dx%d)", r.Dx(), r.Dy(), h.Width, h.Height)
+	}
+	var yuv *image.YCbCr
+	switch p := m.(type) {
+	case *image.YCbCr:
+		if h.ContentType == TypeWebP && p.SubsampleRatio == image.YCbCrSubsampleRatio420 {
+			yuv = p // already in VP8's colour space
+		}
+	case *image.NYCbCrA:
+		if h.ContentType == TypeWebP {
+			yuv = vp8enc.FromVP8(p)
+		}
+	}
+	if yuv == nil {
+		yuv = vp8enc.FromImage(m, h.Orientation)
+	}
+	out, err := vp8enc.Encode(yuv, quality)
+	if err != nil {
+		return Canonical{}, invalid("body: the image cannot be encoded (%v)", err)
+	}
+	if int64(len(out)) > maxOutput {
+		return Canonical{}, errs.Ef(errs.CodeMediaTooLarge, "body: the canonical WebP is %d bytes; at most %d are accepted", len(out), maxOutput)
+	}
+	r := yuv.Bounds()
+	return Canonical{Data: out, Width: r.Dx(), Height: r.Dy()}, nil
+}

@@ -1,0 +1,317 @@
+// Package media holds vendors' uploaded images: the rules of an upload
+// (format, digest, size, one frame, megapixels), their canonical lossy WebP
+// encoding, the vendor's admission budget and the media record.
+//
+// An object is content-addressed: its key is media/<SHA-256 of the
+// canonical WebP>.webp, so identical pixels encoded once are one object
+// whichever vendor uploaded them. A vendor's record is keyed by the SHA-256
+// of the original bytes (the path's digest), so repeating an upload, with any
+// token, returns the same record. Nothing here deletes anything.
+//
+// What does not live here: HTTP (shared/httpapi reads the body after the
+// platform checks), object storage (shared/blob) and the VP8 encoder
+// (vp8enc).
+package media
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/blob"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// The contract's limits.
+const (
+	// MaxInputBytes bounds an upload's body.
+	MaxInputBytes = 2 << 20
+	// MaxOutputBytes bounds the canonical WebP.
+	MaxOutputBytes = 2 << 20
+	// MaxPixels bounds width x height, read from the header before decoding.
+	MaxPixels = 16_000_000
+	// DefaultBudgetBytes and DefaultBudgetObjects are a vendor's admission
+	// budget.
+	DefaultBudgetBytes   = 256 << 20
+	DefaultBudgetObjects = 1000
+	// Quality is the WebP quality of the canonical encoding (libwebp's
+	// scale, quantizer index 17 of 127): a 2 MiB photo comes out near half
+	// its size, with no visible loss at product-page sizes.
+	Quality = 82
+	// ContentType is the canonical encoding's type.
+	ContentType = TypeWebP
+)
+
+// Record is a vendor's uploaded image, as the API shows it.
+type Record struct {
+	ID string `json:"id"`
+	// SHA256 is the digest of the original upload: the path's digest.
+	SHA256      string `json:"sha256"`
+	URL         string `json:"url"`
+	ContentType string `json:"content_type"`
+	Width       int    `json:"width"`
+	Height      int    `json:"height"`
+	// Bytes is the size of the canonical WebP, SourceBytes of the upload.
+	Bytes             int64     `json:"bytes"`
+	SourceBytes       int64     `json:"source_bytes"`
+	SourceContentType string    `json:"source_content_type"`
+	CreatedAt         time.Time `json:"created_at"`
+}
+
+// Budget is a vendor's admission budget.
+type Budget struct {
+	Bytes   int64
+	Objects int64
+}
+
+// Service uploads images.
+type Service struct {
+	Store store.Store
+	// Blob is where canonical images go; nil means storage is not
+	// configured and every upload fails closed with 503.
+	Blob  blob.Store
+	Clock clock.Clock
+	// BaseURL is the public address objects are served under: a record's
+	// url is BaseURL + "/" + key.
+	BaseURL string
+	Budget  Budget
+}
+
+// Configured reports whether uploads can be stored.
+func (s Service) Configured() bool { return s.Blob != nil }
+
+// errNotConfigured is the 503 of an upload without storage.
+func errNotConfigured() error {
+	return errs.Unavailablef(nil, "media storage is not configured for this deployment")
+}
+
+var digestPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ValidDigest checks the path's digest: 64 lowercase hex characters.
+func ValidDigest(d string) error {
+	if !digestPattern.MatchString(d) {
+		if len(d) == 64 && strings.ToLower(d) != d {
+			return invalid("sha256: must be lowercase hex")
+		}
+		return invalid("sha256: must be the 64-character lowercase hex SHA-256 of the body")
+	}
+	return nil
+}
+
+// AcceptedType reports whether a Content-Type (without parameters) may
+// carry an upload.
+func AcceptedType(t string) bool { return t == TypeJPEG || t == TypePNG || t == TypeWebP }
+
+// Key is the object key of a canonical encoding.
+func Key(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return "media/" + hex.EncodeToString(sum[:]) + ".webp"
+}
+
+// Store keys: the record (pending until its object is stored) per vendor
+// and original digest, and the vendor's budget counter.
+func recordKey(vendorID, digest string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: "MEDIA#" + digest}
+}
+
+func budgetKey(vendorID string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: "MEDIA_BUDGET"}
+}
+
+// Counter attributes of the budget item.
+const (
+	attrBytes   = "bytes"
+	attrObjects = "objects"
+)
+
+// doc is the stored record: pending from admission until the object is
+// stored, then stored.
+type doc struct {
+	State string `json:"state"` // pending or stored
+	// Charged is what the upload counts against the budget: its input size
+	// when admitted, raised to the canonical size if that is larger.
+	Charged int64  `json:"charged"`
+	Key     string `json:"key,omitempty"`
+	Record
+}
+
+const (
+	statePending = "pending"
+	stateStored  = "stored"
+)
+
+// Upload is one PUT of image bytes.
+type Upload struct {
+	VendorID    string
+	SHA256      string
+	ContentType string
+	Body        []byte
+}
+
+// Put stores an upload and returns its record. The digest and the header
+// are checked first; then the upload is admitted against the vendor's
+// budget (a retry of the same bytes reuses its admission), and only then are
+// pixels decoded, encoded and stored. An admission is kept when the work
+// fails.
+func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
+	if !s.Configured() {
+		return Record{}, errNotConfigured()
+	}
+	if err := ValidDigest(u.SHA256); err != nil {
+		return Record{}, err
+	}
+	if sum := sha256.Sum256(u.Body); hex.EncodeToString(sum[:]) != u.SHA256 {
+		return Record{}, invalid("sha256: the path digest is not the SHA-256 of the body (%d bytes)", len(u.Body))
+	}
+	// The header is read before admission, so a wrong file costs no
+	// budget; a stored record is returned whatever it says.
+	h, bad := Inspect(u.Body, u.ContentType, MaxPixels)
+	d, version, err := s.admit(ctx, u, bad)
+	if err != nil {
+		return Record{}, err
+	}
+	if d.State == stateStored {
+		return s.view(d), nil
+	}
+	if bad != nil {
+		return Record{}, bad
+	}
+	c, err := Canonicalize(u.Body, h, Quality, MaxOutputBytes)
+	if err != nil {
+		return Record{}, err
+	}
+	key := Key(c.Data)
+	if err := s.Blob.Put(ctx, key, c.Data, ContentType); err != nil {
+		return Record{}, errs.Unavailablef(err, "the image could not be stored; retry the same bytes")
+	}
+	return s.finish(ctx, u, d, version, key, c)
+}
+
+// admit returns the vendor's record for the digest, admitting the upload
+// against the budget when there is none: the record (pending) and the
+// counter move in one transaction, the counter's bounds keeping the budget
+// under concurrency. bad, the header's verdict, refuses a new admission.
+func (s Service) admit(ctx context.Context, u Upload, bad error) (doc, int64, error) {
+	rk, bk := recordKey(u.VendorID, u.SHA256), budgetKey(u.VendorID)
+	size := int64(len(u.Body))
+	for attempt := 0; attempt < 5; attempt++ {
+		items, err := s.Store.GetMany(ctx, []store.Key{rk, bk})
+		if err != nil {
+			return doc{}, 0, errs.Unavailablef(err, "the media budget could not be read")
+		}
+		if items[0].PK != "" {
+			var d doc
+			if err := json.Unmarshal(items[0].Data, &d); err != nil {
+				return doc{}, 0, fmt.Errorf("media: record %s: %w", rk.SK, err)
+			}
+			return d, items[0].Version, nil
+		}
+		if bad != nil {
+			return doc{}, 0, bad
+		}
+		used := items[1].Nums
+		if used[attrBytes]+size > s.Budget.Bytes || used[attrObjects]+1 > s.Budget.Objects {
+			return doc{}, 0, s.overBudget(used[attrBytes], used[attrObjects], size)
+		}
+		d := doc{State: statePending, Charged: size, Record: Record{
+			ID: ids.New("med"), SHA256: u.SHA256, ContentType: ContentType,
+			SourceBytes: size, SourceContentType: u.ContentType,
+		}}
+		data, err := json.Marshal(d)
+		if err != nil {
+			return doc{}, 0, err
+		}
+		var charge store.Op
+		if items[1].PK == "" {
+			charge = store.Put(store.Item{PK: bk.PK, SK: bk.SK, Version: 1, Data: []byte("{}"),
+				Nums: map[string]int64{attrBytes: size, attrObjects: 1}}, store.IfAbsent())
+		} else {
+			charge = store.Add(bk, map[string]int64{attrBytes: size, attrObjects: 1}, 0, store.Cond{Bounds: []store.Bound{
+				{Attr: attrBytes, Cmp: store.LE, Value: s.Budget.Bytes - size},
+				{Attr: attrObjects, Cmp: store.LE, Value: s.Budget.Objects - 1},
+			}})
+		}
+		err = s.Store.Transact(ctx, store.Put(store.Item{PK: rk.PK, SK: rk.SK, Version: 1, Data: data}, store.IfAbsent()), charge)
+		if err == nil {
+			return d, 1, nil
+		}
+		if !store.IsCondition(err) {
+			return doc{}, 0, errs.Unavailablef(err, "the upload could not be admitted")
+		}
+		// A concurrent upload admitted these bytes or moved the counter:
+		// read again and decide on what is there now.
+	}
+	return doc{}, 0, errs.Unavailablef(errors.New("media: admission contended"), "the upload could not be admitted; retry the same bytes")
+}
+
+func (s Service) overBudget(bytes, objects, size int64) error {
+	return errs.Ef(errs.CodeMediaQuotaExceeded,
+		"the vendor's media budget (%d bytes, %d objects, pending uploads included) cannot admit %d more bytes: %d bytes and %d objects are admitted. "+
+			"Images are never deleted, so retrying will not help: ask an operator to review the budget.",
+		s.Budget.Bytes, s.Budget.Objects, size, bytes, objects)
+}
+
+// finish marks the record stored. When the canonical encoding is larger
+// than the admitted input, the difference is charged too, within the
+// budget. A concurrent upload of the same bytes may finish first: its
+// record is the answer.
+func (s Service) finish(ctx context.Context, u Upload, d doc, version int64, key string, c Canonical) (Record, error) {
+	d.State, d.Key = stateStored, key
+	d.Width, d.Height, d.Bytes = c.Width, c.Height, int64(len(c.Data))
+	d.CreatedAt = s.Clock.Now().UTC().Truncate(time.Second)
+	extra := d.Bytes - d.Charged
+	if extra > 0 {
+		d.Charged = d.Bytes
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return Record{}, err
+	}
+	rk := recordKey(u.VendorID, u.SHA256)
+	ops := []store.Op{store.Put(store.Item{PK: rk.PK, SK: rk.SK, Version: version + 1, Data: data}, store.IfVersion(version))}
+	if extra > 0 {
+		ops = append(ops, store.Add(budgetKey(u.VendorID), map[string]int64{attrBytes: extra}, 0, store.Cond{Bounds: []store.Bound{
+			{Attr: attrBytes, Cmp: store.LE, Value: s.Budget.Bytes - extra},
+		}}))
+	}
+	err = s.Store.Transact(ctx, ops...)
+	if err == nil {
+		return s.view(d), nil
+	}
+	if !store.IsCondition(err) {
+		return Record{}, errs.Unavailablef(err, "the media record could not be written; retry the same bytes")
+	}
+	it, gerr := s.Store.Get(ctx, rk)
+	if gerr != nil {
+		return Record{}, errs.Unavailablef(gerr, "the media record could not be read")
+	}
+	var now doc
+	if err := json.Unmarshal(it.Data, &now); err != nil {
+		return Record{}, fmt.Errorf("media: record %s: %w", rk.SK, err)
+	}
+	if now.State == stateStored {
+		return s.view(now), nil
+	}
+	// Still pending: the charge for the larger encoding did not fit.
+	return Record{}, errs.Ef(errs.CodeMediaQuotaExceeded,
+		"the canonical WebP (%d bytes) is larger than the upload and the vendor's media budget (%d bytes) cannot admit the %d bytes more. "+
+			"Images are never deleted, so retrying will not help: ask an operator to review the budget.",
+		d.Bytes, s.Budget.Bytes, extra)
+}
+
+// view is the record as the API shows it.
+func (s Service) view(d doc) Record {
+	r := d.Record
+	r.URL = strings.TrimRight(s.BaseURL, "/") + "/" + d.Key
+	return r
+}
