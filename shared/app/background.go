@@ -23,15 +23,29 @@ func (a *App) ExpireReservations(ctx context.Context) (int, error) {
 	}
 }
 
-// RunBackground does, in one process, what scheduled functions and the
-// store's TTL do in AWS: it expires reservations every interval and, on
-// the embedded store, sweeps expired items every minute. It returns when
-// ctx ends.
+// RunBackground does, in one process, what the stream router, the
+// workers, the scheduled functions and the store's TTL do in AWS: on the
+// embedded store it routes new changes to the durable queues and works
+// them, and every interval it expires reservations and (every minute)
+// sweeps expired items. It returns when ctx ends.
 func (a *App) RunBackground(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	lastSweep := time.Now()
+	s, q, qerr := a.EmbeddedQueue()
 	for {
+		if qerr == nil {
+			// Work until idle, then wait for the next tick.
+			for {
+				busy, err := a.embeddedWork(ctx, s, q)
+				if err != nil {
+					a.Log.ErrorContext(ctx, "background work", "error", err)
+				}
+				if !busy || err != nil || ctx.Err() != nil {
+					break
+				}
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
