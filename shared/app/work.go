@@ -25,7 +25,9 @@ type Work struct {
 // Works lists the service's background work; q is where work sends
 // follow-up messages (retries, fan-out).
 func (a *App) Works(q queue.Sender) []Work {
-	return nil
+	return []Work{
+		// One entry per kind of work, e.g. a.webhookWork(q).
+	}
 }
 
 // Router is the stream router over the works' rules.
