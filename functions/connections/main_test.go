@@ -1,0 +1,280 @@
+package main
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+)
+
+// fixture is a store with one vendor and a token for it, and the Lambda's
+// handler over that store.
+type fixture struct {
+	lt.Fixture
+	handler lambdaapi.Handler
+}
+
+// newFixture builds the handler exactly as main does, on f's store.
+func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
+	t.Helper()
+	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Connections}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+	if err != nil {
+		t.Fatalf("lambdaapi.New: %v", err)
+	}
+	return fixture{Fixture: f, handler: h}
+}
+
+func sqliteFixture(t *testing.T) fixture {
+	t.Helper()
+	return newFixture(t, config.Default(), lt.SQLite(t))
+}
+
+// invoke sends the sample event path (under events/) with the fixture's
+// vendor and token, and connectionID when the event names one.
+func (f fixture) invoke(t *testing.T, path, connectionID string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	vars := f.Vars()
+	if connectionID != "" {
+		vars["CONNECTION_ID"] = connectionID
+	}
+	return lt.Invoke(t, f.handler, lt.Event(t, path, vars))
+}
+
+// roles are a connection's five roles.
+type roles struct {
+	Catalog                  string `json:"catalog"`
+	BasePrice                string `json:"base_price"`
+	Inventory                string `json:"inventory"`
+	OrderIngress             string `json:"order_ingress"`
+	ExternalOrderFulfillment string `json:"external_order_fulfillment"`
+}
+
+// The store plugin's presets these events use.
+var (
+	serviceSource      = roles{Catalog: "destination", BasePrice: "destination", Inventory: "destination", OrderIngress: "enabled", ExternalOrderFulfillment: "moku"}
+	storeCatalogSource = roles{Catalog: "source", BasePrice: "source", Inventory: "destination", OrderIngress: "enabled", ExternalOrderFulfillment: "moku"}
+)
+
+// health is a connection's last health report.
+type health struct {
+	State          string   `json:"state"`
+	LastObservedAt *string  `json:"last_observed_at"`
+	LastSuccessAt  *string  `json:"last_success_at"`
+	Blockers       []string `json:"blockers"`
+}
+
+// connection is the part of a connection view these tests look at.
+type connection struct {
+	ID                string `json:"id"`
+	VendorID          string `json:"vendor_id"`
+	Provider          string `json:"provider"`
+	ExternalAccountID string `json:"external_account_id"`
+	DisplayName       string `json:"display_name"`
+	Status            string `json:"status"`
+	Roles             roles  `json:"roles"`
+	Health            health `json:"health"`
+	Version           int64  `json:"version"`
+}
+
+func decodeConnection(t *testing.T, resp events.APIGatewayV2HTTPResponse) connection {
+	t.Helper()
+	var got struct {
+		Data connection `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	return got.Data
+}
+
+// create sends create-connection.json and checks the new connection it
+// answers: active, at version 1, with the service_source roles and no
+// health report yet.
+func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, connection) {
+	t.Helper()
+	resp := f.invoke(t, "connections/create-connection.json", "")
+	lt.WantStatus(t, resp, http.StatusCreated)
+	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	c := decodeConnection(t, resp)
+	want := connection{ID: c.ID, VendorID: f.Vendor.ID, Provider: "store_plugin", ExternalAccountID: "shop-4411",
+		DisplayName: "Main web store", Status: "active", Roles: serviceSource, Health: health{State: "unknown", Blockers: []string{}}, Version: 1}
+	if !strings.HasPrefix(c.ID, "conn_") || !reflect.DeepEqual(c, want) {
+		t.Errorf("created %+v, want %+v with an id conn_…", c, want)
+	}
+	return resp, c
+}
+
+// master is one domain's master in the vendor authority.
+type master struct {
+	Type         string  `json:"type"`
+	ConnectionID *string `json:"connection_id"`
+}
+
+type authority struct {
+	VendorID        string `json:"vendor_id"`
+	CatalogMaster   master `json:"catalog_master"`
+	BasePriceMaster master `json:"base_price_master"`
+	InventoryPools  []struct {
+		StockPoolID string `json:"stock_pool_id"`
+		Master      master `json:"master"`
+	} `json:"inventory_pools"`
+}
+
+// wantAuthority sends get-authority.json and wants catalog and base price
+// mastered by catalog (the service when empty) and the default Stock Pool by
+// the service.
+func (f fixture) wantAuthority(t *testing.T, catalog string) {
+	t.Helper()
+	resp := f.invoke(t, "connections/get-authority.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	var got struct {
+		Data authority `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	a := got.Data
+	want := master{Type: "moku"}
+	if catalog != "" {
+		want = master{Type: "connection", ConnectionID: &catalog}
+	}
+	if a.VendorID != f.Vendor.ID || !reflect.DeepEqual(a.CatalogMaster, want) || !reflect.DeepEqual(a.BasePriceMaster, want) {
+		t.Errorf("authority %s: want catalog and base price mastered by %+v", resp.Body, want)
+	}
+	if len(a.InventoryPools) != 1 || a.InventoryPools[0].StockPoolID != "default" || !reflect.DeepEqual(a.InventoryPools[0].Master, master{Type: "moku"}) {
+		t.Errorf("inventory pools %+v, want the default pool mastered by moku", a.InventoryPools)
+	}
+}
+
+func TestCreateConnection(t *testing.T) {
+	f := sqliteFixture(t)
+	resp, _ := f.create(t)
+	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
+		t.Errorf("Idempotent-Replayed = %q on the first request", v)
+	}
+}
+
+func TestCreateConnectionReplay(t *testing.T) {
+	f := sqliteFixture(t)
+	first, _ := f.create(t)
+	replay := f.invoke(t, "connections/create-connection.json", "")
+	lt.WantStatus(t, replay, http.StatusCreated)
+	if v := lt.Header(replay, "Idempotent-Replayed"); v != "true" {
+		t.Errorf("Idempotent-Replayed = %q, want true", v)
+	}
+	if replay.Body != first.Body {
+		t.Errorf("replayed body differs:\n got %s\nwant %s", replay.Body, first.Body)
+	}
+}
+
+func TestGetConnection(t *testing.T) {
+	f := sqliteFixture(t)
+	_, created := f.create(t)
+	resp := f.invoke(t, "connections/get-connection.json", created.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	if got := decodeConnection(t, resp); !reflect.DeepEqual(got, created) {
+		t.Errorf("got %+v, want %+v", got, created)
+	}
+}
+
+func TestListConnections(t *testing.T) {
+	f := sqliteFixture(t)
+	_, created := f.create(t)
+	resp := f.invoke(t, "connections/list-connections.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	var got struct {
+		Data []connection `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	if want := []connection{created}; !reflect.DeepEqual(got.Data, want) {
+		t.Errorf("data = %+v, want %+v", got.Data, want)
+	}
+}
+
+// TestAuthority: a service_source connection claims nothing; once its roles
+// are replaced by store_catalog_source, it masters catalog and base price
+// while the service keeps the Stock Pool.
+func TestAuthority(t *testing.T) {
+	f := sqliteFixture(t)
+	_, created := f.create(t)
+	f.wantAuthority(t, "")
+	wantRolesReplaced(t, f, created)
+	f.wantAuthority(t, created.ID)
+}
+
+// wantRolesReplaced pauses created (pause-connection.json, version 1 → 2),
+// then replaces its roles (replace-roles.json, at version 2).
+func wantRolesReplaced(t *testing.T, f fixture, created connection) {
+	t.Helper()
+	resp := f.invoke(t, "connections/pause-connection.json", created.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	want := created
+	want.Status, want.Version = "paused", 2
+	if got := decodeConnection(t, resp); !reflect.DeepEqual(got, want) {
+		t.Errorf("paused %+v, want %+v", got, want)
+	}
+
+	resp = f.invoke(t, "connections/replace-roles.json", created.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	want.Roles, want.Version = storeCatalogSource, 3
+	if got := decodeConnection(t, resp); !reflect.DeepEqual(got, want) {
+		t.Errorf("roles replaced: %+v, want %+v", got, want)
+	}
+}
+
+func TestReportHealth(t *testing.T) {
+	f := sqliteFixture(t)
+	_, created := f.create(t)
+	resp := f.invoke(t, "connections/report-health.json", created.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	var got struct {
+		Data health `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	at := "2026-11-22T05:12:40Z"
+	want := health{State: "healthy", LastObservedAt: &at, LastSuccessAt: &at, Blockers: []string{}}
+	if !reflect.DeepEqual(got.Data, want) {
+		t.Errorf("reported %s, want %+v", resp.Body, want)
+	}
+	// The report is telemetry: the connection shows it, at the same version.
+	resp = f.invoke(t, "connections/get-connection.json", created.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	after := created
+	after.Health = want
+	if c := decodeConnection(t, resp); !reflect.DeepEqual(c, after) {
+		t.Errorf("read back %+v, want %+v", c, after)
+	}
+}
+
+// TestServesOnlyConnections: the function mounts the Connections group
+// alone; API Gateway routes the other groups' paths to their own functions.
+func TestServesOnlyConnections(t *testing.T) {
+	f := sqliteFixture(t)
+	for _, path := range []string{"products/list-products.json", "reservations/list-reservations.json"} {
+		t.Run(path, func(t *testing.T) {
+			lt.WantProblem(t, f.invoke(t, path, ""), http.StatusNotFound)
+		})
+	}
+}
+
+// TestDynamoDB runs the connection's events against DynamoDB Local, the
+// store the Lambda uses in AWS. It skips without the emulator unless
+// REQUIRE_EMULATORS=1.
+func TestDynamoDB(t *testing.T) {
+	client, table := ddbtest.NewTable(t)
+	cfg := config.Default()
+	cfg.Store, cfg.Table = config.StoreDynamoDB, table
+	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table)))
+	_, created := f.create(t)
+	f.wantAuthority(t, "")
+	wantRolesReplaced(t, f, created)
+	f.wantAuthority(t, created.ID)
+}

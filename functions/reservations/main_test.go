@@ -1,0 +1,314 @@
+package main
+
+import (
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+)
+
+// fixture is a store with one vendor and a token for it, the Lambda's
+// handler over that store, and the Connections, Products and Inventory
+// Lambdas' handlers over the same store to make what a reservation holds:
+// an active connection and an item with stock.
+type fixture struct {
+	lt.Fixture
+	handler     lambdaapi.Handler
+	connections lambdaapi.Handler
+	products    lambdaapi.Handler
+	inventory   lambdaapi.Handler
+
+	// connectionID and itemID fill the events' placeholders once made.
+	connectionID, itemID string
+}
+
+// newFixture builds the handlers exactly as each function's main does, on
+// f's store.
+func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) *fixture {
+	t.Helper()
+	build := func(g httpapi.Group) lambdaapi.Handler {
+		h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{g}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+		if err != nil {
+			t.Fatalf("lambdaapi.New(%s): %v", g.Name, err)
+		}
+		return h
+	}
+	return &fixture{Fixture: f, handler: build(httpapi.Reservations), connections: build(httpapi.Connections),
+		products: build(httpapi.Products), inventory: build(httpapi.Inventory)}
+}
+
+func sqliteFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixture(t, config.Default(), lt.SQLite(t))
+}
+
+// event reads the sample event path (under events/) with the fixture's
+// vendor, token, connection and item, and reservationID when the event
+// names one.
+func (f *fixture) event(t *testing.T, path, reservationID string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	vars := f.Vars()
+	if f.connectionID != "" {
+		vars["CONNECTION_ID"] = f.connectionID
+	}
+	if f.itemID != "" {
+		vars["INVENTORY_ITEM_ID"] = f.itemID
+	}
+	if reservationID != "" {
+		vars["RESERVATION_ID"] = reservationID
+	}
+	return lt.Event(t, path, vars)
+}
+
+// invoke sends the sample event path to h.
+func (f *fixture) invoke(t *testing.T, h lambdaapi.Handler, path, reservationID string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	return lt.Invoke(t, h, f.event(t, path, reservationID))
+}
+
+// dataID is the id of the resource a response carries.
+func dataID(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
+	t.Helper()
+	var got struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	return got.Data.ID
+}
+
+// stock makes what the reservation events need through the other groups'
+// Lambdas: an active service_source connection (create-connection.json),
+// the simple product of create-product.json and 12 units of its item
+// (adjust-inventory-item.json).
+func (f *fixture) stock(t *testing.T) {
+	t.Helper()
+	resp := f.invoke(t, f.connections, "connections/create-connection.json", "")
+	lt.WantStatus(t, resp, http.StatusCreated)
+	f.connectionID = dataID(t, resp)
+
+	resp = f.invoke(t, f.products, "products/create-product.json", "")
+	lt.WantStatus(t, resp, http.StatusCreated)
+	dataID(t, resp)
+
+	resp = f.invoke(t, f.inventory, "inventory/list-inventory-items.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	var list struct {
+		Data []item `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &list)
+	if len(list.Data) != 1 {
+		t.Fatalf("listed %d items, want the product's one: %s", len(list.Data), resp.Body)
+	}
+	f.itemID = list.Data[0].ID
+
+	resp = f.invoke(t, f.inventory, "inventory/adjust-inventory-item.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Available: 12})
+}
+
+// item is the part of an inventory item view these tests look at.
+type item struct {
+	ID        string `json:"id"`
+	OnHand    int64  `json:"on_hand"`
+	Reserved  int64  `json:"reserved"`
+	Available int64  `json:"available"`
+}
+
+// wantItem reads the item through the Inventory Lambda.
+func (f *fixture) wantItem(t *testing.T, want item) {
+	t.Helper()
+	resp := f.invoke(t, f.inventory, "inventory/get-inventory-item.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	var got struct {
+		Data item `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	if got.Data != want {
+		t.Errorf("item %+v, want %+v", got.Data, want)
+	}
+}
+
+// reservation is the part of a reservation view these tests look at.
+type reservation struct {
+	ID              string  `json:"id"`
+	VendorID        string  `json:"vendor_id"`
+	ConnectionID    string  `json:"connection_id"`
+	InventoryItemID string  `json:"inventory_item_id"`
+	Quantity        int64   `json:"quantity"`
+	Status          string  `json:"status"`
+	Owner           string  `json:"owner"`
+	Reference       *string `json:"reference"`
+	Version         int64   `json:"version"`
+	CommittedAt     *string `json:"committed_at"`
+	ReleasedAt      *string `json:"released_at"`
+}
+
+func decodeReservation(t *testing.T, resp events.APIGatewayV2HTTPResponse) reservation {
+	t.Helper()
+	var got struct {
+		Data reservation `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &got)
+	return got.Data
+}
+
+// create sends create-reservation.json, with idempotencyKey in place of the
+// file's key when it is not empty, and checks the hold it answers: two
+// units, active at version 1.
+func (f *fixture) create(t *testing.T, idempotencyKey string) reservation {
+	t.Helper()
+	ev := f.event(t, "reservations/create-reservation.json", "")
+	if idempotencyKey != "" {
+		ev.Headers["idempotency-key"] = idempotencyKey
+	}
+	// The sample's content-length counts real ids, and these are real.
+	if got, want := ev.Headers["content-length"], strconv.Itoa(len(ev.Body)); got != want {
+		t.Errorf("create-reservation.json: content-length %s, body with real ids is %s bytes", got, want)
+	}
+	resp := lt.Invoke(t, f.handler, ev)
+	lt.WantStatus(t, resp, http.StatusCreated)
+	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
+		t.Errorf("Idempotent-Replayed = %q on the first request", v)
+	}
+	r := decodeReservation(t, resp)
+	ref := "cart-7731"
+	want := reservation{ID: r.ID, VendorID: f.Vendor.ID, ConnectionID: f.connectionID, InventoryItemID: f.itemID,
+		Quantity: 2, Status: "active", Owner: "moku", Reference: &ref, Version: 1}
+	if !strings.HasPrefix(r.ID, "res_") || !reflect.DeepEqual(r, want) {
+		t.Errorf("created %+v, want %+v with an id res_…", r, want)
+	}
+	return r
+}
+
+// settle sends commit-reservation.json or release-reservation.json for r
+// and wants it at status, version 2, with the time it was settled.
+func (f *fixture) settle(t *testing.T, r reservation, path, status string) reservation {
+	t.Helper()
+	resp := f.invoke(t, f.handler, path, r.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	got := decodeReservation(t, resp)
+	settledAt := got.CommittedAt
+	if status == "released" {
+		settledAt = got.ReleasedAt
+	}
+	want := r
+	want.Status, want.Version, want.CommittedAt, want.ReleasedAt = status, 2, got.CommittedAt, got.ReleasedAt
+	if settledAt == nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: %+v, want %+v with its %s_at", path, got, want, status)
+	}
+	return got
+}
+
+// TestReservationLifecycle holds, reads, lists and commits a reservation,
+// then holds and releases a second one: the item ends with the committed
+// units gone and nothing reserved.
+func TestReservationLifecycle(t *testing.T) {
+	f := sqliteFixture(t)
+	f.stock(t)
+
+	first := f.create(t, "")
+	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
+
+	resp := f.invoke(t, f.handler, "reservations/get-reservation.json", first.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	if got := decodeReservation(t, resp); !reflect.DeepEqual(got, first) {
+		t.Errorf("got %+v, want %+v", got, first)
+	}
+
+	resp = f.invoke(t, f.handler, "reservations/list-reservations.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	var list struct {
+		Data []reservation `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &list)
+	if want := []reservation{first}; !reflect.DeepEqual(list.Data, want) {
+		t.Errorf("active reservations %+v, want %+v", list.Data, want)
+	}
+
+	f.settle(t, first, "reservations/commit-reservation.json", "committed")
+	f.wantItem(t, item{ID: f.itemID, OnHand: 10, Available: 10})
+
+	second := f.create(t, "res-create:0002")
+	if second.ID == first.ID {
+		t.Fatalf("the second create answered the first reservation %s", first.ID)
+	}
+	f.wantItem(t, item{ID: f.itemID, OnHand: 10, Reserved: 2, Available: 8})
+	f.settle(t, second, "reservations/release-reservation.json", "released")
+	f.wantItem(t, item{ID: f.itemID, OnHand: 10, Available: 10})
+
+	// Nothing is held any more.
+	resp = f.invoke(t, f.handler, "reservations/list-reservations.json", "")
+	lt.WantStatus(t, resp, http.StatusOK)
+	lt.Decode(t, resp.Body, &list)
+	if len(list.Data) != 0 {
+		t.Errorf("active reservations after settling both: %+v", list.Data)
+	}
+}
+
+// TestRenewReservation extends a hold of 900 s by renew-reservation.json
+// (1800 s from now, at version 1).
+func TestRenewReservation(t *testing.T) {
+	f := sqliteFixture(t)
+	f.stock(t)
+	r := f.create(t, "")
+	before := time.Now()
+	resp := f.invoke(t, f.handler, "reservations/renew-reservation.json", r.ID)
+	lt.WantStatus(t, resp, http.StatusOK)
+	got := decodeReservation(t, resp)
+	want := r
+	want.Version = 2
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("renewed %+v, want %+v", got, want)
+	}
+	var hold struct {
+		Data struct {
+			ExpiresAt time.Time `json:"expires_at"`
+		} `json:"data"`
+	}
+	lt.Decode(t, resp.Body, &hold)
+	if end := hold.Data.ExpiresAt; end.Before(before.Add(1799*time.Second)) || end.After(time.Now().Add(1800*time.Second)) {
+		t.Errorf("expires_at %v, want 1800 s after the renewal at %v", end, before)
+	}
+	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
+}
+
+// TestServesOnlyReservations: the function mounts the Reservations group
+// alone; API Gateway routes the other groups' paths to their own functions.
+func TestServesOnlyReservations(t *testing.T) {
+	f := sqliteFixture(t)
+	f.stock(t)
+	for _, path := range []string{"inventory/get-inventory-item.json", "connections/list-connections.json"} {
+		t.Run(path, func(t *testing.T) {
+			lt.WantProblem(t, f.invoke(t, f.handler, path, ""), http.StatusNotFound)
+		})
+	}
+}
+
+// TestDynamoDB runs the reservation's events against DynamoDB Local, the
+// store the Lambda uses in AWS. It skips without the emulator unless
+// REQUIRE_EMULATORS=1.
+func TestDynamoDB(t *testing.T) {
+	client, table := ddbtest.NewTable(t)
+	cfg := config.Default()
+	cfg.Store, cfg.Table = config.StoreDynamoDB, table
+	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table)))
+	f.stock(t)
+	r := f.create(t, "")
+	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
+	f.settle(t, r, "reservations/commit-reservation.json", "committed")
+	f.wantItem(t, item{ID: f.itemID, OnHand: 10, Available: 10})
+}
