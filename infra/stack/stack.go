@@ -3,10 +3,9 @@
 // Lambda, the single DynamoDB table, the private media bucket, the admin
 // function, log groups, alarms and least-privilege grants.
 //
-// What is deployed is a Definition; Default is the service's. Every
-// operation group the service mounts (app.AllGroups) gets its function and
-// its routes, read from the group's own route table; a scheduled function
-// or a background worker is one line in Default.
+// What is deployed is a Definition; Default is the service's. An operation
+// group, a scheduled function or a background worker is one line in
+// Default; a group's routes are read from the group's own route table.
 // Resource names come from shared/resources and environment variable names
 // from shared/config, which the functions and the LocalStack bootstrap use
 // too.
@@ -39,7 +38,6 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/resources"
@@ -76,7 +74,7 @@ type Definition struct {
 	Assets, Placeholder string
 	// API lists the operation groups behind the HTTP API, one function per
 	// group, named after the group (functions/<group.Name>).
-	API []httpapi.Group
+	API []API
 	// CatchAll is the function behind the $default route.
 	CatchAll string
 	// Admin is the function for vendor and token administration, invoked
@@ -91,6 +89,14 @@ type Definition struct {
 	Workers []Worker
 	// LogRetention applies to every function's log group.
 	LogRetention awslogs.RetentionDays
+}
+
+// API is an operation group's function behind the HTTP API.
+type API struct {
+	Group httpapi.Group
+	// Media lets the function read and write the media bucket's objects
+	// (under media/) and tells it the bucket (SELLERAPI_MEDIA_BUCKET).
+	Media bool
 }
 
 // Domain is a custom domain for the API, with an ACM certificate for it in
@@ -132,9 +138,15 @@ func Default(stage string) Definition {
 		Stage:  stage,
 		Retain: stage == "prod",
 		Assets: "../dist",
-		// Every group the local server mounts, one function each; the
-		// routes come from the group.
-		API:      app.AllGroups(),
+		// One line per operation group (the local server mounts
+		// app.AllGroups); its routes come from the group.
+		API: []API{
+			{Group: httpapi.Vendors},
+			{Group: httpapi.Products},
+			{Group: httpapi.Inventory},
+			{Group: httpapi.Connections},
+			{Group: httpapi.Reservations},
+		},
 		CatchAll: "vendors",
 		Admin:    "admin",
 		Scheduled: []Scheduled{
@@ -152,8 +164,8 @@ func Default(stage string) Definition {
 // Functions lists every function the definition deploys, by folder name.
 func (d Definition) Functions() []string {
 	var fns []string
-	for _, g := range d.API {
-		fns = append(fns, g.Name)
+	for _, a := range d.API {
+		fns = append(fns, a.Group.Name)
 	}
 	fns = append(fns, d.Admin)
 	for _, sc := range d.Scheduled {
@@ -208,6 +220,14 @@ func (d Definition) check() error {
 	return nil
 }
 
+func (d Definition) groups() []httpapi.Group {
+	var gs []httpapi.Group
+	for _, a := range d.API {
+		gs = append(gs, a.Group)
+	}
+	return gs
+}
+
 func (d Definition) zip(fn string) string { return filepath.Join(d.Assets, fn+".zip") }
 
 func (d Definition) code(fn string) awslambda.Code {
@@ -242,7 +262,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	routes, err := Routes(d.API, d.CatchAll)
+	routes, err := Routes(d.groups(), d.CatchAll)
 	if err != nil {
 		return nil, err
 	}
@@ -276,8 +296,8 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	})
 
 	// Media is content-addressed (an object is never overwritten), so
-	// versioning would only keep deleted objects around; nothing reads or
-	// writes the bucket yet, so no function is granted access to it.
+	// versioning would only keep deleted objects around. Only the functions
+	// whose API entry says Media may use it (grantMedia).
 	s.Bucket = awss3.NewBucket(st, jsii.String("Media"), &awss3.BucketProps{
 		BucketName:        jsii.String(names.MediaBucket(*awscdk.Aws_ACCOUNT_ID(), *awscdk.Aws_REGION())),
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
@@ -341,8 +361,16 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	}
 
 	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
-	for _, g := range d.API {
-		f := fn(g.Name, "Seller Platform API: the "+g.Name+" operation group", 15*time.Second, nil, true)
+	for _, a := range d.API {
+		g := a.Group
+		var extra map[string]*string
+		if a.Media {
+			extra = map[string]*string{config.EnvMediaBucket: s.Bucket.BucketName()}
+		}
+		f := fn(g.Name, "Seller Platform API: the "+g.Name+" operation group", 15*time.Second, extra, true)
+		if a.Media {
+			s.grantMedia(f)
+		}
 		// One integration and one invoke permission per function, for all
 		// its routes (a permission per route would grow the function's
 		// resource policy with every route).
@@ -397,6 +425,24 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	out("AdminFunctionName", "aws lambda invoke --function-name this", admin.FunctionName())
 	out("AlarmTopicArn", "Subscribe to receive the alarms", topic.TopicArn())
 	return s, nil
+}
+
+// MediaActions are what the blob store's S3 adapter needs on the media
+// objects: PutObject, and GetObject for GetObject and HeadObject.
+// ListBucket on the bucket lets a missing object answer 404 rather than 403.
+var MediaActions = []string{"s3:GetObject", "s3:PutObject"}
+
+func (s *Stack) grantMedia(f awslambda.Function) {
+	f.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("MediaObjects"),
+		Actions:   jsii.Strings(MediaActions...),
+		Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String("media/*"))},
+	}))
+	f.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("MediaMissingIs404"),
+		Actions:   jsii.Strings("s3:ListBucket"),
+		Resources: &[]*string{s.Bucket.BucketArn()},
+	}))
 }
 
 // function makes a Lambda with its own role (no managed policies: it may
