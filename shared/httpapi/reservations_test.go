@@ -175,6 +175,11 @@ func TestReservationRules(t *testing.T) {
 		f.reserve("rule-key-3", 1, "expires_in_seconds", 86401).WantProblem(t, 400, "INVALID_REQUEST")
 		f.reserve("rule-key-4", 1, "connection_id", "conn_missing").WantProblem(t, 404, "NOT_FOUND")
 		f.reserve("rule-key-5", 1, "inventory_item_id", "inv_missing_000").WantProblem(t, 404, "NOT_FOUND")
+		// Drafts are active in the catalog and can be held; archived products cannot.
+		productID, _, _ := catalog.ParseInventoryItemID(f.item)
+		post(f.e, "/products/"+productID+"/archive", map[string]any{"expected_revision": 1})
+		f.reserve("rule-key-5b", 1).WantProblem(t, 409, "PRODUCT_STATE_CONFLICT")
+		post(f.e, "/products/"+productID+"/restore", map[string]any{"expected_revision": 2})
 		// A paused connection takes no new holds.
 		post(f.e, "/connections/"+f.conn+"/pause", map[string]any{"expected_version": 1})
 		f.reserve("rule-key-6", 1).WantProblem(t, 409, "CONNECTION_NOT_ACTIVE")

@@ -93,6 +93,9 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	if inventoryExternal(st.authority) {
 		return View{}, nil, nil, errs.E(errs.CodeInventoryExternal, "a channel masters the Stock Pool: the service's own checkout is blocked until a remote reserve-and-debit adapter exists")
 	}
+	if st.product.Status == catalog.StatusArchived {
+		return View{}, nil, nil, errs.E(errs.CodeProductState, "the product is archived: its stock cannot be reserved")
+	}
 	if st.buckets.Available < in.Quantity {
 		return View{}, nil, nil, errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, %d available", in.Quantity, st.buckets.Available)
 	}
