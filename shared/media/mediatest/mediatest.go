@@ -1,0 +1,183 @@
+// Package mediatest makes real image files for tests and benchmarks: photo
+// -like JPEG, PNG and WebP files, and the malformed ones an upload must
+// refuse (truncated, animated, a header announcing too many pixels).
+package mediatest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/color/palette"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/moku/sellerapi/shared/media/vp8enc"
+)
+
+// Digest is the lowercase hex SHA-256 of b, the path digest of an upload.
+func Digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Photo draws a w x h photo-like picture: smooth gradients and shading, a
+// shape with hard edges and sensor-like noise of the given strength. seed
+// makes different pictures of the same size.
+func Photo(w, h int, noise float64, seed uint64) *image.NRGBA {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	m := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			fx, fy := float64(x)/float64(w), float64(y)/float64(h)
+			r := 200*fx + 40*math.Sin(fy*9+float64(seed))
+			g := 180*fy + 30*math.Cos(fx*13)
+			b := 120 + 80*math.Sin((fx+fy)*7)
+			if dx, dy := fx-0.5, fy-0.5; dx*dx+dy*dy < 0.04 {
+				r, g, b = 230-r/3, 60+g/4, 40
+			}
+			n := rng.NormFloat64() * noise
+			m.Pix[m.PixOffset(x, y)+0] = clamp(r + n)
+			m.Pix[m.PixOffset(x, y)+1] = clamp(g + n)
+			m.Pix[m.PixOffset(x, y)+2] = clamp(b + n)
+			m.Pix[m.PixOffset(x, y)+3] = 255
+		}
+	}
+	return m
+}
+
+func clamp(v float64) uint8 { return uint8(math.Max(0, math.Min(255, v))) }
+
+// JPEG encodes m at quality.
+func JPEG(m image.Image, quality int) []byte {
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, m, &jpeg.Options{Quality: quality}); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// PNG encodes m.
+func PNG(m image.Image) []byte {
+	var b bytes.Buffer
+	if err := png.Encode(&b, m); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// WebP encodes m as lossy WebP.
+func WebP(m image.Image, quality int) []byte {
+	b, err := vp8enc.Encode(vp8enc.FromImage(m, 1), quality)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+var (
+	bigOnce sync.Once
+	bigJPEG []byte
+)
+
+// LargePhotoJPEG is a 3000x2000 (6 MP) photo-like JPEG of about 2 MiB,
+// just under the upload limit: what a seller's camera sends. It is made
+// once per process.
+func LargePhotoJPEG() []byte {
+	bigOnce.Do(func() {
+		bigJPEG = JPEG(Photo(3000, 2000, 7, 1), 92)
+	})
+	return bigJPEG
+}
+
+// chunk is one PNG chunk with its CRC.
+func chunk(typ string, data []byte) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+	out = append(out, typ...)
+	out = append(out, data...)
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(append([]byte(typ), data...)))
+}
+
+// PNGHeader is a PNG signature and header announcing a w x h RGB image,
+// then the end: no pixel data at all.
+func PNGHeader(w, h int) []byte {
+	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
+	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
+	ihdr = append(ihdr, 8, 2, 0, 0, 0)
+	out := []byte("\x89PNG\r\n\x1a\n")
+	out = append(out, chunk("IHDR", ihdr)...)
+	return append(out, chunk("IEND", nil)...)
+}
+
+// APNG is a valid PNG with an animation control chunk (two frames) after
+// its header: an animated PNG that plain decoders show as a still.
+func APNG() []byte {
+	p := PNG(Photo(32, 24, 2, 2))
+	ihdrEnd := 8 + 12 + 13
+	actl := binary.BigEndian.AppendUint32(nil, 2)
+	actl = binary.BigEndian.AppendUint32(actl, 0)
+	out := append([]byte{}, p[:ihdrEnd]...)
+	out = append(out, chunk("acTL", actl)...)
+	return append(out, p[ihdrEnd:]...)
+}
+
+// AnimatedWebP is the start of an animated WebP: a VP8X header with the
+// animation flag and an ANIM chunk.
+func AnimatedWebP() []byte {
+	vp8x := []byte{0x02, 0, 0, 0, 31, 0, 0, 23, 0, 0} // animation; canvas 32x24
+	anim := []byte{0, 0, 0, 0, 0, 0}
+	body := []byte("WEBP")
+	body = append(body, "VP8X"...)
+	body = binary.LittleEndian.AppendUint32(body, uint32(len(vp8x)))
+	body = append(body, vp8x...)
+	body = append(body, "ANIM"...)
+	body = binary.LittleEndian.AppendUint32(body, uint32(len(anim)))
+	body = append(body, anim...)
+	out := []byte("RIFF")
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
+	return append(out, body...)
+}
+
+// AnimatedGIF is a two-frame GIF.
+func AnimatedGIF() []byte {
+	var b bytes.Buffer
+	frames := []*image.Paletted{image.NewPaletted(image.Rect(0, 0, 8, 8), palette.Plan9), image.NewPaletted(image.Rect(0, 0, 8, 8), palette.Plan9)}
+	frames[1].Set(1, 1, color.White)
+	if err := gif.EncodeAll(&b, &gif.GIF{Image: frames, Delay: []int{10, 10}}); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// NoisePNG is a 4000x4000 (16 MP) PNG of about 1 MiB whose rows repeat a
+// random 48-pixel pattern: deflate compresses it, VP8 cannot, so its
+// canonical WebP is far above 2 MiB.
+func NoisePNG() []byte {
+	rng := rand.New(rand.NewPCG(9, 9))
+	m := image.NewNRGBA(image.Rect(0, 0, 4000, 4000))
+	for y := 0; y < 4000; y++ {
+		row := m.Pix[y*m.Stride : (y+1)*m.Stride]
+		for x := 0; x < 48*4; x++ {
+			row[x] = uint8(rng.IntN(256))
+			if x%4 == 3 {
+				row[x] = 255
+			}
+		}
+		for x := 48 * 4; x < len(row); x++ {
+			row[x] = row[x-48*4]
+		}
+	}
+	var b bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&b, m); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
