@@ -23,10 +23,9 @@ import (
 	"syscall"
 	"time"
 
+	adminpkg "github.com/moku/sellerapi/shared/admin"
 	"github.com/moku/sellerapi/shared/app"
-	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 func main() {
@@ -156,15 +155,17 @@ Try it:
 `, d.Vendor.ID, d.Token.Token, d.Token.Token, baseURL, d.Token.Token, baseURL, d.Vendor.ID)
 }
 
-func vendorCreate(ctx context.Context, args []string, stdout io.Writer) error {
+// admin runs one administrative action, as the admin Lambda does, on the
+// store the flags name; define adds the action's own flags.
+func admin(ctx context.Context, name, action string, args []string, stdout io.Writer, define func(*flag.FlagSet, *adminpkg.Request)) error {
 	cfg, err := baseConfig()
 	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("vendor create", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	storeFlags(fs, &cfg)
-	name := fs.String("name", "", "vendor name")
-	slug := fs.String("slug", "", "vendor slug")
+	req := adminpkg.Request{Action: action}
+	define(fs, &req)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -173,85 +174,40 @@ func vendorCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	v, err := vendor.Service{Store: a.Store, Clock: a.Clock}.Create(ctx, *name, *slug)
+	res, err := adminpkg.Service{Store: a.Store, Clock: a.Clock}.Do(ctx, req)
 	if err != nil {
 		return err
 	}
-	return printData(stdout, v.View())
+	if res.Error != nil {
+		return fmt.Errorf("%s: %s", res.Error.Code, res.Error.Detail)
+	}
+	return printData(stdout, res.Data)
+}
+
+func vendorCreate(ctx context.Context, args []string, stdout io.Writer) error {
+	return admin(ctx, "vendor create", adminpkg.VendorCreate, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
+		fs.StringVar(&r.Name, "name", "", "vendor name")
+		fs.StringVar(&r.Slug, "slug", "", "vendor slug")
+	})
 }
 
 func vendorSetOwner(ctx context.Context, args []string, stdout io.Writer) error {
-	cfg, err := baseConfig()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("vendor set-owner", flag.ContinueOnError)
-	storeFlags(fs, &cfg)
-	id := fs.String("id", "", "vendor id")
-	owner := fs.String("owner", "", "new owner id (default: a fresh one)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	a, err := open(ctx, cfg, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	v, err := vendor.Service{Store: a.Store, Clock: a.Clock}.TransferOwner(ctx, *id, *owner)
-	if err != nil {
-		return err
-	}
-	return printData(stdout, map[string]string{"id": v.ID, "owner_id": v.OwnerID})
+	return admin(ctx, "vendor set-owner", adminpkg.VendorSetOwner, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
+		fs.StringVar(&r.ID, "id", "", "vendor id")
+		fs.StringVar(&r.Owner, "owner", "", "new owner id (default: a fresh one)")
+	})
 }
 
 func tokenIssue(ctx context.Context, args []string, stdout io.Writer) error {
-	cfg, err := baseConfig()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("token issue", flag.ContinueOnError)
-	storeFlags(fs, &cfg)
-	vendorID := fs.String("vendor", "", "vendor id")
-	scopes := fs.String("scopes", "all", "comma-separated scopes, or all")
-	expiresIn := fs.Duration("expires-in", 0, "lifetime, e.g. 1h (default: no expiry)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	sc, err := auth.ParseScopes(*scopes)
-	if err != nil {
-		return err
-	}
-	a, err := open(ctx, cfg, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	t, err := auth.Service{Store: a.Store, Clock: a.Clock}.Issue(ctx, *vendorID, sc, *expiresIn)
-	if err != nil {
-		return err
-	}
-	return printData(stdout, t)
+	return admin(ctx, "token issue", adminpkg.TokenIssue, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
+		fs.StringVar(&r.Vendor, "vendor", "", "vendor id")
+		fs.StringVar(&r.Scopes, "scopes", "all", "comma-separated scopes, or all")
+		fs.StringVar(&r.ExpiresIn, "expires-in", "", "lifetime, e.g. 1h (default: no expiry)")
+	})
 }
 
 func tokenRevoke(ctx context.Context, args []string, stdout io.Writer) error {
-	cfg, err := baseConfig()
-	if err != nil {
-		return err
-	}
-	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
-	storeFlags(fs, &cfg)
-	id := fs.String("id", "", "token id")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	a, err := open(ctx, cfg, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	t, err := auth.Service{Store: a.Store, Clock: a.Clock}.Revoke(ctx, *id)
-	if err != nil {
-		return err
-	}
-	return printData(stdout, map[string]any{"id": t.ID, "vendor_id": t.VendorID, "revoked_at": t.RevokedAt})
+	return admin(ctx, "token revoke", adminpkg.TokenRevoke, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
+		fs.StringVar(&r.ID, "id", "", "token id")
+	})
 }
