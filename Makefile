@@ -5,8 +5,16 @@ ADDR ?= 127.0.0.1:8080
 DATA ?= .data
 STORE ?= sqlite
 BIN := bin
+# Ops: the stage that build/synth/deploy act on, extra CDK CLI arguments,
+# and make invoke's function and event.
+STAGE ?= dev
+CDK_ARGS ?=
+FN ?=
+EVENT ?=
+INVOKE_DATA ?=
+CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CLI_TELEMETRY=true npx --no-install cdk
 
-.PHONY: run test bench vet fmt local clean
+.PHONY: run test bench vet fmt local clean build synth deploy cdk-cli invoke infra-test
 
 ## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA)
 run: local
@@ -24,6 +32,32 @@ bench:
 local:
 	go build -o $(BIN)/local ./functions/local
 
+## build: one reproducible linux/arm64 bootstrap zip per function in dist/, and their sizes
+build:
+	bash scripts/build
+
+## synth: build, then synthesize the stack of STAGE into infra/cdk.out (CDK_ARGS="-c domain=... -c certificateArn=...")
+synth: build cdk-cli
+	$(CDK) synth --no-notices -c stage=$(STAGE) $(CDK_ARGS)
+
+## deploy: build, then deploy the stack of STAGE with the AWS credentials of the environment
+deploy: build cdk-cli
+	$(CDK) deploy --no-notices -c stage=$(STAGE) $(CDK_ARGS)
+
+## cdk-cli: install the CDK CLI pinned in infra/package-lock.json
+cdk-cli:
+	@test -x infra/node_modules/.bin/cdk || npm ci --prefix infra --no-audit --no-fund
+
+## invoke: run EVENT through function FN's binary locally, e.g. make invoke FN=admin EVENT=events/admin/vendor-create.json [VENDOR_ID=...]
+invoke:
+	@test -n "$(FN)" && test -n "$(EVENT)" || { echo "usage: make invoke FN=<function> EVENT=<events/...json> [KEY=value for each {{KEY}}] [INVOKE_DATA=dir]" >&2; exit 2; }
+	go build -tags lambda.norpc -o $(BIN)/lambda/$(FN) ./functions/$(FN)
+	go run ./scripts/lambdarun $(if $(INVOKE_DATA),-data $(INVOKE_DATA)) $(BIN)/lambda/$(FN) $(EVENT)
+
+## infra-test: the stack's tests (a synth with placeholder code), and dist/ when it is built
+infra-test:
+	cd infra && go vet . ./stack/... && SELLERAPI_DIST=$(if $(wildcard dist/*.zip),$(CURDIR)/dist) go test -count=1 . ./stack/...
+
 vet:
 	go vet ./...
 
@@ -31,4 +65,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN) dist
+	rm -rf $(BIN) dist infra/cdk.out
