@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/moku/sellerapi/shared/blob/s3blob"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/resources"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -66,7 +67,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "table  %s: %s\nbucket %s: %s\n", created.Table, state(created.TableCreated), created.Bucket, state(created.BucketCreated))
-	fmt.Fprintf(stdout, "\nPoint the service at them:\n  export %s=%s %s=%s\n", config.EnvStore, config.StoreDynamoDB, config.EnvTable, created.Table)
+	fmt.Fprintf(stdout, "\nPoint the service at them:\n  export %s=%s %s=%s %s=%s\n",
+		config.EnvStore, config.StoreDynamoDB, config.EnvTable, created.Table, config.EnvMediaBucket, created.Bucket)
 	return nil
 }
 
@@ -115,9 +117,11 @@ func Bootstrap(ctx context.Context, names resources.Names, account string) (Resu
 		return r, err
 	}
 
-	// Path-style addressing: emulators on localhost have no per-bucket
-	// host names.
-	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	// The service's own S3 client: path-style addressing on emulators.
+	s3c, err := s3blob.NewClient(ctx)
+	if err != nil {
+		return r, err
+	}
 	in := &s3.CreateBucketInput{Bucket: aws.String(r.Bucket)}
 	if cfg.Region != "" && cfg.Region != "us-east-1" {
 		in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(cfg.Region)}

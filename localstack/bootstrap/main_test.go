@@ -120,7 +120,7 @@ func TestBootstrapPrintsTheServiceVariables(t *testing.T) {
 	if err := run(t.Context(), []string{"--stage", names.Stage}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if want := "export SELLERAPI_STORE=dynamodb SELLERAPI_TABLE=" + names.Table(); !strings.Contains(out.String(), want) {
+	if want := "export SELLERAPI_STORE=dynamodb SELLERAPI_TABLE=" + names.Table() + " SELLERAPI_MEDIA_BUCKET=" + names.MediaBucket("000000000000", "eu-west-1"); !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }
