@@ -3,8 +3,9 @@
 // (shared/resources), and leaves them as they are when they exist. The AWS
 // SDK finds the endpoints through the standard variables: AWS_ENDPOINT_URL
 // (LocalStack), or AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_S3 (the
-// emulators). Without them it refuses to run, so that it never creates
-// anything in AWS, where the stack owns these resources.
+// emulators; without an S3 endpoint the bucket is skipped). Without a
+// DynamoDB endpoint it refuses to run, so that it never creates anything in
+// AWS, where the stack owns these resources.
 //
 //	go run ./localstack/bootstrap [--stage local] [--account 000000000000]
 //
@@ -55,28 +56,32 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !endpointsSet() {
-		return errors.New("no local endpoint: set AWS_ENDPOINT_URL (LocalStack, e.g. http://localhost:4566) or AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_S3; this program is not meant for AWS, where the stack creates these")
+	if !endpoint("DYNAMODB") {
+		return errors.New("no local endpoint: set AWS_ENDPOINT_URL (LocalStack, e.g. http://localhost:4566) or AWS_ENDPOINT_URL_DYNAMODB (and AWS_ENDPOINT_URL_S3); this program is not meant for AWS, where the stack creates these")
 	}
 	names, err := resources.For(*stage)
 	if err != nil {
 		return err
 	}
-	created, err := Bootstrap(ctx, names, *account)
+	created, err := Bootstrap(ctx, names, *account, endpoint("S3"))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "table  %s: %s\nbucket %s: %s\n", created.Table, state(created.TableCreated), created.Bucket, state(created.BucketCreated))
-	fmt.Fprintf(stdout, "\nPoint the service at them:\n  export %s=%s %s=%s %s=%s\n",
-		config.EnvStore, config.StoreDynamoDB, config.EnvTable, created.Table, config.EnvMediaBucket, created.Bucket)
+	fmt.Fprintf(stdout, "table  %s: %s\n", created.Table, state(created.TableCreated))
+	vars := fmt.Sprintf("%s=%s %s=%s", config.EnvStore, config.StoreDynamoDB, config.EnvTable, created.Table)
+	if created.Bucket != "" {
+		fmt.Fprintf(stdout, "bucket %s: %s\n", created.Bucket, state(created.BucketCreated))
+		vars += fmt.Sprintf(" %s=%s", config.EnvMediaBucket, created.Bucket)
+	} else {
+		fmt.Fprintln(stdout, "bucket skipped: no S3 endpoint (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3)")
+	}
+	fmt.Fprintf(stdout, "\nPoint the service at them:\n  export %s\n", vars)
 	return nil
 }
 
-func endpointsSet() bool {
-	if os.Getenv("AWS_ENDPOINT_URL") != "" {
-		return true
-	}
-	return os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" && os.Getenv("AWS_ENDPOINT_URL_S3") != ""
+// endpoint reports whether the SDK is pointed away from AWS for service.
+func endpoint(service string) bool {
+	return os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_"+service) != ""
 }
 
 func state(created bool) string {
@@ -86,20 +91,22 @@ func state(created bool) string {
 	return "exists, left as it is"
 }
 
-// Result tells what Bootstrap found and made.
+// Result tells what Bootstrap found and made; Bucket is empty when it was
+// not asked for.
 type Result struct {
 	Table, Bucket               string
 	TableCreated, BucketCreated bool
 }
 
 // Bootstrap creates the table (laid out by dynamodb.CreateTable, as the
-// stack lays it out) and the media bucket of names, when they are missing.
-func Bootstrap(ctx context.Context, names resources.Names, account string) (Result, error) {
+// stack lays it out) and, when bucket is true, the media bucket of names,
+// when they are missing.
+func Bootstrap(ctx context.Context, names resources.Names, account string, bucket bool) (Result, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("load AWS config: %w", err)
 	}
-	r := Result{Table: names.Table(), Bucket: names.MediaBucket(account, cfg.Region)}
+	r := Result{Table: names.Table()}
 
 	ddb, err := dynamodb.NewClient(ctx)
 	if err != nil {
@@ -117,6 +124,10 @@ func Bootstrap(ctx context.Context, names resources.Names, account string) (Resu
 		return r, err
 	}
 
+	if !bucket {
+		return r, nil
+	}
+	r.Bucket = names.MediaBucket(account, cfg.Region)
 	// The service's own S3 client: path-style addressing on emulators.
 	s3c, err := s3blob.NewClient(ctx)
 	if err != nil {

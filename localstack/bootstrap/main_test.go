@@ -55,7 +55,7 @@ func TestBootstrapCreatesTheStacksTableAndBucketOnce(t *testing.T) {
 	names := freshStage(t)
 	ctx := t.Context()
 
-	first, err := Bootstrap(ctx, names, "000000000000")
+	first, err := Bootstrap(ctx, names, "000000000000", true)
 	if err != nil {
 		t.Fatalf("first run: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestBootstrapCreatesTheStacksTableAndBucketOnce(t *testing.T) {
 	if first != want {
 		t.Fatalf("first run = %+v, want %+v", first, want)
 	}
-	second, err := Bootstrap(ctx, names, "000000000000")
+	second, err := Bootstrap(ctx, names, "000000000000", true)
 	if err != nil {
 		t.Fatalf("second run: %v", err)
 	}
@@ -122,6 +122,21 @@ func TestBootstrapPrintsTheServiceVariables(t *testing.T) {
 	}
 	if want := "export SELLERAPI_STORE=dynamodb SELLERAPI_TABLE=" + names.Table() + " SELLERAPI_MEDIA_BUCKET=" + names.MediaBucket("000000000000", "eu-west-1"); !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+// With DynamoDB Local alone (as make test starts it), the table is made
+// and the bucket skipped.
+func TestBootstrapWithoutS3MakesTheTableOnly(t *testing.T) {
+	emulators(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	names := freshStage(t)
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"--stage", names.Stage}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "bucket skipped") || !strings.Contains(out.String(), "export SELLERAPI_STORE=dynamodb SELLERAPI_TABLE="+names.Table()+"\n") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }
 
