@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/moku/sellerapi/shared/queue"
 )
 
 // Environment variable names: the one place that names them, shared by the
@@ -32,7 +34,22 @@ const (
 	EnvMediaBaseURL       = "SELLERAPI_MEDIA_BASE_URL"
 	EnvMediaBudgetBytes   = "SELLERAPI_MEDIA_BUDGET_BYTES"
 	EnvMediaBudgetObjects = "SELLERAPI_MEDIA_BUDGET_OBJECTS"
+
+	// Work queues on SQS: each queue's URL (see QueueURLEnv). The stream
+	// router and every worker get all three; without them the local
+	// binary on DynamoDB runs no background work.
+	EnvQueueURLWebhookDeliveries = "SELLERAPI_QUEUE_URL_WEBHOOK_DELIVERIES"
+	EnvQueueURLBulkOperations    = "SELLERAPI_QUEUE_URL_BULK_OPERATIONS"
+	EnvQueueURLEventReplays      = "SELLERAPI_QUEUE_URL_EVENT_REPLAYS"
 )
+
+// QueueURLEnv names the variable holding each work queue's SQS URL, by the
+// queue's name in package queue.
+var QueueURLEnv = map[string]string{
+	queue.WebhookDeliveries: EnvQueueURLWebhookDeliveries,
+	queue.BulkOperations:    EnvQueueURLBulkOperations,
+	queue.EventReplays:      EnvQueueURLEventReplays,
+}
 
 // Store kinds.
 const (
@@ -77,6 +94,10 @@ type Config struct {
 	// MediaBudgetBytes and MediaBudgetObjects are each vendor's admission
 	// budget, pending uploads included.
 	MediaBudgetBytes, MediaBudgetObjects int64
+
+	// QueueURLs maps each work queue's name (package queue) to its SQS
+	// URL; empty in embedded mode, whose queues live in the data directory.
+	QueueURLs map[string]string
 }
 
 // Default is the configuration of a local run.
@@ -113,6 +134,14 @@ func FromEnv() (Config, error) {
 	str(EnvMediaBucket, &c.MediaBucket)
 	str(EnvMediaDir, &c.MediaDir)
 	str(EnvMediaBaseURL, &c.MediaBaseURL)
+	for name, env := range QueueURLEnv {
+		if v := strings.TrimSpace(os.Getenv(env)); v != "" {
+			if c.QueueURLs == nil {
+				c.QueueURLs = make(map[string]string)
+			}
+			c.QueueURLs[name] = v
+		}
+	}
 	for name, dst := range map[string]*int64{EnvMediaBudgetBytes: &c.MediaBudgetBytes, EnvMediaBudgetObjects: &c.MediaBudgetObjects} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -169,6 +198,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MediaBudgetBytes < 0 || c.MediaBudgetObjects < 0 {
 		return fmt.Errorf("config: media budgets must not be negative")
+	}
+	for name, v := range c.QueueURLs {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("config: URL %q of queue %s is not an absolute http(s) URL", v, name)
+		}
 	}
 	return nil
 }
