@@ -181,3 +181,33 @@ func NoisePNG() []byte {
 	}
 	return b.Bytes()
 }
+
+// WithOrientation inserts an EXIF segment carrying orientation o (1..8)
+// after the start of a JPEG, as cameras write it.
+func WithOrientation(jpg []byte, o int) []byte {
+	tiff := []byte("MM\x00\x2a\x00\x00\x00\x08") // big-endian, IFD0 at 8
+	tiff = binary.BigEndian.AppendUint16(tiff, 1)
+	tiff = binary.BigEndian.AppendUint16(tiff, 0x0112) // Orientation
+	tiff = binary.BigEndian.AppendUint16(tiff, 3)      // SHORT
+	tiff = binary.BigEndian.AppendUint32(tiff, 1)
+	tiff = binary.BigEndian.AppendUint16(tiff, uint16(o))
+	tiff = append(tiff, 0, 0, 0, 0, 0, 0) // value padding, no next IFD
+	seg := append([]byte("Exif\x00\x00"), tiff...)
+	app1 := []byte{0xff, 0xe1}
+	app1 = binary.BigEndian.AppendUint16(app1, uint16(len(seg)+2))
+	app1 = append(app1, seg...)
+	out := append([]byte{}, jpg[:2]...)
+	out = append(out, app1...)
+	return append(out, jpg[2:]...)
+}
+
+// TransparentPNG is a w x h PNG whose left half is fully transparent.
+func TransparentPNG(w, h int) []byte {
+	m := Photo(w, h, 0, 4)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w/2; x++ {
+			m.Pix[m.PixOffset(x, y)+3] = 0
+		}
+	}
+	return PNG(m)
+}
