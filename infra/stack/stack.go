@@ -146,6 +146,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.Inventory},
 			{Group: httpapi.Connections},
 			{Group: httpapi.Reservations},
+			{Group: httpapi.Media, Media: true},
 		},
 		CatchAll: "vendors",
 		Admin:    "admin",
