@@ -159,8 +159,9 @@ type Upload struct {
 }
 
 // Put stores an upload and returns its record. The digest and the header
-// are checked first; then the upload is admitted against the vendor's
-// budget (a retry of the same bytes reuses its admission), and only then are
+// are checked first; then the vendor's record for the digest is returned if
+// it is stored, or the upload is admitted against the vendor's budget (a
+// retry of the same bytes reuses its pending admission), and only then are
 // pixels decoded, encoded and stored. An admission is kept when the work
 // fails.
 func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
@@ -174,17 +175,17 @@ func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
 		return Record{}, invalid("sha256: the path digest is not the SHA-256 of the body (%d bytes)", len(u.Body))
 	}
 	// The header is read before admission, so a wrong file costs no
-	// budget; a stored record is returned whatever it says.
-	h, bad := Inspect(u.Body, u.ContentType, MaxPixels)
-	d, version, err := s.admit(ctx, u, bad)
+	// budget.
+	h, err := Inspect(u.Body, u.ContentType, MaxPixels)
+	if err != nil {
+		return Record{}, err
+	}
+	d, version, err := s.admit(ctx, u)
 	if err != nil {
 		return Record{}, err
 	}
 	if d.State == stateStored {
 		return s.view(d), nil
-	}
-	if bad != nil {
-		return Record{}, bad
 	}
 	c, err := Canonicalize(u.Body, h, Quality, MaxOutputBytes)
 	if err != nil {
@@ -200,8 +201,8 @@ func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
 // admit returns the vendor's record for the digest, admitting the upload
 // against the budget when there is none: the record (pending) and the
 // counter move in one transaction, the counter's bounds keeping the budget
-// under concurrency. bad, the header's verdict, refuses a new admission.
-func (s Service) admit(ctx context.Context, u Upload, bad error) (doc, int64, error) {
+// under concurrency.
+func (s Service) admit(ctx context.Context, u Upload) (doc, int64, error) {
 	rk, bk := recordKey(u.VendorID, u.SHA256), budgetKey(u.VendorID)
 	size := int64(len(u.Body))
 	for attempt := 0; attempt < 5; attempt++ {
@@ -215,9 +216,6 @@ func (s Service) admit(ctx context.Context, u Upload, bad error) (doc, int64, er
 				return doc{}, 0, fmt.Errorf("media: record %s: %w", rk.SK, err)
 			}
 			return d, items[0].Version, nil
-		}
-		if bad != nil {
-			return doc{}, 0, bad
 		}
 		used := items[1].Nums
 		if used[attrBytes]+size > s.Budget.Bytes || used[attrObjects]+1 > s.Budget.Objects {
