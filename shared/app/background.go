@@ -33,6 +33,11 @@ func (a *App) RunBackground(ctx context.Context, interval time.Duration) {
 	defer tick.Stop()
 	lastSweep := time.Now()
 	s, q, qerr := a.EmbeddedQueue()
+	// Not embedded, with SQS queues configured: the stream router and the
+	// workers run beside this loop, over the table's stream (queues.go).
+	if qerr != nil && len(a.Config.QueueURLs) > 0 {
+		go a.runStreamPipeline(ctx, interval)
+	}
 	for {
 		if qerr == nil {
 			// Work until idle, then wait for the next tick.

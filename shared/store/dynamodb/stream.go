@@ -246,6 +246,11 @@ func NewStreamReader(ctx context.Context, tables *ddb.Client, streams *dynamodbs
 	return r, nil
 }
 
+// Stream returns a reader of the store's table's stream.
+func (s *Store) Stream(ctx context.Context, streams *dynamodbstreams.Client, start StreamStart) (*StreamReader, error) {
+	return NewStreamReader(ctx, s.client, streams, s.table, start)
+}
+
 // discover adds the stream's shards not seen yet.
 func (r *StreamReader) discover(ctx context.Context, initial bool) error {
 	in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(r.arn)}
