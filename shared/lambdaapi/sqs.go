@@ -1,0 +1,109 @@
+package lambdaapi
+
+// The worker Lambdas: one SQS queue each, its messages handed to the work
+// registered for the queue (app.Work), with partial batch responses.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/queue/sqsqueue"
+)
+
+// SQSHandler is the function Lambda invokes with a batch of SQS messages.
+// Its event source mapping must report batch item failures
+// (FunctionResponseTypes: ReportBatchItemFailures).
+type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// Queues is what a worker needs of the queue service: sending follow-up
+// work, and hiding a failed message until the retry its error asks for.
+// *sqsqueue.Queue is one.
+type Queues interface {
+	queue.Sender
+	ChangeVisibility(ctx context.Context, queue, receiptHandle string, d time.Duration) error
+}
+
+// NewSQSHandler handles each message of a batch of the named queue with h,
+// in order. A message h fails is reported in the batch response, so that
+// SQS delivers it again (and, past the queue's maxReceiveCount, moves it to
+// the dead-letter queue) while Lambda deletes the others; when the error
+// carries a delay (queue.RetryAfter), the message is first hidden for that
+// long, so that the retry comes then and not after the queue's visibility
+// timeout. Messages left when ctx ends are reported failed unhandled.
+func NewSQSHandler(queueName string, h queue.Handler, q Queues, log *slog.Logger) SQSHandler {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+		for _, rec := range ev.Records {
+			fail := func() {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			}
+			if ctx.Err() != nil {
+				fail()
+				continue
+			}
+			m := queue.Message{ID: rec.MessageId, Queue: queueName, Body: []byte(rec.Body),
+				Receives: sqsqueue.Receives(rec.Attributes["ApproximateReceiveCount"])}
+			err := h(ctx, m)
+			if err == nil {
+				continue
+			}
+			fail()
+			delay, hasDelay := queue.DelayOf(err)
+			log.WarnContext(ctx, "work failed; it will be retried", "queue", queueName, "message_id", m.ID,
+				"receives", m.Receives, "retry_in", delay.String(), "error", err)
+			if hasDelay {
+				if verr := q.ChangeVisibility(ctx, queueName, rec.ReceiptHandle, delay); verr != nil {
+					// The retry then comes after the visibility timeout.
+					log.ErrorContext(ctx, "cannot delay the retry", "queue", queueName, "message_id", m.ID, "error", verr)
+				}
+			}
+		}
+		return resp, nil
+	}
+}
+
+// NewWorker returns the SQS batch handler of the work the app registers
+// for queueName (app.Work), sending follow-up work through q. It fails
+// when no work is registered for the queue, so that a worker deployed
+// without its work fails at init instead of dropping messages.
+func NewWorker(a *app.App, q Queues, queueName string) (SQSHandler, error) {
+	w, err := a.Work(q, queueName)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the worker of %s has nothing to run (register its work in shared/app/work.go)", err, queueName)
+	}
+	return NewSQSHandler(queueName, w.Handle, q, a.Log), nil
+}
+
+// WorkerMain is the whole main of the worker Lambda called name for the
+// named queue: configuration from the environment (the store, and the URL
+// of every work queue: workers send follow-up work and delay retries),
+// the handler built once, then the Lambda loop. An init failure is printed
+// as "<name>: init: <err>" and exits with status 1.
+func WorkerMain(name, queueName string) {
+	ctx := context.Background()
+	cfg, err := config.FromEnv()
+	if err != nil {
+		fail(name, err)
+	}
+	a, err := app.New(ctx, cfg)
+	if err != nil {
+		fail(name, err)
+	}
+	q, err := app.OpenQueues(ctx, cfg)
+	if err != nil {
+		fail(name, err)
+	}
+	h, err := NewWorker(a, q, queueName)
+	if err != nil {
+		fail(name, err)
+	}
+	lambda.Start(h)
+}

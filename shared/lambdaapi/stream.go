@@ -1,0 +1,93 @@
+package lambdaapi
+
+// The stream-router Lambda: batches of the table's DynamoDB stream, turned
+// into store changes and routed to the work queues by the works' rules.
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+)
+
+// StreamHandler is the function Lambda invokes with a batch of stream
+// records. Its event source mapping must report batch item failures
+// (FunctionResponseTypes: ReportBatchItemFailures).
+type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+
+// Route routes changes in order and reports how many it routed before a
+// failure (pipeline.Router.Route).
+type Route = func(ctx context.Context, changes []store.Change) (int, error)
+
+// NewStreamHandler converts a batch's records and routes them in order.
+// When routing stops at a record (or a record cannot be converted), the
+// response names that record's sequence number as the batch's only
+// failure: Lambda then counts every earlier record done and retries from
+// that one, so work is sent at least once and never skipped.
+func NewStreamHandler(route Route, log *slog.Logger) StreamHandler {
+	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+		changes := make([]store.Change, 0, len(ev.Records))
+		var cerr error
+		for _, rec := range ev.Records {
+			c, err := dynamodb.ChangeFromLambda(rec)
+			if err != nil {
+				cerr = err
+				break
+			}
+			changes = append(changes, c)
+		}
+		n, err := 0, error(nil)
+		if len(changes) > 0 {
+			n, err = route(ctx, changes)
+		}
+		if err == nil {
+			err = cerr
+		}
+		if n < len(ev.Records) {
+			rec := ev.Records[n]
+			log.ErrorContext(ctx, "stream batch stopped; Lambda retries from the failed record", "routed", n,
+				"records", len(ev.Records), "sequence_number", rec.Change.SequenceNumber, "event_id", rec.EventID, "error", err)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
+		}
+		return resp, nil
+	}
+}
+
+// NewStreamRouter returns the stream handler over the app's router (the
+// rules of every registered work), sending through q.
+func NewStreamRouter(a *app.App, q queue.Sender) StreamHandler {
+	r := a.Router(q)
+	if len(r.Rules) == 0 {
+		a.Log.Warn("the stream router has no rules: no work is registered in shared/app/work.go")
+	}
+	return NewStreamHandler(r.Route, a.Log)
+}
+
+// StreamRouterMain is the whole main of the stream-router Lambda called
+// name: configuration from the environment (the store, and the URL of
+// every work queue), the handler built once, then the Lambda loop. An init
+// failure is printed as "<name>: init: <err>" and exits with status 1.
+func StreamRouterMain(name string) {
+	ctx := context.Background()
+	cfg, err := config.FromEnv()
+	if err != nil {
+		fail(name, err)
+	}
+	a, err := app.New(ctx, cfg)
+	if err != nil {
+		fail(name, err)
+	}
+	q, err := app.OpenQueues(ctx, cfg)
+	if err != nil {
+		fail(name, err)
+	}
+	lambda.Start(NewStreamRouter(a, q))
+}
