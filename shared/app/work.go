@@ -27,6 +27,7 @@ type Work struct {
 func (a *App) Works(q queue.Sender) []Work {
 	return []Work{
 		// One entry per kind of work, e.g. a.webhookWork(q).
+		a.bulkWork(),
 	}
 }
 

@@ -49,6 +49,10 @@ const (
 	CodeReservationState   Code = "RESERVATION_STATE_CONFLICT"
 	CodeInsufficientStock  Code = "INSUFFICIENT_STOCK"
 	CodeConnectionInactive Code = "CONNECTION_NOT_ACTIVE"
+
+	// CodeBulkStopped is record-level only: it marks the records of a bulk
+	// operation that stopped before reaching them, never an HTTP response.
+	CodeBulkStopped Code = "BULK_OPERATION_STOPPED"
 )
 
 // Info describes one catalog entry.
@@ -100,6 +104,8 @@ var catalog = map[Code]Info{
 	CodeReservationState:   {CodeReservationState, Conflict, "Reservation state conflict"},
 	CodeInsufficientStock:  {CodeInsufficientStock, Conflict, "Insufficient stock"},
 	CodeConnectionInactive: {CodeConnectionInactive, Conflict, "Connection not active"},
+
+	CodeBulkStopped: {CodeBulkStopped, Conflict, "Bulk operation stopped"},
 }
 
 // Kind is the code's kind; an unknown code is Internal.

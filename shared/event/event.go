@@ -38,6 +38,8 @@ const (
 	ReservationCommitted = "reservation.committed"
 	ReservationReleased  = "reservation.released"
 	ReservationExpired   = "reservation.expired"
+
+	BulkOperationCompleted = "bulk_operation.completed"
 )
 
 // Types lists every event type the service emits.
@@ -45,7 +47,8 @@ func Types() []string {
 	return []string{ProductCreated, ProductUpdated, ProductPublished, ProductUnpublished,
 		ProductArchived, ProductRestored, InventoryItemAdjusted,
 		ConnectionCreated, ConnectionPaused, ConnectionResumed, ConnectionDisconnected, ConnectionRolesReplaced,
-		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired}
+		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired,
+		BulkOperationCompleted}
 }
 
 // Resource names what changed.

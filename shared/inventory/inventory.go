@@ -252,12 +252,20 @@ func ParseAdjustment(body []byte) (Adjustment, error) {
 	if err != nil {
 		return Adjustment{}, err
 	}
+	a := ReadAdjustment(o)
+	return a, o.Err()
+}
+
+// ReadAdjustment reads the fields of an adjustment body from o, which may
+// be nested in a larger body (a bulk record's), so that errors name the
+// field by its full path; the caller checks o.Err.
+func ReadAdjustment(o *fields.Object) Adjustment {
 	var a Adjustment
 	a.TargetOnHand = o.Int("target_on_hand", fields.Required, 0, MaxOnHand)
 	a.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
 	a.Authority, _ = o.StringPtr("authority_connection_id", fields.OptionalNullable,
 		fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"})
-	return a, o.Err()
+	return a
 }
 
 // VersionConflict is the 409 of a stale expected_version.

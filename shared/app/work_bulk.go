@@ -1,0 +1,13 @@
+package app
+
+import (
+	"github.com/moku/sellerapi/shared/bulk"
+	"github.com/moku/sellerapi/shared/queue"
+)
+
+// bulkWork applies bulk operations: the insert of a job starts it, and its
+// worker applies the records in order, paced by the vendor's write window.
+func (a *App) bulkWork() Work {
+	w := bulk.NewWorker(a.Store, a.Clock, a.Config.RateWrites, a.Log)
+	return Work{Queue: queue.BulkOperations, Rule: bulk.Rule, Handle: w.Handle}
+}

@@ -1,0 +1,344 @@
+// Package bulk holds bulk operations: a batch of up to 25 inventory
+// adjustments that the API accepts at once (202) and a worker applies
+// afterwards, record by record, in submitted order. It holds the job
+// record, the submission's rules, the view the API shows, the pipeline rule
+// that starts the work and the worker that does it. It speaks neither HTTP
+// nor a queue transport.
+//
+// The job is one store item. Each record's effect (the adjustment's atomic
+// add and its event) and the record's result are written in one
+// transaction conditioned on the job's version, so the job item alone says
+// which effects are confirmed: a worker that dies between records resumes
+// at the first pending record and never repeats one.
+package bulk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// KindInventoryAdjustment is the only kind of bulk operation.
+const KindInventoryAdjustment = "inventory_adjustment"
+
+// Job statuses. A job is queued on acceptance, running once the worker
+// wrote its first result, and ends completed (every record succeeded),
+// completed_with_errors (every record has a definitive result, some
+// succeeded and some failed) or failed (nothing succeeded, or the run
+// stopped or exhausted its attempts before every record had one).
+const (
+	StatusQueued              = "queued"
+	StatusRunning             = "running"
+	StatusCompleted           = "completed"
+	StatusCompletedWithErrors = "completed_with_errors"
+	StatusFailed              = "failed"
+)
+
+// Record statuses.
+const (
+	RecordPending      = "pending"
+	RecordSucceeded    = "succeeded"
+	RecordFailed       = "failed"
+	RecordUnknown      = "unknown"
+	RecordNotAttempted = "not_attempted"
+)
+
+// Limits of a submission.
+const (
+	MinRecords = 1
+	MaxRecords = 25
+	// MaxBody is the largest request body, in bytes (64 KiB).
+	MaxBody = 64 << 10
+	// MaxKeyLength bounds a record's key, in characters.
+	MaxKeyLength = 128
+	// MaxItemIDLength is the longest inventory item id (the path rule).
+	MaxItemIDLength = 1000
+)
+
+// Retention is how long a finished job is kept: the contract's 30 days
+// after completion, plus a day of margin.
+const Retention = 31 * 24 * time.Hour
+
+// Prefix is the sort-key prefix of jobs in the vendor partition.
+const Prefix = "BULK#"
+
+// Key is a job's key.
+func Key(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+}
+
+// Body is a record's adjustment, as submitted.
+type Body struct {
+	TargetOnHand          int64   `json:"target_on_hand"`
+	ExpectedVersion       int64   `json:"expected_version"`
+	AuthorityConnectionID *string `json:"authority_connection_id"`
+}
+
+func (b Body) adjustment() inventory.Adjustment {
+	return inventory.Adjustment{TargetOnHand: b.TargetOnHand, ExpectedVersion: b.ExpectedVersion, Authority: b.AuthorityConnectionID}
+}
+
+// Record is one submitted adjustment and its result.
+type Record struct {
+	Key             string          `json:"key"`
+	InventoryItemID string          `json:"inventory_item_id"`
+	Body            Body            `json:"body"`
+	Status          string          `json:"status"`
+	Data            *inventory.Item `json:"data"`
+	Code            *string         `json:"code"`
+	Detail          *string         `json:"detail"`
+	// Attempts counts tries of this record that failed for reasons of the
+	// service (store or credential state that could not be read); after
+	// MaxAttempts the record is given up as unknown.
+	Attempts int `json:"attempts"`
+}
+
+// Job is the stored record of a bulk operation.
+type Job struct {
+	ID       string `json:"id"`
+	VendorID string `json:"vendor_id"`
+	Kind     string `json:"kind"`
+	Status   string `json:"status"`
+	// TokenID is the credential that submitted the batch; every record is
+	// applied on its behalf and only while it stays valid.
+	TokenID     string     `json:"token_id"`
+	Records     []Record   `json:"records"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+}
+
+// Counts are the records per status.
+type Counts struct {
+	Total        int `json:"total"`
+	Succeeded    int `json:"succeeded"`
+	Failed       int `json:"failed"`
+	Pending      int `json:"pending"`
+	Unknown      int `json:"unknown"`
+	NotAttempted int `json:"not_attempted"`
+}
+
+// Result is a record as the API shows it.
+type Result struct {
+	Key             string          `json:"key"`
+	InventoryItemID string          `json:"inventory_item_id"`
+	Status          string          `json:"status"`
+	Data            *inventory.Item `json:"data"`
+	Code            *string         `json:"code"`
+	Detail          *string         `json:"detail"`
+}
+
+// View is a bulk operation as the API shows it.
+type View struct {
+	ID          string     `json:"id"`
+	VendorID    string     `json:"vendor_id"`
+	Kind        string     `json:"kind"`
+	Status      string     `json:"status"`
+	Counts      Counts     `json:"counts"`
+	Results     []Result   `json:"results"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+}
+
+// Counts tallies the records.
+func (j Job) Counts() Counts {
+	c := Counts{Total: len(j.Records)}
+	for _, r := range j.Records {
+		switch r.Status {
+		case RecordSucceeded:
+			c.Succeeded++
+		case RecordFailed:
+			c.Failed++
+		case RecordPending:
+			c.Pending++
+		case RecordUnknown:
+			c.Unknown++
+		case RecordNotAttempted:
+			c.NotAttempted++
+		}
+	}
+	return c
+}
+
+// View returns the API representation.
+func (j Job) View() View {
+	v := View{ID: j.ID, VendorID: j.VendorID, Kind: j.Kind, Status: j.Status, Counts: j.Counts(),
+		Results: make([]Result, len(j.Records)), CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
+	for i, r := range j.Records {
+		v.Results[i] = Result{Key: r.Key, InventoryItemID: r.InventoryItemID, Status: r.Status, Data: r.Data, Code: r.Code, Detail: r.Detail}
+	}
+	return v
+}
+
+// Finished reports whether the job reached its final status.
+func (j Job) Finished() bool { return j.CompletedAt != nil }
+
+// next is the index of the first pending record, or -1.
+func (j Job) next() int {
+	return slices.IndexFunc(j.Records, func(r Record) bool { return r.Status == RecordPending })
+}
+
+// outcome is the final status of a job whose records all have a result.
+func (j Job) outcome() string {
+	c := j.Counts()
+	switch {
+	case c.Unknown > 0 || c.NotAttempted > 0 || c.Succeeded == 0:
+		return StatusFailed
+	case c.Failed > 0:
+		return StatusCompletedWithErrors
+	}
+	return StatusCompleted
+}
+
+// clone copies the job deeply enough to change its records.
+func (j Job) clone() Job {
+	j.Records = slices.Clone(j.Records)
+	return j
+}
+
+func (j Job) item(version int64) (store.Item, error) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return store.Item{}, fmt.Errorf("bulk: encode %s: %w", j.ID, err)
+	}
+	k := Key(j.VendorID, j.ID)
+	it := store.Item{PK: k.PK, SK: k.SK, Version: version, Data: b}
+	if j.CompletedAt != nil {
+		it.ExpiresAt = j.CompletedAt.Add(Retention).Unix()
+	}
+	return it, nil
+}
+
+// Decode reads a job item.
+func Decode(it store.Item) (Job, error) {
+	var j Job
+	if err := json.Unmarshal(it.Data, &j); err != nil {
+		return Job{}, fmt.Errorf("bulk: decode %s: %w", it.SK, err)
+	}
+	return j, nil
+}
+
+// Submission is a parsed, structurally valid batch.
+type Submission struct {
+	Records []Record
+}
+
+var kindRule = fields.StringRule{OneOf: []string{KindInventoryAdjustment}}
+
+// Parse reads a submission body. Any structural error rejects the whole
+// batch and names the field, e.g. "items[3].body.target_on_hand: must be
+// from 0 to 1000000000".
+func Parse(body []byte) (Submission, error) {
+	o, err := fields.Parse(body, "")
+	if err != nil {
+		return Submission{}, err
+	}
+	o.String("kind", fields.Required, kindRule)
+	items := o.Objects("items", fields.Required, MaxRecords)
+	if o.Err() == nil && len(items) < MinRecords {
+		o.Fail("items", "must have at least %d item", MinRecords)
+	}
+	var sub Submission
+	seen := map[string]int{}
+	for i, it := range items {
+		r := Record{Status: RecordPending}
+		r.Key = it.String("key", fields.Required, fields.StringRule{Min: 1, Max: MaxKeyLength})
+		r.InventoryItemID = it.String("inventory_item_id", fields.Required, fields.StringRule{Min: 1, Max: MaxItemIDLength})
+		if raw := it.Raw("body"); raw == nil {
+			it.Fail("body", "is required")
+		} else if b, err := fields.Parse(raw, it.Name("body")); err != nil {
+			it.Fail("body", "must be an object")
+		} else {
+			a := inventory.ReadAdjustment(b)
+			it.Child(b)
+			r.Body = Body{TargetOnHand: a.TargetOnHand, ExpectedVersion: a.ExpectedVersion, AuthorityConnectionID: a.Authority}
+		}
+		o.Child(it)
+		if first, dup := seen[r.Key]; dup && o.Err() == nil {
+			o.Fail(fmt.Sprintf("items[%d].key", i), "repeats the key of items[%d]; keys must be unique within a batch", first)
+		}
+		if o.Err() != nil {
+			break
+		}
+		seen[r.Key] = i
+		sub.Records = append(sub.Records, r)
+	}
+	if err := o.Err(); err != nil {
+		return Submission{}, err
+	}
+	return sub, nil
+}
+
+// Service stores and reads bulk operations.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+// PrepareCreate builds the job of a submission made with token tokenID and
+// the operation that stores it; the caller commits it with its receipt.
+func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (View, []store.Op, error) {
+	now := s.Clock.Now()
+	j := Job{ID: ids.Sortable("bop", now), VendorID: vendorID, Kind: KindInventoryAdjustment, Status: StatusQueued,
+		TokenID: tokenID, Records: slices.Clone(sub.Records), CreatedAt: now}
+	it, err := j.item(1)
+	if err != nil {
+		return View{}, nil, err
+	}
+	return j.View(), []store.Op{store.Put(it, store.IfAbsent())}, nil
+}
+
+// validID tells whether id can name a job; anything else is 404 without a read.
+func validID(id string) bool {
+	if len(id) < 1 || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "bulk operation not found") }
+
+// Load reads a job and its stored version.
+func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64, error) {
+	if !validID(id) {
+		return Job{}, 0, notFound()
+	}
+	it, err := st.Get(ctx, Key(vendorID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Job{}, 0, notFound()
+	}
+	if err != nil {
+		return Job{}, 0, errs.Unavailablef(err, "the bulk operation could not be read")
+	}
+	j, err := Decode(it)
+	if err != nil {
+		return Job{}, 0, errs.Unavailablef(err, "the bulk operation could not be read")
+	}
+	return j, it.Version, nil
+}
+
+// Get reads a bulk operation.
+func (s Service) Get(ctx context.Context, vendorID, id string) (View, error) {
+	j, _, err := Load(ctx, s.Store, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	return j.View(), nil
+}

@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/bulk"
+	"github.com/moku/sellerapi/shared/idempotency"
+)
+
+// BulkOperations is the Bulk operations group: batches of inventory
+// adjustments, accepted at once and applied by the bulk worker.
+var BulkOperations = Group{Name: "bulk-operations", Routes: func(s *Server) []Route {
+	base := "/vendors/{vendor_id}/bulk-operations"
+	return []Route{
+		{Method: http.MethodPost, Path: base, Operation: "createBulkOperation", Scopes: []auth.Scope{auth.JobsWrite, auth.InventoryWrite}, Handle: s.createBulkOperation},
+		{Method: http.MethodGet, Path: base + "/{bulk_operation_id}", Operation: "getBulkOperation", Scopes: []auth.Scope{auth.JobsRead}, Handle: s.getBulkOperation},
+	}
+}}
+
+// bulkOps is the bulk service; its writes wait for the request's rate decision.
+func (s *Server) bulkOps() bulk.Service {
+	return bulk.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock}
+}
+
+// createBulkOperation stores the job with its receipt and answers 202: the
+// adjustments happen later, in the worker. The whole batch is checked
+// first; any structural error rejects it before anything is stored.
+func (s *Server) createBulkOperation(c *Call) error {
+	body, err := c.Body(bulk.MaxBody)
+	if err != nil {
+		return err
+	}
+	sub, err := bulk.Parse(body)
+	if err != nil {
+		return err
+	}
+	return c.Mutate("bulk_operations.create", idempotency.ProductKeyPattern, body, func(context.Context) (idempotency.Mutation, error) {
+		v, ops, err := s.bulkOps().PrepareCreate(c.Principal.Vendor.ID, c.Principal.Token.ID, sub)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusAccepted, Body: Envelope(v)}, nil
+	})
+}
+
+func (s *Server) getBulkOperation(c *Call) error {
+	v, err := s.bulkOps().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("bulk_operation_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
