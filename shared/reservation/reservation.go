@@ -92,7 +92,9 @@ func (r Reservation) View() View {
 const Prefix = "RES#"
 
 // Key is a reservation's key.
-func Key(vendorID, id string) store.Key { return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id} }
+func Key(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+}
 
 // expiryPartition indexes active reservations by expiry across vendors, so
 // the expirer finds due holds with one query in time order.

@@ -52,7 +52,9 @@ func TestVisibilityRetryAndDeadLetter(t *testing.T) {
 		t.Fatalf("after visibility: %+v", again)
 	}
 	// A failure with a delay retries after that delay.
-	failing := func(context.Context, queue.Message) error { return queue.RetryAfter(10*time.Second, errors.New("down")) }
+	failing := func(context.Context, queue.Message) error {
+		return queue.RetryAfter(10*time.Second, errors.New("down"))
+	}
 	fake.Advance(q.Visibility)
 	if n, err := q.Work(ctx, "work", 10, failing); n != 2 || err != nil {
 		t.Fatalf("work: %d %v", n, err)
