@@ -27,6 +27,8 @@ type Work struct {
 func (a *App) Works(q queue.Sender) []Work {
 	return []Work{
 		// One entry per kind of work, e.g. a.webhookWork(q).
+		a.webhookWork(q),
+		a.replayWork(q),
 		a.bulkWork(),
 	}
 }

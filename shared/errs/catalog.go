@@ -50,6 +50,10 @@ const (
 	CodeInsufficientStock  Code = "INSUFFICIENT_STOCK"
 	CodeConnectionInactive Code = "CONNECTION_NOT_ACTIVE"
 
+	CodeWebhookURLNotAllowed       Code = "WEBHOOK_URL_NOT_ALLOWED"
+	CodeWebhookSubscriptionLimit   Code = "WEBHOOK_SUBSCRIPTION_LIMIT"
+	CodeWebhookSubscriptionVersion Code = "WEBHOOK_SUBSCRIPTION_VERSION_CONFLICT"
+
 	// CodeBulkStopped is record-level only: it marks the records of a bulk
 	// operation that stopped before reaching them, never an HTTP response.
 	CodeBulkStopped Code = "BULK_OPERATION_STOPPED"
@@ -104,6 +108,10 @@ var catalog = map[Code]Info{
 	CodeReservationState:   {CodeReservationState, Conflict, "Reservation state conflict"},
 	CodeInsufficientStock:  {CodeInsufficientStock, Conflict, "Insufficient stock"},
 	CodeConnectionInactive: {CodeConnectionInactive, Conflict, "Connection not active"},
+
+	CodeWebhookURLNotAllowed:       {CodeWebhookURLNotAllowed, Invalid, "Webhook URL not allowed"},
+	CodeWebhookSubscriptionLimit:   {CodeWebhookSubscriptionLimit, Conflict, "Webhook subscription limit reached"},
+	CodeWebhookSubscriptionVersion: {CodeWebhookSubscriptionVersion, Conflict, "Webhook subscription version conflict"},
 
 	CodeBulkStopped: {CodeBulkStopped, Conflict, "Bulk operation stopped"},
 }

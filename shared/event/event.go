@@ -39,6 +39,12 @@ const (
 	ReservationReleased  = "reservation.released"
 	ReservationExpired   = "reservation.expired"
 
+	WebhookSubscriptionCreated  = "webhook_subscription.created"
+	WebhookSubscriptionUpdated  = "webhook_subscription.updated"
+	WebhookSubscriptionDeleted  = "webhook_subscription.deleted"
+	WebhookSubscriptionDisabled = "webhook_subscription.disabled"
+	EventReplayCompleted        = "event_replay.completed"
+
 	BulkOperationCompleted = "bulk_operation.completed"
 )
 
@@ -48,6 +54,7 @@ func Types() []string {
 		ProductArchived, ProductRestored, InventoryItemAdjusted,
 		ConnectionCreated, ConnectionPaused, ConnectionResumed, ConnectionDisconnected, ConnectionRolesReplaced,
 		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired,
+		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
 		BulkOperationCompleted}
 }
 

@@ -12,9 +12,11 @@ import (
 )
 
 // notHTTP are the folders of events/ whose samples are not HTTP API
-// requests: the admin function's direct invocations and the EventBridge
-// schedule of the reservation expirer. Their functions' tests check them.
-var notHTTP = map[string]bool{"admin": true, "reservation-expirer": true}
+// requests: the admin function's direct invocations, the EventBridge
+// schedule of the reservation expirer, the stream router's DynamoDB stream
+// batches and the workers' SQS batches. Their functions' tests check them.
+var notHTTP = map[string]bool{"admin": true, "reservation-expirer": true,
+	"stream-router": true, "webhook-worker": true, "bulk-worker": true, "replay-worker": true}
 
 // Every HTTP API sample event decodes once the placeholders events/README.md
 // lists are filled, and is consistent as API Gateway would deliver it. Ids

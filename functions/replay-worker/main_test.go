@@ -1,0 +1,24 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
+	"github.com/moku/sellerapi/shared/queue"
+)
+
+// TestSampleEvent keeps events/replay-worker/replay.json a batch as the queue's event
+// source mapping delivers it, whose body is the work's JSON message.
+func TestSampleEvent(t *testing.T) {
+	ev := lambdatest.SQSEvent(t, "replay-worker/replay.json", queue.EventReplays)
+	var body map[string]any
+	if err := json.Unmarshal([]byte(ev.Records[0].Body), &body); err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	for _, k := range []string{"vendor_id", "event_id", "replay_id"} {
+		if body[k] == nil {
+			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/webhook"
+)
+
+// replayEvent stores a new replay of an event and answers 202 at once;
+// the pipeline runs it. The body is optional: {} or none replays to every
+// subscription that receives the event's type, and subscription_ids
+// limits the destinations.
+func (s *Server) replayEvent(c *Call) error {
+	var body []byte
+	if c.R.ContentLength != 0 {
+		b, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		body = b
+	}
+	in, err := webhook.ParseReplay(body)
+	if err != nil {
+		return err
+	}
+	v, err := s.webhooks().CreateReplay(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"), in)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusAccepted, v)
+}
+
+func (s *Server) getEventReplay(c *Call) error {
+	v, err := s.webhooks().GetReplay(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"), c.R.PathValue("replay_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+// optionalEmptyBody accepts no body, or a JSON object without properties.
+func optionalEmptyBody(c *Call) error {
+	if c.R.ContentLength == 0 {
+		return nil
+	}
+	b, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	o, err := fields.Parse(b, "")
+	if err != nil {
+		return err
+	}
+	if err := o.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/webhook"
+)
+
+// Webhooks is the Webhooks group: subscriptions, their delivery attempts,
+// and replays of events (replays.go).
+var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.WebhooksRead}, []auth.Scope{auth.WebhooksWrite}
+	base := "/vendors/{vendor_id}/webhook-subscriptions"
+	one := base + "/{subscription_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listWebhookSubscriptions", Scopes: read, Handle: s.listWebhookSubscriptions},
+		{Method: http.MethodPost, Path: base, Operation: "createWebhookSubscription", Scopes: write, Handle: s.createWebhookSubscription},
+		{Method: http.MethodGet, Path: one, Operation: "getWebhookSubscription", Scopes: read, Handle: s.getWebhookSubscription},
+		{Method: http.MethodPatch, Path: one, Operation: "updateWebhookSubscription", Scopes: write, Handle: s.updateWebhookSubscription},
+		{Method: http.MethodDelete, Path: one, Operation: "deleteWebhookSubscription", Scopes: write, Handle: s.deleteWebhookSubscription},
+		{Method: http.MethodPost, Path: one + "/rotate-secret", Operation: "rotateWebhookSubscriptionSecret", Scopes: write, Handle: s.rotateWebhookSecret},
+		{Method: http.MethodGet, Path: one + "/deliveries", Operation: "listWebhookDeliveries", Scopes: read, Handle: s.listWebhookDeliveries},
+		{Method: http.MethodPost, Path: "/vendors/{vendor_id}/events/{event_id}/replay", Operation: "replayEvent", Scopes: write, Handle: s.replayEvent},
+		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/events/{event_id}/replays/{replay_id}", Operation: "getEventReplay", Scopes: read, Handle: s.getEventReplay},
+	}
+}}
+
+// webhooks is the subscription service under this deployment's address
+// policy; its writes wait for the request's rate decision.
+func (s *Server) webhooks() webhook.Service {
+	return webhook.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock,
+		Policy: webhook.Policy{AllowPrivate: s.deps.Config.AllowPrivateWebhooks}}
+}
+
+func (s *Server) listWebhookSubscriptions(c *Call) error {
+	pr, err := c.PageParams("webhook-subscriptions", "")
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.webhooks().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) createWebhookSubscription(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	svc := s.webhooks()
+	in, err := webhook.ParseCreate(body, svc.Policy)
+	if err != nil {
+		return err
+	}
+	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+		v, ops, conflict, err := svc.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
+	})
+}
+
+func (s *Server) getWebhookSubscription(c *Call) error {
+	sub, err := s.webhooks().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, sub.View())
+}
+
+func (s *Server) updateWebhookSubscription(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	svc := s.webhooks()
+	in, err := webhook.ParseUpdate(body, svc.Policy)
+	if err != nil {
+		return err
+	}
+	v, err := svc.Update(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), in)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+// deleted is the body of a successful delete.
+type deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+func (s *Server) deleteWebhookSubscription(c *Call) error {
+	id := c.R.PathValue("subscription_id")
+	if err := s.webhooks().Delete(c.Ctx, c.Principal.Vendor.ID, id); err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, deleted{ID: id, Deleted: true})
+}
+
+func (s *Server) rotateWebhookSecret(c *Call) error {
+	if err := optionalEmptyBody(c); err != nil {
+		return err
+	}
+	v, err := s.webhooks().Rotate(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func (s *Server) listWebhookDeliveries(c *Call) error {
+	id := c.R.PathValue("subscription_id")
+	pr, err := c.PageParams("webhook-deliveries", id)
+	if err != nil {
+		return err
+	}
+	attempts, last, more, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, attempts, last, more)
+}

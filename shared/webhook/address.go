@@ -1,0 +1,340 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/moku/sellerapi/shared/errs"
+)
+
+// MaxURLLength bounds a subscription URL.
+const MaxURLLength = 2048
+
+// nonPublic lists the IPv4 ranges a webhook may never reach: everything
+// IANA's special-purpose registry marks as not globally reachable, plus
+// multicast and the reserved class E.
+var nonPublic4 = prefixes(
+	"0.0.0.0/8",          // "this network", including the unspecified address
+	"10.0.0.0/8",         // private
+	"100.64.0.0/10",      // shared address space (carrier-grade NAT)
+	"127.0.0.0/8",        // loopback
+	"169.254.0.0/16",     // link-local, including cloud metadata services
+	"172.16.0.0/12",      // private
+	"192.0.0.0/24",       // IETF protocol assignments
+	"192.0.2.0/24",       // documentation (TEST-NET-1)
+	"192.31.196.0/24",    // AS112
+	"192.52.193.0/24",    // AMT
+	"192.88.99.0/24",     // deprecated 6to4 relay anycast
+	"192.168.0.0/16",     // private
+	"192.175.48.0/24",    // direct delegation AS112
+	"198.18.0.0/15",      // benchmarking
+	"198.51.100.0/24",    // documentation (TEST-NET-2)
+	"203.0.113.0/24",     // documentation (TEST-NET-3)
+	"224.0.0.0/4",        // multicast
+	"240.0.0.0/4",        // reserved, including the limited broadcast address
+	"255.255.255.255/32", // broadcast (within 240/4, named for clarity)
+)
+
+// IPv6 must be global unicast (2000::/3) and outside these ranges; the
+// rule refuses, among others, ::1, ::, fe80::/10, fc00::/7, ff00::/8,
+// IPv4-compatible and NAT64 forms, all of which lie outside 2000::/3.
+var nonPublic6 = prefixes(
+	"2001::/23",     // IETF protocol assignments (Teredo, benchmarking, ORCHID…)
+	"2001:db8::/32", // documentation
+	"2002::/16",     // 6to4: embeds an IPv4 address we would have to trust
+	"3fff::/20",     // documentation (RFC 9637)
+	"5f00::/16",     // segment routing SIDs
+)
+
+var global6 = netip.MustParsePrefix("2000::/3")
+
+func prefixes(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
+// Public reports whether a webhook may connect to addr: a globally
+// reachable unicast address. IPv4-mapped IPv6 addresses are judged as the
+// IPv4 address they carry; an address with a zone is never public.
+func Public(addr netip.Addr) bool {
+	if !addr.IsValid() || addr.Zone() != "" {
+		return false
+	}
+	addr = addr.Unmap()
+	if addr.Is4() {
+		for _, p := range nonPublic4 {
+			if p.Contains(addr) {
+				return false
+			}
+		}
+		return true
+	}
+	if !global6.Contains(addr) {
+		return false
+	}
+	for _, p := range nonPublic6 {
+		if p.Contains(addr) {
+			return false
+		}
+	}
+	return true
+}
+
+// Policy is what a deployment lets webhooks reach. The zero Policy is
+// production's: HTTPS on port 443 to public addresses only.
+type Policy struct {
+	// AllowPrivate (the local --allow-private-webhooks flag) also allows
+	// plain http, any port and private or loopback addresses, for tests.
+	AllowPrivate bool
+}
+
+func urlErr(format string, args ...any) error {
+	return errs.Ef(errs.CodeWebhookURLNotAllowed, "url: "+format, args...)
+}
+
+var labelPattern = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
+
+// ParseURL checks a subscription URL's shape without resolving it: an
+// absolute https URL (or http under AllowPrivate) without user info or
+// fragment, on port 443 (any port under AllowPrivate), whose host is a
+// fully qualified domain name or a canonical IP literal. Hosts that only
+// look like names but that browsers and resolvers read as IPv4 numbers
+// (2130706433, 0x7f.1, 0177.0.0.1, 127.1) are refused, and a literal
+// address must be public. It returns the parsed URL.
+func (p Policy) ParseURL(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, urlErr("must not be empty")
+	}
+	if len(raw) > MaxURLLength {
+		return nil, urlErr("must be at most %d characters", MaxURLLength)
+	}
+	if strings.ContainsAny(raw, " \t\r\n\\") {
+		return nil, urlErr("must not contain spaces or backslashes")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, urlErr("is not a valid URL")
+	}
+	switch {
+	case u.Scheme != "https" && !(p.AllowPrivate && u.Scheme == "http"):
+		return nil, urlErr("must use https")
+	case u.Opaque != "" || u.Host == "":
+		return nil, urlErr("must be an absolute URL with a host")
+	case u.User != nil:
+		return nil, urlErr("must not contain user info")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return nil, urlErr("must not contain a fragment")
+	case strings.HasSuffix(u.Host, ":"):
+		return nil, urlErr("has an empty port")
+	}
+	if port := u.Port(); port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return nil, urlErr("has an invalid port")
+		}
+		if !p.AllowPrivate && n != 443 {
+			return nil, urlErr("must use port 443")
+		}
+	}
+	host := strings.ToLower(u.Hostname())
+	if addr, literal, err := hostAddress(host); err != nil {
+		return nil, err
+	} else if literal {
+		if !p.AllowPrivate && !Public(addr) {
+			return nil, urlErr("%s is not a public address", addr)
+		}
+		return u, nil
+	}
+	if err := checkName(host, p.AllowPrivate); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// hostAddress reads a host that is an IP address in any spelling. It
+// returns the address and true for a canonical literal, an error for a
+// non-canonical spelling or an invalid number, and false for a name.
+func hostAddress(host string) (netip.Addr, bool, error) {
+	if strings.Contains(host, ":") {
+		// Only a bracketed IPv6 literal has colons in its host.
+		addr, err := netip.ParseAddr(host)
+		if err != nil {
+			return netip.Addr{}, false, urlErr("has an invalid IPv6 address")
+		}
+		if addr.Zone() != "" {
+			return netip.Addr{}, false, urlErr("must not name an IPv6 zone")
+		}
+		if addr.Is4In6() {
+			return netip.Addr{}, false, urlErr("names %s as an IPv4-mapped IPv6 address; such addresses are refused", addr.Unmap())
+		}
+		return addr, true, nil
+	}
+	if !endsInNumber(host) {
+		return netip.Addr{}, false, nil
+	}
+	addr, ok := parseIPv4(host)
+	if !ok {
+		return netip.Addr{}, false, urlErr("has a host that reads as an IP address but is not a valid one")
+	}
+	if addr.String() != host {
+		// 2130706433, 0x7f.1 and 0177.0.0.1 all mean 127.0.0.1 to a
+		// resolver; only the dotted-decimal form is accepted, so what the
+		// vendor sees is what we connect to.
+		return netip.Addr{}, false, urlErr("writes the address %s in a non-canonical form; write it as %s", addr, addr)
+	}
+	return addr, true, nil
+}
+
+// endsInNumber is the WHATWG URL standard's test for hosts that are
+// parsed as IPv4: the last label (ignoring one trailing dot) is decimal
+// digits or a 0x hex number.
+func endsInNumber(host string) bool {
+	parts := strings.Split(host, ".")
+	if parts[len(parts)-1] == "" {
+		if len(parts) == 1 {
+			return false
+		}
+		parts = parts[:len(parts)-1]
+	}
+	last := parts[len(parts)-1]
+	if last != "" && strings.Trim(last, "0123456789") == "" {
+		return true
+	}
+	if h, ok := strings.CutPrefix(last, "0x"); ok && strings.Trim(h, "0123456789abcdef") == "" {
+		return true
+	}
+	return false
+}
+
+// parseIPv4 is the WHATWG IPv4 parser: one to four parts, each decimal,
+// octal (leading 0) or hex (0x); the last part fills the remaining bytes.
+func parseIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if parts[len(parts)-1] == "" && len(parts) > 1 {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		n, ok := ipv4Number(p)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		nums[i] = n
+	}
+	var v uint64
+	for i, n := range nums {
+		if i < len(nums)-1 {
+			if n > 255 {
+				return netip.Addr{}, false
+			}
+			v |= n << (8 * (3 - i))
+			continue
+		}
+		if n >= 1<<(8*(4-i)) {
+			return netip.Addr{}, false
+		}
+		v |= n
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+func ipv4Number(p string) (uint64, bool) {
+	if p == "" {
+		return 0, false
+	}
+	base := 10
+	switch {
+	case strings.HasPrefix(p, "0x"):
+		p, base = p[2:], 16
+		if p == "" {
+			return 0, true
+		}
+	case len(p) > 1 && p[0] == '0':
+		p, base = p[1:], 8
+	}
+	n, err := strconv.ParseUint(p, base, 64)
+	if err != nil || n > 1<<32 {
+		return 0, false
+	}
+	return n, true
+}
+
+// checkName checks a host name's syntax: ASCII labels (punycode for
+// international names), and in production a fully qualified name that is
+// not localhost.
+func checkName(host string, allowPrivate bool) error {
+	name := strings.TrimSuffix(host, ".")
+	if name == "" || len(name) > 253 {
+		return urlErr("has an invalid host name")
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if !labelPattern.MatchString(l) {
+			return urlErr("has an invalid host name (write international names in their xn-- form)")
+		}
+	}
+	if allowPrivate {
+		return nil
+	}
+	if len(labels) < 2 {
+		return urlErr("must name a fully qualified host")
+	}
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return urlErr("must not name localhost")
+	}
+	return nil
+}
+
+// CheckURL parses a subscription URL (ParseURL) and, for a host name,
+// resolves it and refuses it when any address is not public. A name that
+// does not exist is refused; a lookup that fails otherwise is an outage
+// (503), since the service fails closed.
+func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
+	u, err := p.ParseURL(raw)
+	if err != nil || p.AllowPrivate {
+		return u, err
+	}
+	host := strings.ToLower(u.Hostname())
+	if _, literal, _ := hostAddress(host); literal {
+		return u, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	addrs, err := currentResolver().LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+			return nil, urlErr("the host %s does not resolve", host)
+		}
+		return nil, errs.Unavailablef(err, "url: the host %s could not be resolved now", host)
+	}
+	if len(addrs) == 0 {
+		return nil, urlErr("the host %s does not resolve", host)
+	}
+	for _, a := range addrs {
+		if !Public(a) {
+			return nil, urlErr("the host %s resolves to %s, which is not a public address", host, a.Unmap())
+		}
+	}
+	return u, nil
+}
+
+// refusal is the error a dial gets for a non-public address.
+type refusal struct{ addr netip.Addr }
+
+func (r refusal) Error() string {
+	return fmt.Sprintf("webhook: refused to connect to %s: not a public address", r.addr)
+}

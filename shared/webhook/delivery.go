@@ -1,0 +1,441 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/webhook/signature"
+)
+
+// Headers of a delivery.
+const (
+	HeaderEventID    = "Moku-Event-Id"
+	HeaderDeliveryID = "Moku-Delivery-Id"
+	HeaderAttempt    = "Moku-Delivery-Attempt"
+	HeaderSignature  = signature.Header
+	UserAgent        = "Moku-Webhooks/1.0"
+)
+
+// The retry schedule. After failed attempt n the next one waits a random
+// time between 0 and min(MaxRetryCeiling, FirstRetryCeiling·2^(n-1))
+// (exponential backoff with full jitter, at least MinRetryDelay), and no
+// attempt is scheduled past the delivery's window: the last one happens
+// at the window's end, so a delivery that never succeeds is retried for
+// exactly RetryWindow (ReplayRetryWindow for a replay's deliveries) and
+// then recorded as dead.
+const (
+	FirstRetryCeiling = time.Minute
+	MaxRetryCeiling   = 12 * time.Hour
+	MinRetryDelay     = time.Second
+	RetryWindow       = 72 * time.Hour
+	ReplayRetryWindow = time.Hour
+	// AttemptRetention is how long attempt records stay readable.
+	AttemptRetention = 30 * 24 * time.Hour
+)
+
+// RetryCeiling is the longest wait after failed attempt n (1-based).
+func RetryCeiling(n int) time.Duration {
+	d := FirstRetryCeiling
+	for i := 1; i < n && d < MaxRetryCeiling; i++ {
+		d *= 2
+	}
+	return min(d, MaxRetryCeiling)
+}
+
+// Message is one delivery of one event to one subscription as it travels
+// through the queue; each retry is a new message with the next attempt
+// number. Waits longer than the queue's maximum delay are made of several
+// hops of at most queue.MaxDelay, each re-sending the message until
+// NotBefore has come.
+type Message struct {
+	VendorID       string `json:"vendor_id"`
+	EventID        string `json:"event_id"`
+	SubscriptionID string `json:"subscription_id"`
+	DeliveryID     string `json:"delivery_id"`
+	// ReplayID is set on the deliveries of a replay.
+	ReplayID string `json:"replay_id,omitempty"`
+	// Attempt is the attempt this message makes, from 1.
+	Attempt int `json:"attempt"`
+	// CreatedAt starts the retry window.
+	CreatedAt time.Time `json:"created_at"`
+	// NotBefore is when the attempt is due.
+	NotBefore time.Time `json:"not_before"`
+	// Successes is the subscription's count of successful deliveries when
+	// the delivery began: if it has not grown by the time the delivery
+	// dies, the endpoint failed throughout and is disabled.
+	Successes int64 `json:"successes"`
+}
+
+// DeliveryID names a delivery: the same for every attempt of one event to
+// one subscription, and new for each replay.
+func DeliveryID(eventID, subscriptionID, replayID string) string {
+	h := sha256.Sum256([]byte(eventID + "\x00" + subscriptionID + "\x00" + replayID))
+	return "dlv_" + hex.EncodeToString(h[:16])
+}
+
+func (m Message) window() time.Duration {
+	if m.ReplayID != "" {
+		return ReplayRetryWindow
+	}
+	return RetryWindow
+}
+
+// next is when the attempt after a failed one at now is due, or false
+// when the window is over.
+func (m Message) next(now time.Time, jitter float64) (time.Time, bool) {
+	end := m.CreatedAt.Add(m.window())
+	if !now.Before(end) {
+		return time.Time{}, false
+	}
+	wait := max(time.Duration(jitter*float64(RetryCeiling(m.Attempt))), MinRetryDelay)
+	at := now.Add(wait)
+	if at.After(end) {
+		at = end
+	}
+	return at, true
+}
+
+// Outcomes of an attempt.
+const (
+	OutcomeSucceeded = "succeeded"
+	// OutcomeFailed: the attempt failed and another is scheduled.
+	OutcomeFailed = "failed"
+	// OutcomeDead: the attempt failed and it was the last one.
+	OutcomeDead = "dead"
+)
+
+// Attempt is the record of one delivery attempt, readable by the vendor.
+type Attempt struct {
+	ID             string     `json:"id"`
+	SubscriptionID string     `json:"subscription_id"`
+	DeliveryID     string     `json:"delivery_id"`
+	EventID        string     `json:"event_id"`
+	EventType      string     `json:"event_type"`
+	ReplayID       *string    `json:"replay_id"`
+	Attempt        int        `json:"attempt"`
+	AttemptedAt    time.Time  `json:"attempted_at"`
+	DurationMS     int64      `json:"duration_ms"`
+	StatusCode     *int       `json:"status_code"`
+	Error          *string    `json:"error"`
+	Outcome        string     `json:"outcome"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+}
+
+// AttemptPrefix starts the sort keys of attempt records; a subscription's
+// records follow AttemptPrefix<subscription id>#.
+const AttemptPrefix = "WHATT#"
+
+func attemptKey(vendorID, subID, id string) store.Key {
+	return store.Key{PK: Key(vendorID, subID).PK, SK: AttemptPrefix + subID + "#" + id}
+}
+
+// Deliverer is the delivery worker, and the rule that starts its work.
+type Deliverer struct {
+	Store  store.Store
+	Clock  clock.Clock
+	Queue  queue.Sender
+	Policy Policy
+	Log    *slog.Logger
+	// Client sends the requests; nil means Client(Policy).
+	Client *http.Client
+	// Jitter returns a number in [0, 1); nil means math/rand.
+	Jitter func() float64
+}
+
+func (d Deliverer) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+func (d Deliverer) jitter() float64 {
+	if d.Jitter != nil {
+		return d.Jitter()
+	}
+	return rand.Float64()
+}
+
+// Rule fans a new event out: one delivery message per enabled
+// subscription of the vendor that receives the event's type.
+func (d Deliverer) Rule(ctx context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, event.Prefix) {
+		return nil, nil
+	}
+	ev, err := event.Decode(*c.New)
+	if err != nil {
+		// An unreadable event can never be delivered; holding the router
+		// on it would stop every later change.
+		d.log().ErrorContext(ctx, "webhook fan-out: unreadable event", "key", c.Key.SK, "error", err)
+		return nil, nil
+	}
+	subs, err := all(ctx, d.Store, ev.VendorID)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: read subscriptions of %s: %w", ev.VendorID, err)
+	}
+	now := d.Clock.Now()
+	var out []pipeline.Outgoing
+	for _, s := range subs {
+		if s.Status != StatusEnabled || !s.Matches(ev.Type) {
+			continue
+		}
+		m := Message{VendorID: ev.VendorID, EventID: ev.ID, SubscriptionID: s.ID, DeliveryID: DeliveryID(ev.ID, s.ID, ""),
+			Attempt: 1, CreatedAt: now, NotBefore: now, Successes: s.Successes}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pipeline.Outgoing{Queue: queue.WebhookDeliveries, Body: b})
+	}
+	return out, nil
+}
+
+// send queues m after delay, in hops of at most queue.MaxDelay.
+func (d Deliverer) send(ctx context.Context, m Message, delay time.Duration) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return d.Queue.Send(ctx, queue.WebhookDeliveries, b, min(max(delay, 0), queue.MaxDelay))
+}
+
+// Handle makes one attempt of a delivery. It returns an error only when
+// the attempt could not be made or recorded for reasons of our own (the
+// store), so that the queue tries again; a receiver's failure is recorded
+// and retried with a new message.
+func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
+	var m Message
+	if err := json.Unmarshal(qm.Body, &m); err != nil || m.EventID == "" || m.SubscriptionID == "" {
+		// A message we cannot read goes to the dead-letter queue.
+		return fmt.Errorf("webhook: unreadable delivery message %s: %v", qm.ID, err)
+	}
+	now := d.Clock.Now()
+	if m.NotBefore.After(now) {
+		return d.send(ctx, m, m.NotBefore.Sub(now))
+	}
+	log := d.log().With("delivery_id", m.DeliveryID, "event_id", m.EventID, "subscription_id", m.SubscriptionID, "attempt", m.Attempt)
+	ev, err := event.Log{Store: d.Store}.Get(ctx, m.VendorID, m.EventID)
+	if err != nil {
+		if errs.As(err).Kind == errs.NotFound {
+			log.WarnContext(ctx, "webhook delivery dropped: the event has expired")
+			return d.replayOutcome(ctx, m, replayFailed)
+		}
+		return err
+	}
+	sub, err := Service{Store: d.Store, Clock: d.Clock}.Get(ctx, m.VendorID, m.SubscriptionID)
+	if err != nil {
+		if errs.As(err).Kind == errs.NotFound {
+			log.InfoContext(ctx, "webhook delivery dropped: the subscription was deleted")
+			return d.replayOutcome(ctx, m, replaySkipped)
+		}
+		return err
+	}
+	if sub.Status != StatusEnabled || (m.ReplayID == "" && !sub.Matches(ev.Type)) {
+		log.InfoContext(ctx, "webhook delivery dropped: the subscription is disabled or no longer receives this type")
+		return d.replayOutcome(ctx, m, replaySkipped)
+	}
+
+	status, duration, postErr := d.post(ctx, sub, ev, m)
+	at := now
+	rec := Attempt{ID: newAttemptID(at), SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
+		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds()}
+	if m.ReplayID != "" {
+		rec.ReplayID = &m.ReplayID
+	}
+	if status != 0 {
+		rec.StatusCode = &status
+	}
+	if postErr != nil {
+		msg := describe(postErr)
+		rec.Error = &msg
+	}
+	if postErr == nil && status >= 200 && status < 300 {
+		rec.Outcome = OutcomeSucceeded
+		if err := d.record(ctx, m, rec); err != nil {
+			return err
+		}
+		// The success count feeds the disable policy; a deleted
+		// subscription has nothing to count.
+		err := d.Store.Transact(ctx, store.Add(Key(m.VendorID, sub.ID), map[string]int64{successAttr: 1}, 0, store.Cond{Exists: true}))
+		if err != nil && !store.IsCondition(err) {
+			return err
+		}
+		log.InfoContext(ctx, "webhook delivered", "status", status, "duration_ms", rec.DurationMS)
+		return d.replayOutcome(ctx, m, replayDelivered)
+	}
+
+	next, again := m.next(d.Clock.Now(), d.jitter())
+	if again {
+		rec.Outcome, rec.NextAttemptAt = OutcomeFailed, &next
+		if err := d.record(ctx, m, rec); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "webhook attempt failed; retry scheduled", "status", status, "error", rec.Error, "next_attempt_at", next)
+		retry := m
+		retry.Attempt, retry.NotBefore = m.Attempt+1, next
+		return d.send(ctx, retry, next.Sub(d.Clock.Now()))
+	}
+	rec.Outcome = OutcomeDead
+	if err := d.record(ctx, m, rec); err != nil {
+		return err
+	}
+	log.ErrorContext(ctx, "webhook delivery dead: retries exhausted", "status", status, "error", rec.Error, "since", m.CreatedAt)
+	if m.ReplayID != "" {
+		return d.replayOutcome(ctx, m, replayFailed)
+	}
+	return d.disableIfFailing(ctx, m)
+}
+
+func newAttemptID(t time.Time) string { return ids.Sortable("whatt", t) }
+
+// record stores an attempt, kept AttemptRetention.
+func (d Deliverer) record(ctx context.Context, m Message, rec Attempt) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	k := attemptKey(m.VendorID, m.SubscriptionID, rec.ID)
+	return d.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b,
+		ExpiresAt: rec.AttemptedAt.Add(AttemptRetention).Unix()}, store.Cond{}))
+}
+
+// post sends the signed request and reports the response status (0 when
+// none came), how long it took, and what went wrong.
+func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m Message) (int, time.Duration, error) {
+	// The address is checked again on every attempt: the policy may be
+	// stricter now than when the subscription was made, and the dialer
+	// checks the address actually connected to.
+	u, err := d.Policy.ParseURL(sub.URL)
+	if err != nil {
+		return 0, 0, err
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", UserAgent)
+	h.Set(HeaderEventID, ev.ID)
+	h.Set(HeaderDeliveryID, m.DeliveryID)
+	h.Set(HeaderAttempt, strconv.Itoa(m.Attempt))
+	h.Set(HeaderSignature, signature.Sign(sub.Secret, d.Clock.Now(), body))
+	client := d.Client
+	if client == nil {
+		client = Client(d.Policy)
+	}
+	start := time.Now()
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, time.Since(start), err
+	}
+	// Read a little of the body so the connection can be reused; its
+	// content does not matter.
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	return res.StatusCode, time.Since(start), nil
+}
+
+// describe turns a transport error into a short, stable message for the
+// vendor's attempt records.
+func describe(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var r refusal
+	var dnsErr *net.DNSError
+	var ne net.Error
+	var e *errs.Error
+	switch {
+	case errors.As(err, &r):
+		return r.Error()
+	case errors.As(err, &e):
+		return e.Detail
+	case errors.As(err, &dnsErr):
+		return "dns: " + dnsErr.Err + " (" + dnsErr.Name + ")"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout: no response in time"
+	}
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return msg
+}
+
+// disableIfFailing disables the subscription of a dead delivery unless a
+// delivery to it succeeded since that one began (the endpoint recovered),
+// and records the webhook_subscription.disabled event with it.
+func (d Deliverer) disableIfFailing(ctx context.Context, m Message) error {
+	for range 3 {
+		it, err := d.Store.Get(ctx, Key(m.VendorID, m.SubscriptionID))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		sub, err := Decode(it)
+		if err != nil {
+			return err
+		}
+		if sub.Status != StatusEnabled || sub.Successes > m.Successes {
+			return nil
+		}
+		now := d.Clock.Now()
+		reason := DisabledByFailures
+		prev := sub.Version
+		sub.Status, sub.DisabledReason, sub.DisabledAt = StatusDisabled, &reason, &now
+		sub.Version++
+		sub.UpdatedAt = now
+		doc, err := encode(sub)
+		if err != nil {
+			return err
+		}
+		ev, err := subscriptionEvent(now, m.VendorID, event.WebhookSubscriptionDisabled, sub.ID, map[string]any{
+			"version": sub.Version, "reason": reason, "event_id": m.EventID, "delivery_id": m.DeliveryID})
+		if err != nil {
+			return err
+		}
+		cond := store.IfVersion(prev)
+		cond.Bounds = []store.Bound{{Attr: successAttr, Cmp: store.LE, Value: m.Successes}}
+		err = d.Store.Transact(ctx, store.Update(it.Key(), doc, sub.Version, nil, cond), ev)
+		if store.IsCondition(err) {
+			continue // changed meanwhile: look again
+		}
+		if err == nil {
+			d.log().WarnContext(ctx, "webhook subscription disabled: deliveries kept failing",
+				"vendor_id", m.VendorID, "subscription_id", sub.ID, "since", m.CreatedAt)
+		}
+		return err
+	}
+	return nil
+}

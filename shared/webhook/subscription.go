@@ -1,0 +1,416 @@
+// Package webhook delivers the vendor's events to the HTTPS endpoints it
+// subscribes: subscriptions and their signing secrets, the rule that fans
+// each new event out to one delivery message per matching subscription,
+// the delivery worker (signed POST, retries with backoff for about three
+// days, attempt records, disabling an endpoint that keeps failing), the
+// address checks that keep deliveries off private networks (at creation
+// and again on the socket at dial time), and replays of past events.
+//
+// The receivers' half, verifying a delivery's signature, is the
+// dependency-free subpackage signature.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Limits of the contract.
+const (
+	MaxSubscriptions = 20
+	MaxEventTypes    = 30
+	// AllTypes subscribes to every event type, present and future.
+	AllTypes = "*"
+	// SecretPrefix starts every signing secret.
+	SecretPrefix = "whsec_"
+)
+
+// Statuses of a subscription.
+const (
+	StatusEnabled  = "enabled"
+	StatusDisabled = "disabled"
+)
+
+// Reasons a subscription is disabled.
+const (
+	DisabledByVendor   = "vendor"
+	DisabledByFailures = "deliveries_failing"
+)
+
+// Subscription is an endpoint and the event types it receives. Secret is
+// kept with it (the signature needs it) and shown only on creation and
+// rotation.
+type Subscription struct {
+	ID             string     `json:"id"`
+	VendorID       string     `json:"vendor_id"`
+	URL            string     `json:"url"`
+	EventTypes     []string   `json:"event_types"`
+	Description    *string    `json:"description"`
+	Status         string     `json:"status"`
+	DisabledReason *string    `json:"disabled_reason"`
+	DisabledAt     *time.Time `json:"disabled_at"`
+	Version        int64      `json:"version"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	Secret         string     `json:"secret"`
+	// Successes counts successful deliveries (a numeric attribute of the
+	// item, moved atomically by the workers); the disable policy compares
+	// it with its value when a failing delivery began.
+	Successes int64 `json:"-"`
+}
+
+// View is a subscription as the API shows it: never the secret.
+type View struct {
+	ID             string     `json:"id"`
+	VendorID       string     `json:"vendor_id"`
+	URL            string     `json:"url"`
+	EventTypes     []string   `json:"event_types"`
+	Description    *string    `json:"description"`
+	Status         string     `json:"status"`
+	DisabledReason *string    `json:"disabled_reason"`
+	DisabledAt     *time.Time `json:"disabled_at"`
+	Version        int64      `json:"version"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+}
+
+// WithSecret is the view shown on creation and rotation.
+type WithSecret struct {
+	View
+	Secret string `json:"secret"`
+}
+
+// View returns the public fields.
+func (s Subscription) View() View {
+	return View{ID: s.ID, VendorID: s.VendorID, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
+		Status: s.Status, DisabledReason: s.DisabledReason, DisabledAt: s.DisabledAt, Version: s.Version,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
+
+// Matches reports whether the subscription wants events of typ.
+func (s Subscription) Matches(typ string) bool {
+	return slices.Contains(s.EventTypes, AllTypes) || slices.Contains(s.EventTypes, typ)
+}
+
+// Keys and prefixes in the vendor partition.
+const (
+	// Prefix starts subscription sort keys.
+	Prefix = "WHSUB#"
+	// counterSK is the item whose attribute n counts the subscriptions.
+	counterSK   = "WHSUBCOUNT"
+	counterAttr = "n"
+	// successAttr counts a subscription's successful deliveries.
+	successAttr = "successes"
+)
+
+// Key is a subscription's key.
+func Key(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+}
+
+func counterKey(vendorID string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: counterSK}
+}
+
+// NewSecret makes a signing secret: whsec_ and 256 random bits.
+func NewSecret() string { return SecretPrefix + ids.Random(32) }
+
+// Decode reads a subscription item.
+func Decode(it store.Item) (Subscription, error) {
+	var s Subscription
+	if err := json.Unmarshal(it.Data, &s); err != nil {
+		return Subscription{}, fmt.Errorf("webhook: decode %s: %w", it.SK, err)
+	}
+	s.Successes = it.Nums[successAttr]
+	return s, nil
+}
+
+func encode(s Subscription) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: encode subscription: %w", err)
+	}
+	return b, nil
+}
+
+// Service manages subscriptions and replays.
+type Service struct {
+	Store  store.Store
+	Clock  clock.Clock
+	Policy Policy
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "webhook subscription not found") }
+
+func unavailable(err error) error {
+	return errs.Unavailablef(err, "webhook subscriptions could not be read")
+}
+
+// validID screens path ids before they reach a key.
+func validID(id string) bool {
+	return id != "" && len(id) <= 128 && !strings.ContainsAny(id, "#/")
+}
+
+// Get reads a subscription.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Subscription, error) {
+	if !validID(id) {
+		return Subscription{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Subscription{}, notFound()
+	}
+	if err != nil {
+		return Subscription{}, unavailable(err)
+	}
+	sub, err := Decode(it)
+	if err != nil {
+		return Subscription{}, unavailable(err)
+	}
+	return sub, nil
+}
+
+// List reads a page of subscriptions, oldest first.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	items, err := s.Store.Query(ctx, store.Query{PK: vendor.Partition(vendorID), Prefix: Prefix, After: after, Limit: limit + 1})
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	if len(items) > limit {
+		items, more = items[:limit], true
+	}
+	views = make([]View, 0, len(items))
+	for _, it := range items {
+		sub, err := Decode(it)
+		if err != nil {
+			return nil, "", false, unavailable(err)
+		}
+		views = append(views, sub.View())
+		lastKey = it.SK
+	}
+	return views, lastKey, more, nil
+}
+
+// all reads every subscription of a vendor (at most MaxSubscriptions).
+func all(ctx context.Context, st store.Store, vendorID string) ([]Subscription, error) {
+	items, err := st.Query(ctx, store.Query{PK: vendor.Partition(vendorID), Prefix: Prefix, Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	subs := make([]Subscription, 0, len(items))
+	for _, it := range items {
+		sub, err := Decode(it)
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+func subscriptionEvent(now time.Time, vendorID, typ, id string, data map[string]any) (store.Op, error) {
+	return event.Op(event.New(now, vendorID, typ, "webhook_subscription", id, data))
+}
+
+func limitErr() error {
+	return errs.Ef(errs.CodeWebhookSubscriptionLimit, "a vendor can have at most %d webhook subscriptions; delete one first", MaxSubscriptions)
+}
+
+// PrepareCreate checks the URL (resolving its host), builds the new
+// subscription with its secret, and returns the operations that store it,
+// count it against the vendor's limit (a counter with a bound, so that
+// concurrent creates cannot pass 20) and record its event.
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (WithSecret, []store.Op, func(*store.ConditionError) error, error) {
+	if _, err := s.Policy.CheckURL(ctx, in.URL); err != nil {
+		return WithSecret{}, nil, nil, err
+	}
+	ck := counterKey(vendorID)
+	cit, err := s.Store.Get(ctx, ck)
+	var count store.Op
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		count = store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: map[string]int64{counterAttr: 1}}, store.IfAbsent())
+	case err != nil:
+		return WithSecret{}, nil, nil, unavailable(err)
+	case cit.Nums[counterAttr] >= MaxSubscriptions:
+		return WithSecret{}, nil, nil, limitErr()
+	default:
+		count = store.Add(ck, map[string]int64{counterAttr: 1}, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: counterAttr, Cmp: store.LT, Value: MaxSubscriptions}}})
+	}
+	now := s.Clock.Now()
+	sub := Subscription{ID: ids.Sortable("whsub", now), VendorID: vendorID, URL: in.URL, EventTypes: in.EventTypes,
+		Description: in.Description, Status: StatusEnabled, Version: 1, CreatedAt: now, UpdatedAt: now, Secret: NewSecret()}
+	data, err := encode(sub)
+	if err != nil {
+		return WithSecret{}, nil, nil, err
+	}
+	k := Key(vendorID, sub.ID)
+	ev, err := subscriptionEvent(now, vendorID, event.WebhookSubscriptionCreated, sub.ID, map[string]any{"version": 1})
+	if err != nil {
+		return WithSecret{}, nil, nil, err
+	}
+	ops := []store.Op{
+		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{successAttr: 0}}, store.IfAbsent()),
+		count, ev,
+	}
+	conflict := func(ce *store.ConditionError) error {
+		if ce.Has(1) && count.Kind == store.OpAdd {
+			return limitErr()
+		}
+		return errs.E(errs.CodeConflict, "webhook subscriptions changed while this one was created; retry")
+	}
+	return WithSecret{View: sub.View(), Secret: sub.Secret}, ops, conflict, nil
+}
+
+func versionConflict(current int64) error {
+	return errs.Ef(errs.CodeWebhookSubscriptionVersion, "expected_version: the subscription is at version %d; read it again and retry", current)
+}
+
+// Update applies a PATCH: the fields sent replace the current ones,
+// provided expected_version is current. Enabling a disabled subscription
+// clears its disabled reason; an update that changes nothing is a no-op.
+func (s Service) Update(ctx context.Context, vendorID, id string, in UpdateInput) (View, error) {
+	sub, err := s.Get(ctx, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	if in.ExpectedVersion != sub.Version {
+		return View{}, versionConflict(sub.Version)
+	}
+	now := s.Clock.Now()
+	var changed []string
+	if in.URL != nil && *in.URL != sub.URL {
+		if _, err := s.Policy.CheckURL(ctx, *in.URL); err != nil {
+			return View{}, err
+		}
+		sub.URL = *in.URL
+		changed = append(changed, "url")
+	}
+	if in.EventTypes != nil && !slices.Equal(in.EventTypes, sub.EventTypes) {
+		sub.EventTypes = in.EventTypes
+		changed = append(changed, "event_types")
+	}
+	if in.DescriptionSet && !equalPtr(in.Description, sub.Description) {
+		sub.Description = in.Description
+		changed = append(changed, "description")
+	}
+	if in.Status != nil && *in.Status != sub.Status {
+		sub.Status = *in.Status
+		if sub.Status == StatusEnabled {
+			sub.DisabledReason, sub.DisabledAt = nil, nil
+		} else {
+			reason := DisabledByVendor
+			sub.DisabledReason, sub.DisabledAt = &reason, &now
+		}
+		changed = append(changed, "status")
+	}
+	if len(changed) == 0 {
+		return sub.View(), nil
+	}
+	sub.Version++
+	sub.UpdatedAt = now
+	if err := s.write(ctx, sub, in.ExpectedVersion, event.WebhookSubscriptionUpdated, map[string]any{"version": sub.Version, "changed": changed}); err != nil {
+		return View{}, err
+	}
+	return sub.View(), nil
+}
+
+func equalPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// write stores a changed subscription with its event, conditioned on the
+// version it was read at; numeric attributes (the success count) are kept.
+func (s Service) write(ctx context.Context, sub Subscription, prev int64, typ string, data map[string]any) error {
+	doc, err := encode(sub)
+	if err != nil {
+		return err
+	}
+	ev, err := subscriptionEvent(sub.UpdatedAt, sub.VendorID, typ, sub.ID, data)
+	if err != nil {
+		return err
+	}
+	err = s.Store.Transact(ctx, store.Update(Key(sub.VendorID, sub.ID), doc, sub.Version, nil, store.IfVersion(prev)), ev)
+	if store.IsCondition(err) {
+		cur, gerr := s.Get(ctx, sub.VendorID, sub.ID)
+		if gerr != nil {
+			return gerr
+		}
+		return versionConflict(cur.Version)
+	}
+	if err != nil {
+		var e *errs.Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return errs.Unavailablef(err, "the webhook subscription could not be stored")
+	}
+	return nil
+}
+
+// Rotate gives the subscription a new secret, effective for the next
+// delivery attempt; the old secret stops working at once.
+func (s Service) Rotate(ctx context.Context, vendorID, id string) (WithSecret, error) {
+	sub, err := s.Get(ctx, vendorID, id)
+	if err != nil {
+		return WithSecret{}, err
+	}
+	prev := sub.Version
+	sub.Secret = NewSecret()
+	sub.Version++
+	sub.UpdatedAt = s.Clock.Now()
+	if err := s.write(ctx, sub, prev, event.WebhookSubscriptionUpdated, map[string]any{"version": sub.Version, "changed": []string{"secret"}}); err != nil {
+		return WithSecret{}, err
+	}
+	return WithSecret{View: sub.View(), Secret: sub.Secret}, nil
+}
+
+// Delete removes a subscription and frees its place under the limit.
+// Deliveries already queued for it are dropped when they come up; its
+// attempt records expire on their own.
+func (s Service) Delete(ctx context.Context, vendorID, id string) error {
+	sub, err := s.Get(ctx, vendorID, id)
+	if err != nil {
+		return err
+	}
+	now := s.Clock.Now()
+	ev, err := subscriptionEvent(now, vendorID, event.WebhookSubscriptionDeleted, id, map[string]any{"version": sub.Version})
+	if err != nil {
+		return err
+	}
+	err = s.Store.Transact(ctx,
+		store.Delete(Key(vendorID, id), store.Cond{Exists: true}),
+		store.Add(counterKey(vendorID), map[string]int64{counterAttr: -1}, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: counterAttr, Cmp: store.GT, Value: 0}}}),
+		ev)
+	if store.IsCondition(err) {
+		return notFound()
+	}
+	if err != nil {
+		var e *errs.Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return errs.Unavailablef(err, "the webhook subscription could not be deleted")
+	}
+	return nil
+}
