@@ -29,7 +29,7 @@ func (a *App) Works(q queue.Sender) []Work {
 		// One entry per kind of work, e.g. a.webhookWork(q).
 		a.webhookWork(q),
 		a.replayWork(q),
-		a.bulkWork(),
+		a.bulkWork(q),
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 // bulkWork applies bulk operations: the insert of a job starts it, and its
 // worker applies the records in order, paced by the vendor's write window.
-func (a *App) bulkWork() Work {
-	w := bulk.NewWorker(a.Store, a.Clock, a.Config.RateWrites, a.Log)
+func (a *App) bulkWork(q queue.Sender) Work {
+	w := bulk.NewWorker(a.Store, a.Clock, a.Config.RateWrites, q, a.Log)
 	return Work{Queue: queue.BulkOperations, Rule: bulk.Rule, Handle: w.Handle}
 }

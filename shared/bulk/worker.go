@@ -58,11 +58,15 @@ type Worker struct {
 	Limiter   ratelimit.Limiter
 	Inventory inventory.Service
 	Log       *slog.Logger
+	// Queue, when set, takes the job's continuation after a pause (see
+	// Handle); without it a pause is a retry of the message itself.
+	Queue queue.Sender
 }
 
 // NewWorker builds a worker over st, spending each record from the
-// vendor's allowance of writes per one-minute window.
-func NewWorker(st store.Store, c clock.Clock, writes int, log *slog.Logger) Worker {
+// vendor's allowance of writes per one-minute window and sending
+// continuations to q (may be nil).
+func NewWorker(st store.Store, c clock.Clock, writes int, q queue.Sender, log *slog.Logger) Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -73,8 +77,20 @@ func NewWorker(st store.Store, c clock.Clock, writes int, log *slog.Logger) Work
 		Limiter:   ratelimit.Limiter{Store: st, Clock: c, Writes: writes},
 		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
 		Log:       log,
+		Queue:     q,
 	}
 }
+
+// later is a pause with progress kept: the vendor's window is spent, or a
+// record's failed attempt was counted on the job. The job goes on after
+// the delay.
+type later struct {
+	after time.Duration
+	err   error
+}
+
+func (l *later) Error() string { return fmt.Sprintf("continue after %s: %v", l.after, l.err) }
+func (l *later) Unwrap() error { return l.err }
 
 // errReload says the job changed under the worker (another delivery of the
 // same message, or a write whose outcome was not reported): read it again.
@@ -82,19 +98,39 @@ var errReload = errors.New("bulk: the job changed; reload it")
 
 // Handle is the queue handler. It applies the job's pending records in
 // order until the job ends (nil: the message is done) or cannot go on now:
-// the vendor's write window is spent (a retry when it resets), or a record
-// met a failure of the service (a retry with backoff).
+// the vendor's write window is spent (pacing: go on when it resets), or a
+// record met a failure of the service (go on after a backoff).
+//
+// A pause sends a fresh message for the rest of the job, delayed, and
+// completes this one: pauses are normal for a batch larger than the
+// window, and a retry of the same message would count towards the queue's
+// maximum receives and could dead-letter a healthy job. Attempts are
+// bounded on the job itself instead (MaxAttempts). When the continuation
+// cannot be sent, or the failed attempt could not even be counted, the
+// message is retried after the delay and does count.
 func (w Worker) Handle(ctx context.Context, m queue.Message) error {
 	var msg Message
 	if err := json.Unmarshal(m.Body, &msg); err != nil || msg.VendorID == "" || msg.ID == "" {
 		// Retried until the dead-letter queue, where operators see it.
 		return fmt.Errorf("bulk: malformed message %s: %q", m.ID, m.Body)
 	}
-	return w.Run(ctx, msg.VendorID, msg.ID)
+	err := w.run(ctx, msg.VendorID, msg.ID)
+	var l *later
+	if !errors.As(err, &l) {
+		return err
+	}
+	if w.Queue != nil {
+		serr := w.Queue.Send(ctx, queue.BulkOperations, m.Body, l.after)
+		if serr == nil {
+			return nil
+		}
+		w.Log.ErrorContext(ctx, "bulk continuation not sent; retrying the message", "bulk_operation_id", msg.ID, "error", serr)
+	}
+	return queue.RetryAfter(l.after, l.err)
 }
 
-// Run works one job, as Handle does.
-func (w Worker) Run(ctx context.Context, vendorID, id string) error {
+// run works one job, as Handle does.
+func (w Worker) run(ctx context.Context, vendorID, id string) error {
 	j, ver, err := Load(ctx, w.Store, vendorID, id)
 	if errs.Is(err, errs.CodeNotFound) {
 		w.Log.WarnContext(ctx, "bulk operation gone", "vendor_id", vendorID, "bulk_operation_id", id)
@@ -145,7 +181,7 @@ func (w Worker) step(ctx context.Context, j *Job, ver *int64, i int) error {
 	if _, err := w.Limiter.Take(ctx, j.VendorID, ratelimit.Write); err != nil {
 		if e := errs.As(err); e.Kind == errs.RateLimited {
 			// Pacing, not failure: resume when the window resets.
-			return queue.RetryAfter(time.Duration(e.RetryAfter)*time.Second, err)
+			return &later{after: time.Duration(e.RetryAfter) * time.Second, err: err}
 		}
 		return w.retry(ctx, j, ver, i, err)
 	}
@@ -231,10 +267,14 @@ func (w Worker) retry(ctx context.Context, j *Job, ver *int64, i int, cause erro
 	w.Log.ErrorContext(ctx, "bulk record attempt failed", "vendor_id", j.VendorID, "bulk_operation_id", j.ID,
 		"record", i, "attempt", j.Records[i].Attempts+1, "error", cause)
 	err := w.write(ctx, j, ver, func(n *Job) { n.Records[i].Attempts++ }, nil)
-	if errors.Is(err, errReload) {
+	switch {
+	case errors.Is(err, errReload):
 		return err
+	case err != nil:
+		// Not counted: let the queue's receive limit bound this instead.
+		return queue.RetryAfter(backoff(j.Records[i].Attempts+1), cause)
 	}
-	return queue.RetryAfter(backoff(j.Records[i].Attempts), cause)
+	return &later{after: backoff(j.Records[i].Attempts), err: cause}
 }
 
 // backoff is the wait before attempt n+1: 2^n seconds, at most a minute.

@@ -655,7 +655,7 @@ func TestBulkCrashResumes(t *testing.T) {
 				items := seedItems(t, e, 5)
 				b := mustSubmit(t, e, e.Token, "bulk-crash-1", batch(items, 10, 20, 30, 40, 50))
 
-				crashing := bulk.NewWorker(&crashStore{Store: e.App.Store, failAt: 3, mode: mode}, e.Clock, 1<<20, nil)
+				crashing := bulk.NewWorker(&crashStore{Store: e.App.Store, failAt: 3, mode: mode}, e.Clock, 1<<20, nil, nil)
 				err := func() (err error) {
 					defer func() {
 						if p := recover(); p != nil {
@@ -731,16 +731,21 @@ func TestBulkAttemptsRunOut(t *testing.T) {
 		items := seedItems(t, e, 5)
 		b := mustSubmit(t, e, e.Token, "bulk-attempts-1", batch(items, 10, 20, 30, 40, 50))
 		productID, seq, _ := catalog.ParseInventoryItemID(items[2])
-		w := bulk.NewWorker(failingStore{Store: e.App.Store, productKey: catalog.Key(e.Vendor.ID, productID).SK, attr: catalog.OnHandAttr(seq)}, e.Clock, 1<<20, nil)
+		sent := &sender{}
+		w := bulk.NewWorker(failingStore{Store: e.App.Store, productKey: catalog.Key(e.Vendor.ID, productID).SK, attr: catalog.OnHandAttr(seq)}, e.Clock, 1<<20, sent, nil)
 		msg := bulkMessage(t, e, b.Data.ID)
 		var last time.Duration
 		for i := 1; i <= bulk.MaxAttempts; i++ {
-			err := w.Handle(context.Background(), msg)
-			delay, ok := queue.DelayOf(err)
-			if !ok || delay <= last {
-				t.Fatalf("attempt %d: %v (delay %v after %v), want a growing retry delay", i, err, delay, last)
+			// Each counted attempt completes the message and continues the
+			// job in a fresh one, later and later.
+			if err := w.Handle(context.Background(), msg); err != nil {
+				t.Fatalf("attempt %d: %v", i, err)
 			}
-			last = delay
+			next := sent.take(t)
+			if !bytes.Equal(next.body, msg.Body) || next.delay <= last {
+				t.Fatalf("attempt %d: continuation %+v after %v, want a growing delay", i, next, last)
+			}
+			last = next.delay
 			if got := getBulk(t, e, b.Data.ID); !slices.Equal(statuses(got), []string{"succeeded", "succeeded", "pending", "pending", "pending"}) {
 				t.Fatalf("attempt %d: %v", i, statuses(got))
 			}
@@ -768,6 +773,81 @@ func TestBulkAttemptsRunOut(t *testing.T) {
 	})
 }
 
+// sender records the messages a worker sends.
+type sender struct {
+	mu   sync.Mutex
+	sent []sentMessage
+}
+
+type sentMessage struct {
+	queue string
+	body  []byte
+	delay time.Duration
+}
+
+func (s *sender) Send(_ context.Context, q string, body []byte, delay time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, sentMessage{q, body, delay})
+	return nil
+}
+
+// take returns the one message sent since the last take.
+func (s *sender) take(t *testing.T) sentMessage {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sent) != 1 || s.sent[0].queue != queue.BulkOperations {
+		t.Fatalf("sent %+v, want one message to %s", s.sent, queue.BulkOperations)
+	}
+	m := s.sent[0]
+	s.sent = nil
+	return m
+}
+
+// TestBulkPauseContinues: a job paused by the vendor's window completes its
+// message and continues in a fresh one sent for when the window resets, so
+// that pauses never count towards the queue's receive limit.
+func TestBulkPauseContinues(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		e := bulkEnv(t, kind, 2)
+		items := seedItems(t, e, 5)
+		nextWindow(e)
+		// 2 writes a minute: the submission and record 1, then records 2-3, then 4-5.
+		b := mustSubmit(t, e, e.Token, "bulk-continue-1", batch(items, 1, 2, 3, 4, 5))
+		sent := &sender{}
+		w, err := e.App.Work(sent, queue.BulkOperations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := bulkMessage(t, e, b.Data.ID)
+		for round := 1; round <= 3; round++ {
+			if err := w.Handle(context.Background(), msg); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			if got := getBulk(t, e, b.Data.ID); got.Data.Counts["succeeded"] != 2*round-1 {
+				t.Fatalf("round %d: %v", round, statuses(got))
+			}
+			if round == 3 {
+				break
+			}
+			next := sent.take(t)
+			reset := e.Clock.Now().Truncate(time.Minute).Add(time.Minute)
+			if !bytes.Equal(next.body, msg.Body) || next.delay <= 0 || e.Clock.Now().Add(next.delay).Before(reset) {
+				t.Fatalf("round %d: continuation %+v, want one for when the window resets at %v", round, next, reset)
+			}
+			nextWindow(e)
+			msg = queue.Message{ID: fmt.Sprintf("msg_%d", round), Queue: next.queue, Body: next.body, Receives: 1}
+		}
+		if got := getBulk(t, e, b.Data.ID); got.Data.Status != "completed" {
+			t.Fatalf("%s %v", got.Data.Status, statuses(got))
+		}
+		if len(sent.sent) != 0 {
+			t.Fatalf("a finished job sent %+v", sent.sent)
+		}
+	})
+}
+
 // TestBulkLostResponse: a transaction that committed but reported failure
 // is recognised at once (the job's version moved), so the worker carries on
 // without repeating the record.
@@ -776,7 +856,7 @@ func TestBulkLostResponse(t *testing.T) {
 		e := bulkEnv(t, kind, 1<<20)
 		items := seedItems(t, e, 4)
 		b := mustSubmit(t, e, e.Token, "bulk-lost-1", batch(items, 10, 20, 30, 40))
-		w := bulk.NewWorker(&crashStore{Store: e.App.Store, failAt: 2, mode: "lost"}, e.Clock, 1<<20, nil)
+		w := bulk.NewWorker(&crashStore{Store: e.App.Store, failAt: 2, mode: "lost"}, e.Clock, 1<<20, nil, nil)
 		if err := w.Handle(context.Background(), bulkMessage(t, e, b.Data.ID)); err != nil {
 			t.Fatalf("worker: %v", err)
 		}
@@ -822,7 +902,7 @@ func TestBulkLostRace(t *testing.T) {
 				t.Errorf("competing adjustment: %d %s", r.Status, r.Body)
 			}
 		}
-		w := bulk.NewWorker(&racingStore{Store: e.App.Store, race: race}, e.Clock, 1<<20, nil)
+		w := bulk.NewWorker(&racingStore{Store: e.App.Store, race: race}, e.Clock, 1<<20, nil, nil)
 		if err := w.Handle(context.Background(), bulkMessage(t, e, b.Data.ID)); err != nil {
 			t.Fatalf("worker: %v", err)
 		}
