@@ -70,6 +70,9 @@ func TestDefinitionChecks(t *testing.T) {
 		{"worker without env", func(d *Definition) {
 			d.StreamRouter, d.Workers = "r", []Worker{{Name: "w"}}
 		}, "QueueURLEnv"},
+		{"sends to a stranger", func(d *Definition) {
+			d.StreamRouter, d.Workers = "r", []Worker{{Name: "w", QueueURLEnv: "X", SendsTo: []string{"v"}}}
+		}, "not a worker"},
 		{"duplicate function", func(d *Definition) { d.Admin = "vendors" }, "used twice"},
 		{"odd rate", func(d *Definition) { d.Scheduled = []Scheduled{{Name: "s", Every: 90 * time.Second}} }, "whole number of minutes"},
 		{"domain without certificate", func(d *Definition) { d.Domain = &Domain{Name: "api.example.com"} }, "certificate"},

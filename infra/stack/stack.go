@@ -121,6 +121,9 @@ type Worker struct {
 	// QueueURLEnv names the variable (a shared/config constant) that gives
 	// the stream router this worker's queue URL.
 	QueueURLEnv string
+	// SendsTo names other workers whose queues this one may send to (a
+	// replay feeding deliveries, say); it is told their URLs too.
+	SendsTo []string
 	// BatchSize is the most messages per invocation (default 10).
 	BatchSize int
 	// MaxReceiveCount is how many receives a message gets before it goes
@@ -198,9 +201,18 @@ func (d Definition) check() error {
 	if len(d.Workers) > 0 && d.StreamRouter == "" {
 		return errors.New("stack: workers need a stream router to feed their queues")
 	}
+	workers := map[string]bool{}
 	for _, w := range d.Workers {
 		if w.QueueURLEnv == "" {
 			return fmt.Errorf("stack: worker %s: no QueueURLEnv for the stream router", w.Name)
+		}
+		workers[w.Name] = true
+	}
+	for _, w := range d.Workers {
+		for _, to := range w.SendsTo {
+			if !workers[to] {
+				return fmt.Errorf("stack: worker %s sends to %q, which is not a worker", w.Name, to)
+			}
 		}
 	}
 	for _, sc := range d.Scheduled {
@@ -219,6 +231,15 @@ func (d Definition) check() error {
 		}
 	}
 	return nil
+}
+
+func (d Definition) worker(name string) Worker {
+	for _, w := range d.Workers {
+		if w.Name == name {
+			return w
+		}
+	}
+	return Worker{}
 }
 
 func (d Definition) groups() []httpapi.Group {
@@ -530,15 +551,13 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 		return q
 	}
 
+	// Queues first, so that a worker can be told another's URL.
 	queueURLs := map[string]*string{}
-	var queues []awssqs.Queue
+	queues := map[string]awssqs.Queue{}
 	for _, w := range d.Workers {
-		timeout, batch, receives := w.Timeout, w.BatchSize, w.MaxReceiveCount
+		timeout, receives := w.Timeout, w.MaxReceiveCount
 		if timeout == 0 {
 			timeout = time.Minute
-		}
-		if batch == 0 {
-			batch = 10
 		}
 		if receives == 0 {
 			receives = 5
@@ -551,18 +570,34 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 			EnforceSSL:        jsii.Bool(true),
 			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(receives))},
 		})
-		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, nil, true)
-		f.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{
+		queueURLs[w.QueueURLEnv] = q.QueueUrl()
+		queues[w.Name] = q
+	}
+	for _, w := range d.Workers {
+		timeout, batch := w.Timeout, w.BatchSize
+		if timeout == 0 {
+			timeout = time.Minute
+		}
+		if batch == 0 {
+			batch = 10
+		}
+		extra := map[string]*string{}
+		for _, to := range w.SendsTo {
+			extra[d.worker(to).QueueURLEnv] = queues[to].QueueUrl()
+		}
+		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, extra, true)
+		for _, to := range w.SendsTo {
+			queues[to].GrantSendMessages(f)
+		}
+		f.AddEventSource(awslambdaeventsources.NewSqsEventSource(queues[w.Name], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize:               jsii.Number(float64(batch)),
 			ReportBatchItemFailures: jsii.Bool(true),
 		}))
-		queueURLs[w.QueueURLEnv] = q.QueueUrl()
-		queues = append(queues, q)
 	}
 
 	router := fn(d.StreamRouter, "Seller Platform API: sends the table's new events and jobs to the workers' queues", time.Minute, queueURLs, false)
-	for _, q := range queues {
-		q.GrantSendMessages(router)
+	for _, w := range d.Workers {
+		queues[w.Name].GrantSendMessages(router)
 	}
 	failed := newDLQ(d.StreamRouter)
 	router.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{

@@ -86,7 +86,7 @@ func synth(m *testing.M) (int, error) {
 			d.StreamRouter = "stream-router"
 			d.Workers = []Worker{
 				{Name: "webhook-worker", QueueURLEnv: "SELLERAPI_WEBHOOK_QUEUE_URL"},
-				{Name: "bulk-worker", QueueURLEnv: "SELLERAPI_BULK_QUEUE_URL", BatchSize: 1, MaxReceiveCount: 3},
+				{Name: "bulk-worker", QueueURLEnv: "SELLERAPI_BULK_QUEUE_URL", BatchSize: 1, MaxReceiveCount: 3, SendsTo: []string{"webhook-worker"}},
 			}
 			return d
 		}()},
@@ -725,6 +725,30 @@ func TestWorkersGetAQueueADeadLetterQueueAndAMapping(t *testing.T) {
 	for _, a := range []string{"dynamodb:GetRecords", "dynamodb:GetShardIterator", "sqs:SendMessage"} {
 		if !slices.Contains(all, a) {
 			t.Errorf("stream router may not %s: %v", a, all)
+		}
+	}
+
+	// A worker may send to the queues it names, and is told their URLs.
+	for _, w := range []struct {
+		name  string
+		sends bool
+	}{{"bulk-worker", true}, {"webhook-worker", false}} {
+		id := async.function(t, w.name)
+		roleID, _ := getAtt(async.res[id].Properties["Role"])
+		var sendsTo []string
+		for _, st := range async.statements(t, roleID) {
+			if slices.Contains(actions(st), "sqs:SendMessage") {
+				q, _ := getAtt(st["Resource"])
+				sendsTo = append(sendsTo, q)
+			}
+		}
+		vars := async.res[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		told := ref(vars["SELLERAPI_WEBHOOK_QUEUE_URL"]) == byName["sellerapi-async-webhook-worker"]
+		if w.sends && (!reflect.DeepEqual(sendsTo, []string{byName["sellerapi-async-webhook-worker"]}) || !told) {
+			t.Errorf("%s: sends to %v, told its URL: %v; want the webhook queue", w.name, sendsTo, told)
+		}
+		if !w.sends && (len(sendsTo) > 0 || told) {
+			t.Errorf("%s: sends to %v", w.name, sendsTo)
 		}
 	}
 
