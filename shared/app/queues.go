@@ -18,10 +18,12 @@ import (
 )
 
 // OpenQueues opens the SQS work queues at the URLs the configuration names
-// (config.QueueURLEnv), one for every queue in queue.Names. Opening sends
-// no request.
-func OpenQueues(ctx context.Context, cfg config.Config) (*sqsqueue.Queue, error) {
-	for _, name := range queue.Names() {
+// (config.QueueURLEnv). Each queue in required must have one: a function
+// is told the URLs of the queues it sends to or works (the stream router
+// all of them, a worker its own and those it sends follow-up work to), and
+// a send to a queue without a URL fails. Opening sends no request.
+func OpenQueues(ctx context.Context, cfg config.Config, required ...string) (*sqsqueue.Queue, error) {
+	for _, name := range required {
 		if cfg.QueueURLs[name] == "" {
 			return nil, fmt.Errorf("app: no URL for the %s queue: set %s", name, config.QueueURLEnv[name])
 		}
@@ -113,7 +115,7 @@ func (p *StreamPipeline) Once(ctx context.Context) (bool, error) {
 // reads the stream from the latest position: changes made while no server
 // ran are not routed (in AWS the event source mapping keeps the position).
 func (a *App) runStreamPipeline(ctx context.Context, interval time.Duration) {
-	q, err := OpenQueues(ctx, a.Config)
+	q, err := OpenQueues(ctx, a.Config, queue.Names()...)
 	var p *StreamPipeline
 	if err == nil {
 		p, err = a.NewStreamPipeline(ctx, q, a.Works(q), dynamodb.FromLatest)

@@ -83,9 +83,10 @@ func NewWorker(a *app.App, q Queues, queueName string) (SQSHandler, error) {
 }
 
 // WorkerMain is the whole main of the worker Lambda called name for the
-// named queue: configuration from the environment (the store, and the URL
-// of every work queue: workers send follow-up work and delay retries),
-// the handler built once, then the Lambda loop. An init failure is printed
+// named queue: configuration from the environment (the store; the URL of
+// its own queue, which it delays retries on and may send follow-up work
+// to; and the URLs of the other queues its work sends to), the handler
+// built once, then the Lambda loop. An init failure is printed
 // as "<name>: init: <err>" and exits with status 1.
 func WorkerMain(name, queueName string) {
 	ctx := context.Background()
@@ -97,7 +98,7 @@ func WorkerMain(name, queueName string) {
 	if err != nil {
 		fail(name, err)
 	}
-	q, err := app.OpenQueues(ctx, cfg)
+	q, err := app.OpenQueues(ctx, cfg, queueName)
 	if err != nil {
 		fail(name, err)
 	}

@@ -73,7 +73,7 @@ func NewStreamRouter(a *app.App, q queue.Sender) StreamHandler {
 
 // StreamRouterMain is the whole main of the stream-router Lambda called
 // name: configuration from the environment (the store, and the URL of
-// every work queue), the handler built once, then the Lambda loop. An init
+// every work queue: any rule may send to any), the handler built once, then the Lambda loop. An init
 // failure is printed as "<name>: init: <err>" and exits with status 1.
 func StreamRouterMain(name string) {
 	ctx := context.Background()
@@ -85,7 +85,7 @@ func StreamRouterMain(name string) {
 	if err != nil {
 		fail(name, err)
 	}
-	q, err := app.OpenQueues(ctx, cfg)
+	q, err := app.OpenQueues(ctx, cfg, queue.Names()...)
 	if err != nil {
 		fail(name, err)
 	}
