@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/bulk"
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // TestSampleEvent keeps events/bulk-worker/bulk-operation.json a batch as the queue's event
@@ -20,5 +27,71 @@ func TestSampleEvent(t *testing.T) {
 		if body[k] == nil {
 			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
 		}
+	}
+}
+
+// A bulk operation runs end to end through the worker's Lambda handler, on
+// each store: the submission is stored, the stream router's rules turn the
+// job's insert into its message, and the handler, given that message as
+// SQS delivers it, applies the record and completes the job.
+func TestBulkOperationThroughTheHandler(t *testing.T) {
+	for _, kind := range apitest.Stores() {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			e := apitest.New(t, apitest.Options{Store: kind})
+			p, ops, _, err := catalog.Service{Store: e.Store, Clock: e.Clock, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, e.Vendor.ID,
+				catalog.Input{Kind: catalog.KindSimple, Name: "Mug", Slug: "mug", Options: map[string][]string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Store.Transact(ctx, ops...); err != nil {
+				t.Fatal(err)
+			}
+			itemID := catalog.InventoryItemID(p.ID, 0)
+			var item struct{ Data struct{ Version int64 } }
+			e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/"+itemID).JSON(t, &item)
+
+			r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/bulk-operations", Token: e.Token,
+				Headers: map[string]string{"Idempotency-Key": "bulk-worker-1"},
+				Body: map[string]any{"kind": "inventory_adjustment", "items": []map[string]any{{"key": "r1", "inventory_item_id": itemID,
+					"body": map[string]any{"target_on_hand": 7, "expected_version": item.Data.Version}}}}})
+			var job struct{ Data struct{ ID, Status string } }
+			r.JSON(t, &job)
+			if r.Status != http.StatusAccepted || job.Data.Status != "queued" {
+				t.Fatalf("submit: %d %s", r.Status, r.Body)
+			}
+
+			q := &lambdatest.Queues{}
+			stored, err := e.Store.Get(ctx, bulk.Key(e.Vendor.ID, job.Data.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := e.App.Router(q).Route(ctx, []store.Change{{Kind: store.Inserted, Key: stored.Key(), New: &stored}}); err != nil || n != 1 {
+				t.Fatalf("route: %d, %v", n, err)
+			}
+			msgs := q.Take(queue.BulkOperations)
+			if len(msgs) != 1 {
+				t.Fatalf("routed %d bulk messages, want 1", len(msgs))
+			}
+			h, err := lambdaapi.NewWorker(e.App, q, queue.BulkOperations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := h(ctx, lambdatest.SQSBatch(queue.BulkOperations, msgs...))
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("handler: %+v, %v", resp, err)
+			}
+			var done struct{ Data struct{ Status string } }
+			e.Get("/vendors/"+e.Vendor.ID+"/bulk-operations/"+job.Data.ID).JSON(t, &done)
+			var after struct {
+				Data struct {
+					OnHand int64 `json:"on_hand"`
+				}
+			}
+			e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/"+itemID).JSON(t, &after)
+			if done.Data.Status != "completed" || after.Data.OnHand != 7 {
+				t.Fatalf("after the handler: job %s, on_hand %d; want completed and 7", done.Data.Status, after.Data.OnHand)
+			}
+		})
 	}
 }

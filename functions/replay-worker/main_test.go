@@ -1,11 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // TestSampleEvent keeps events/replay-worker/replay.json a batch as the queue's event
@@ -20,5 +29,87 @@ func TestSampleEvent(t *testing.T) {
 		if body[k] == nil {
 			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
 		}
+	}
+}
+
+// A replay runs end to end through the worker's Lambda handler, on each
+// store: the stream router's rules turn the replay's insert into its
+// message, and the handler, given that message as SQS delivers it, chooses
+// the destinations and queues one delivery per subscription on the
+// webhook-deliveries queue.
+func TestReplayThroughTheHandler(t *testing.T) {
+	for _, kind := range apitest.Stores() {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			e := apitest.New(t, apitest.Options{Store: kind, Config: func(c *config.Config) { c.AllowPrivateWebhooks = true }})
+			var subs []string
+			for i, url := range []string{"http://127.0.0.1:9/a", "http://127.0.0.1:9/b"} {
+				r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/webhook-subscriptions", Token: e.Token,
+					Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("replay-worker-%d", i+1)},
+					Body:    map[string]any{"url": url, "event_types": []string{"*"}}})
+				var sub struct{ Data struct{ ID string } }
+				r.JSON(t, &sub)
+				if r.Status != http.StatusCreated {
+					t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+				}
+				subs = append(subs, sub.Data.ID)
+			}
+			ev := event.New(e.Clock.Now(), e.Vendor.ID, event.ProductCreated, "product", "prd_1", nil)
+			op, err := event.Op(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Store.Transact(ctx, op); err != nil {
+				t.Fatal(err)
+			}
+			r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/events/" + ev.ID + "/replay", Token: e.Token,
+				Headers: map[string]string{"Idempotency-Key": "replay-worker-replay"}})
+			var rp struct {
+				Data struct {
+					ID     string `json:"replay_id"`
+					Status string
+				}
+			}
+			r.JSON(t, &rp)
+			if r.Status != http.StatusAccepted || rp.Data.Status != "queued" {
+				t.Fatalf("replay: %d %s", r.Status, r.Body)
+			}
+
+			q := &lambdatest.Queues{}
+			stored, err := e.Store.Get(ctx, webhook.ReplayKey(e.Vendor.ID, ev.ID, rp.Data.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.App.Router(q).Route(ctx, []store.Change{{Kind: store.Inserted, Key: stored.Key(), New: &stored}}); err != nil {
+				t.Fatal(err)
+			}
+			msgs := q.Take(queue.EventReplays)
+			if len(msgs) != 1 {
+				t.Fatalf("routed %d replay messages, want 1", len(msgs))
+			}
+			h, err := lambdaapi.NewWorker(e.App, q, queue.EventReplays)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := h(ctx, lambdatest.SQSBatch(queue.EventReplays, msgs...))
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("handler: %+v, %v", resp, err)
+			}
+			deliveries := q.Take(queue.WebhookDeliveries)
+			to := map[string]bool{}
+			for _, d := range deliveries {
+				var m webhook.Message
+				if err := json.Unmarshal(d.Body, &m); err != nil {
+					t.Fatal(err)
+				}
+				if m.ReplayID != rp.Data.ID || m.EventID != ev.ID {
+					t.Fatalf("delivery %s is not of the replay", d.Body)
+				}
+				to[m.SubscriptionID] = true
+			}
+			if len(deliveries) != 2 || !to[subs[0]] || !to[subs[1]] {
+				t.Fatalf("deliveries to %v, want one to each of %v", to, subs)
+			}
+		})
 	}
 }

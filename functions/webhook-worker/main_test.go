@@ -1,11 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/webhook"
+	"github.com/moku/sellerapi/shared/webhook/signature"
 )
 
 // TestSampleEvent keeps events/webhook-worker/delivery.json a batch as the queue's event
@@ -20,5 +32,96 @@ func TestSampleEvent(t *testing.T) {
 		if body[k] == nil {
 			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
 		}
+	}
+}
+
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+// A new event is delivered end to end through the worker's Lambda handler,
+// on each store: the stream router's rules fan the event's insert out to
+// one message for the subscription, and the handler, given that message as
+// SQS delivers it, posts the event to the subscriber, signed with its
+// secret. A receiver that fails gets a retry scheduled, not a batch failure.
+func TestDeliveryThroughTheHandler(t *testing.T) {
+	for _, kind := range apitest.Stores() {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			status := http.StatusNoContent
+			got := make(chan received, 4)
+			recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				got <- received{r.Header.Clone(), b}
+				w.WriteHeader(status)
+			}))
+			defer recv.Close()
+			// Loopback receivers need the local flag.
+			e := apitest.New(t, apitest.Options{Store: kind, Config: func(c *config.Config) { c.AllowPrivateWebhooks = true }})
+			r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/webhook-subscriptions", Token: e.Token,
+				Headers: map[string]string{"Idempotency-Key": "webhook-worker-1"},
+				Body:    map[string]any{"url": recv.URL + "/hooks", "event_types": []string{event.ProductCreated}}})
+			var sub struct{ Data struct{ ID, Secret string } }
+			r.JSON(t, &sub)
+			if r.Status != http.StatusCreated {
+				t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+			}
+
+			deliver := func(id string) lambdatest.Sent {
+				t.Helper()
+				ev := event.New(e.Clock.Now(), e.Vendor.ID, event.ProductCreated, "product", id, nil)
+				op, err := event.Op(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.Store.Transact(ctx, op); err != nil {
+					t.Fatal(err)
+				}
+				q := &lambdatest.Queues{}
+				if _, err := e.App.Router(q).Route(ctx, []store.Change{{Kind: store.Inserted, Key: op.Item.Key(), New: &op.Item}}); err != nil {
+					t.Fatal(err)
+				}
+				msgs := q.Take(queue.WebhookDeliveries)
+				if len(msgs) != 1 {
+					t.Fatalf("routed %d deliveries, want 1", len(msgs))
+				}
+				h, err := lambdaapi.NewWorker(e.App, q, queue.WebhookDeliveries)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := h(ctx, lambdatest.SQSBatch(queue.WebhookDeliveries, msgs...))
+				if err != nil || len(resp.BatchItemFailures) != 0 {
+					t.Fatalf("handler: %+v, %v", resp, err)
+				}
+				var d received
+				select {
+				case d = <-got:
+				default:
+					t.Fatal("the subscriber received nothing")
+				}
+				if d.header.Get(webhook.HeaderEventID) != ev.ID || !strings.Contains(string(d.body), ev.ID) {
+					t.Fatalf("delivery of %s: headers %v, body %s", ev.ID, d.header, d.body)
+				}
+				if err := signature.Verify(d.header.Get(webhook.HeaderSignature), d.body, sub.Data.Secret, e.Clock.Now(), 0); err != nil {
+					t.Fatalf("signature: %v", err)
+				}
+				retries := q.Take(queue.WebhookDeliveries)
+				if len(retries) > 1 {
+					t.Fatalf("%d retries scheduled", len(retries))
+				}
+				if len(retries) == 1 {
+					return retries[0]
+				}
+				return lambdatest.Sent{}
+			}
+			if retry := deliver("prd_1"); retry.Body != nil {
+				t.Fatalf("a retry after a delivered event: %s", retry.Body)
+			}
+			status = http.StatusServiceUnavailable
+			if retry := deliver("prd_2"); retry.Body == nil || retry.Delay <= 0 {
+				t.Fatalf("after a failed attempt the retry is %+v, want a delayed message", retry)
+			}
+		})
 	}
 }

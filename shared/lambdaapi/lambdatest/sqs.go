@@ -2,13 +2,18 @@ package lambdatest
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -46,6 +51,80 @@ func SQSEvent(t testing.TB, path, queueName string) events.SQSEvent {
 		if r.Attributes["ApproximateReceiveCount"] == "" {
 			t.Errorf("%s: record %d has no ApproximateReceiveCount", path, i)
 		}
+	}
+	return ev
+}
+
+// Sent is a message a worker or the router sent.
+type Sent struct {
+	Queue string
+	Body  []byte
+	Delay time.Duration
+}
+
+// Queues stands in for the SQS queues in tests of the router and the
+// workers (a lambdaapi.Queues): it keeps what is sent and which received
+// messages were hidden for how long.
+type Queues struct {
+	mu     sync.Mutex
+	sent   []Sent
+	Hidden map[string]time.Duration // receipt handle → visibility
+}
+
+// Send keeps the message.
+func (q *Queues) Send(_ context.Context, name string, body []byte, delay time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sent = append(q.sent, Sent{Queue: name, Body: append([]byte(nil), body...), Delay: delay})
+	return nil
+}
+
+// ChangeVisibility keeps the new visibility of a received message.
+func (q *Queues) ChangeVisibility(_ context.Context, _, receiptHandle string, d time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.Hidden == nil {
+		q.Hidden = map[string]time.Duration{}
+	}
+	q.Hidden[receiptHandle] = d
+	return nil
+}
+
+// Take removes and returns the messages sent to the named queue.
+func (q *Queues) Take(name string) []Sent {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var took, kept []Sent
+	for _, s := range q.sent {
+		if s.Queue == name {
+			took = append(took, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	q.sent = kept
+	return took
+}
+
+var batchSeq atomic.Int64
+
+// SQSBatch wraps messages of the named queue as its event source mapping
+// hands them to the worker: one record each, received for the first time.
+func SQSBatch(queueName string, msgs ...Sent) events.SQSEvent {
+	var ev events.SQSEvent
+	for _, m := range msgs {
+		n := batchSeq.Add(1)
+		sum := md5.Sum(m.Body)
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId:      fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
+			ReceiptHandle:  fmt.Sprintf("rh-%d", n),
+			Body:           string(m.Body),
+			Md5OfBody:      hex.EncodeToString(sum[:]),
+			Attributes:     map[string]string{"ApproximateReceiveCount": "1"},
+			EventSource:    "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:sellerapi-test-" + queueName,
+			AWSRegion:      "us-east-1",
+		})
 	}
 	return ev
 }
