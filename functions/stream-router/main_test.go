@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +16,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
+	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // sample reads events/stream-router/insert-event.json as Lambda decodes it.
@@ -142,5 +148,44 @@ func TestFailedSendReportsItsRecord(t *testing.T) {
 	resp, _ = h(context.Background(), events.DynamoDBEvent{Records: batch.Records[1:]})
 	if len(resp.BatchItemFailures) != 0 || len(s.sent) != 2 || !strings.Contains(s.sent[1], "product.published") {
 		t.Fatalf("retry: failures %+v, sent %q", resp.BatchItemFailures, s.sent)
+	}
+}
+
+// The function's own handler, over the app's registered works, fans a new
+// event out to one webhook delivery per subscription that receives it,
+// from the stream record Lambda hands it.
+func TestRouterOfTheRegisteredWorks(t *testing.T) {
+	ctx := context.Background()
+	// A loopback subscriber (the local flag) needs no DNS.
+	e := apitest.New(t, apitest.Options{Config: func(c *config.Config) { c.AllowPrivateWebhooks = true }})
+	r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/webhook-subscriptions", Token: e.Token,
+		Headers: map[string]string{"Idempotency-Key": "stream-router-1"},
+		Body:    map[string]any{"url": "http://127.0.0.1:9/hooks", "event_types": []string{event.ProductCreated}}})
+	var sub struct{ Data struct{ ID string } }
+	r.JSON(t, &sub)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	ev := event.New(e.Clock.Now(), e.Vendor.ID, event.ProductCreated, "product", "prd_1", nil)
+	op, err := event.Op(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := sample(t).Records[0]
+	rec.Change.NewImage = dynamodb.LambdaImage(op.Item)
+	rec.Change.Keys = map[string]events.DynamoDBAttributeValue{"pk": rec.Change.NewImage["pk"], "sk": rec.Change.NewImage["sk"]}
+
+	q := &lambdatest.Queues{}
+	resp, err := lambdaapi.NewStreamRouter(e.App, q)(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("handler: %+v, %v", resp, err)
+	}
+	sent := q.Take(queue.WebhookDeliveries)
+	if len(sent) != 1 {
+		t.Fatalf("%d deliveries, want 1", len(sent))
+	}
+	var m webhook.Message
+	if err := json.Unmarshal(sent[0].Body, &m); err != nil || m.EventID != ev.ID || m.SubscriptionID != sub.Data.ID {
+		t.Fatalf("delivery %s, %v", sent[0].Body, err)
 	}
 }
