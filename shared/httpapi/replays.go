@@ -57,4 +57,3 @@ func optionalEmptyBody(c *Call) error {
 	}
 	return nil
 }
-
