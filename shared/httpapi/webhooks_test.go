@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -335,4 +336,50 @@ func TestWebhookURLsUnderTheLocalFlag(t *testing.T) {
 	}
 	r, _ := createSubscription(t, e, "local-key-1", map[string]any{"url": "http://u:p@127.0.0.1:8081/", "event_types": []string{"*"}})
 	r.WantProblem(t, 400, "WEBHOOK_URL_NOT_ALLOWED")
+}
+
+// The count of subscriptions is kept with a bound in the same transaction
+// as each create, so racing creates cannot pass the limit.
+func TestWebhookSubscriptionLimitUnderConcurrency(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		e := webhookEnv(t, kind, false)
+		const n = webhook.MaxSubscriptions + 6
+		statuses := make([]int, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				r := e.Do(apitest.Req{Method: http.MethodPost, Path: subsPath(e), Token: e.Token,
+					Body:    map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "event_types": []string{"*"}},
+					Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("race-key-%02d", i)}})
+				statuses[i] = r.Status
+			}(i)
+		}
+		wg.Wait()
+		created := 0
+		for i, st := range statuses {
+			switch st {
+			case 201:
+				created++
+			case 409:
+			default:
+				t.Fatalf("create %d: status %d", i, st)
+			}
+		}
+		// Creates that lost a race may be retried; the limit still holds.
+		for i := 0; i < n && created < webhook.MaxSubscriptions; i++ {
+			if statuses[i] == 409 {
+				if r, _ := createSubscription(t, e, fmt.Sprintf("race-key-%02d", i), map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "event_types": []string{"*"}}); r.Status == 201 {
+					created++
+				}
+			}
+		}
+		listed := len(mustList(t, e))
+		if created != webhook.MaxSubscriptions || listed != created {
+			t.Fatalf("created %d, listed %d, want %d", created, listed, webhook.MaxSubscriptions)
+		}
+		r, _ := createSubscription(t, e, "race-key-last", map[string]any{"url": "https://hooks.example.com/last", "event_types": []string{"*"}})
+		r.WantProblem(t, 409, "WEBHOOK_SUBSCRIPTION_LIMIT")
+	})
 }
