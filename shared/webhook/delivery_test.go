@@ -1,0 +1,170 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+func TestRetryCeilings(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 10: 512 * time.Minute,
+		11: 12 * time.Hour, 12: 12 * time.Hour, 100: 12 * time.Hour} {
+		if got := RetryCeiling(n); got != want {
+			t.Errorf("RetryCeiling(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
+
+func TestNextAttempt(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := Message{CreatedAt: start, Attempt: 3}
+	// Full jitter: anywhere from the minimum to the ceiling.
+	if at, ok := m.next(start.Add(time.Hour), 1); !ok || at != start.Add(time.Hour+4*time.Minute) {
+		t.Fatalf("jitter 1: %v %v", at, ok)
+	}
+	if at, ok := m.next(start.Add(time.Hour), 0.5); !ok || at != start.Add(time.Hour+2*time.Minute) {
+		t.Fatalf("jitter 0.5: %v %v", at, ok)
+	}
+	if at, ok := m.next(start.Add(time.Hour), 0); !ok || at != start.Add(time.Hour+MinRetryDelay) {
+		t.Fatalf("jitter 0: %v %v", at, ok)
+	}
+	// Never past the window: the last attempt is at its end.
+	m.Attempt = 20
+	if at, ok := m.next(start.Add(70*time.Hour), 1); !ok || at != start.Add(RetryWindow) {
+		t.Fatalf("clamped: %v %v", at, ok)
+	}
+	if _, ok := m.next(start.Add(RetryWindow), 1); ok {
+		t.Fatal("an attempt after the window")
+	}
+	// Replays have a window of their own.
+	m.ReplayID = "rpl_1"
+	if _, ok := m.next(start.Add(ReplayRetryWindow), 0.5); ok {
+		t.Fatal("a replay attempt after the replay window")
+	}
+}
+
+func TestDeliveryIDs(t *testing.T) {
+	a, b := DeliveryID("evt_1", "whsub_1", ""), DeliveryID("evt_1", "whsub_1", "")
+	if a != b || a == DeliveryID("evt_1", "whsub_2", "") || a == DeliveryID("evt_1", "whsub_1", "rpl_1") || len(a) != len("dlv_")+32 {
+		t.Fatalf("delivery ids: %s %s", a, b)
+	}
+}
+
+// sink is a queue.Sender that can fail.
+type sink struct {
+	fail error
+	sent []Message
+}
+
+func (s *sink) Send(_ context.Context, _ string, body []byte, _ time.Duration) error {
+	if s.fail != nil {
+		return s.fail
+	}
+	var m Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
+	s.sent = append(s.sent, m)
+	return nil
+}
+
+// A replay worker that crashes after recording its selection but before
+// queueing every delivery resumes with the destinations that have no
+// outcome yet, and never selects twice.
+func TestReplayResumesAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+	clk.Tick(time.Millisecond)
+	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clk.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	svc := Service{Store: st, Clock: clk, Policy: Policy{AllowPrivate: true}}
+	const vendorID = "ven_1"
+	var subs []string
+	for i := 0; i < 3; i++ {
+		v, ops, _, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: "http://127.0.0.1:9/hook", EventTypes: []string{"product.created"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Transact(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, v.ID)
+	}
+	ev := event.New(clk.Now(), vendorID, event.ProductCreated, "product", "prd_1", nil)
+	op, _ := event.Op(ev)
+	if err := st.Transact(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	rv, err := svc.CreateReplay(ctx, vendorID, ev.ID, ReplayInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, _ := json.Marshal(replayJob{VendorID: vendorID, EventID: ev.ID, ReplayID: rv.ReplayID})
+	msg := queue.Message{ID: "m1", Queue: queue.EventReplays, Body: job}
+
+	// The queue is down after the selection is stored: the handler fails.
+	down := &sink{fail: errors.New("queue unavailable")}
+	if err := (Replayer{Store: st, Clock: clk, Queue: down}).Handle(ctx, msg); err == nil {
+		t.Fatal("handled without queueing the deliveries")
+	}
+	got, _ := svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
+	if got.Status != ReplayRunning || *got.Total != 3 {
+		t.Fatalf("after the crash: %+v", got)
+	}
+	// One destination's outcome is in before the retry.
+	d := Deliverer{Store: st, Clock: clk}
+	first := Message{VendorID: vendorID, EventID: ev.ID, SubscriptionID: subs[0], ReplayID: rv.ReplayID, DeliveryID: DeliveryID(ev.ID, subs[0], rv.ReplayID)}
+	if err := d.replayOutcome(ctx, first, replayDelivered); err != nil {
+		t.Fatal(err)
+	}
+	// Counted once, however often it is reported.
+	if err := d.replayOutcome(ctx, first, replayDelivered); err != nil {
+		t.Fatal(err)
+	}
+	up := &sink{}
+	if err := (Replayer{Store: st, Clock: clk, Queue: up}).Handle(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	if len(up.sent) != 2 || up.sent[0].SubscriptionID != subs[1] || up.sent[1].SubscriptionID != subs[2] || up.sent[0].ReplayID != rv.ReplayID {
+		t.Fatalf("resumed with %+v", up.sent)
+	}
+	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
+	if got.Status != ReplayRunning || *got.Total != 3 || got.Delivered != 1 {
+		t.Fatalf("still running: %+v", got)
+	}
+	for _, m := range up.sent {
+		if err := d.replayOutcome(ctx, m, replaySkipped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
+	if got.Status != ReplayCompleted || got.Delivered != 1 || got.Skipped != 2 || got.CompletedAt == nil {
+		t.Fatalf("completed: %+v", got)
+	}
+	// Handled again once complete, it does nothing.
+	again := &sink{}
+	if err := (Replayer{Store: st, Clock: clk, Queue: again}).Handle(ctx, msg); err != nil || len(again.sent) != 0 {
+		t.Fatalf("a completed replay re-sent %d: %v", len(again.sent), err)
+	}
+	items, _ := st.Query(ctx, store.Query{PK: "VENDOR#" + vendorID, Prefix: event.Prefix, Limit: 100})
+	completed := 0
+	for _, it := range items {
+		if e, _ := event.Decode(it); e.Type == event.EventReplayCompleted {
+			completed++
+		}
+	}
+	if completed != 1 {
+		t.Fatalf("%d event_replay.completed events", completed)
+	}
+}
