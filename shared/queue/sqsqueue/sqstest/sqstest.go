@@ -4,6 +4,13 @@
 // each work queue with a dead-letter queue behind a redrive policy. Without
 // an emulator the tests skip, unless REQUIRE_EMULATORS=1 makes that a
 // failure, as CI does.
+//
+// Where local-aws-sqs 2.0.2 differs from SQS: a long poll stays open for
+// its whole wait, collecting messages as they become visible (so poll with
+// a wait of zero); a ChangeMessageVisibility counts as a receive in
+// ApproximateReceiveCount and towards the redrive policy; and a message is
+// moved to the dead-letter queue when its last visibility timeout ends,
+// not on the next receive.
 package sqstest
 
 import (
