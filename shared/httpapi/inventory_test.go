@@ -26,7 +26,7 @@ type itemBody struct {
 }
 
 func adjust(e *apitest.Env, itemID, key string, body any) *apitest.Resp {
-	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/inventory-items/" + itemID + "/adjustments",
+	return e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/inventory-items/" + itemID + "/adjustments",
 		Token: e.Token, Body: body, Headers: map[string]string{"Idempotency-Key": key}})
 }
 

@@ -387,7 +387,7 @@ func TestFailsClosedOnTimeout(t *testing.T) {
 }
 
 func createWidget(e *apitest.Env, key string, body any) *apitest.Resp {
-	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/widgets", Token: e.Token,
+	return e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/widgets", Token: e.Token,
 		Body: body, Headers: map[string]string{"Idempotency-Key": key}})
 }
 

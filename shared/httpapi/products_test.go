@@ -84,7 +84,7 @@ type productBody struct {
 
 func create(t *testing.T, e *apitest.Env, key string, body any) (*apitest.Resp, productBody) {
 	t.Helper()
-	r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/products", Token: e.Token, Body: body,
+	r := e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/products", Token: e.Token, Body: body,
 		Headers: map[string]string{"Idempotency-Key": key}})
 	var p productBody
 	if r.Status == 201 {
@@ -357,7 +357,7 @@ func TestPublishNeedsCompleteDraft(t *testing.T) {
 }
 
 func patch(e *apitest.Env, id string, body any) *apitest.Resp {
-	return e.Do(apitest.Req{Method: http.MethodPatch, Path: "/vendors/" + e.Vendor.ID + "/products/" + id, Token: e.Token, Body: body})
+	return e.DoRetrying(apitest.Req{Method: http.MethodPatch, Path: "/vendors/" + e.Vendor.ID + "/products/" + id, Token: e.Token, Body: body})
 }
 
 func TestPatch(t *testing.T) {

@@ -49,7 +49,7 @@ func (f stockFixture) reserve(key string, qty int, extra ...any) *apitest.Resp {
 	for i := 0; i+1 < len(extra); i += 2 {
 		body[extra[i].(string)] = extra[i+1]
 	}
-	return f.e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + f.e.Vendor.ID + "/inventory-reservations", Token: f.e.Token,
+	return f.e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + f.e.Vendor.ID + "/inventory-reservations", Token: f.e.Token,
 		Body: body, Headers: map[string]string{"Idempotency-Key": key}})
 }
 

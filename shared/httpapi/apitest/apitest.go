@@ -224,6 +224,21 @@ func (e *Env) Do(r Req) *Resp {
 	return &Resp{Status: res.StatusCode, Header: res.Header, Body: b}
 }
 
+// DoRetrying sends a request like a well-behaved client under load: a 503
+// (which carries Retry-After) is retried a few times after a short pause.
+// Concurrency tests use it so that a store saturated by the test itself
+// cannot turn "exactly N succeed" into fewer.
+func (e *Env) DoRetrying(r Req) *Resp {
+	e.T.Helper()
+	for attempt := 0; ; attempt++ {
+		res := e.Do(r)
+		if res.Status != http.StatusServiceUnavailable || attempt == 5 {
+			return res
+		}
+		time.Sleep(time.Duration(20*(attempt+1)) * time.Millisecond)
+	}
+}
+
 // Get is a GET with the default token.
 func (e *Env) Get(path string) *Resp { return e.Do(Req{Path: path, Token: e.Token}) }
 

@@ -582,6 +582,12 @@ func optional(s string) *string {
 // (which takes a concurrent writer each time).
 const maxAttempts = 8
 
+// conflictAttempts bounds the attempts of a transaction that keeps losing to
+// concurrent transactions on the same items (hot stock under a checkout
+// rush): many short, jittered waits serialise the contenders well inside a
+// request's deadline.
+const conflictAttempts = 20
+
 // Transact applies the operations atomically: a single put, delete or add as
 // its own conditional request, anything else as TransactWriteItems.
 func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
@@ -593,7 +599,7 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 	}
 	forms := make([]addForm, len(ops))
 	var lastErr error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for attempt := 0; attempt < conflictAttempts; attempt++ {
 		now := s.now().Unix()
 		items := make([]types.TransactWriteItem, len(ops))
 		synthetic := make([]bool, len(ops))
@@ -639,11 +645,11 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 			return fmt.Errorf("dynamodb: transact %d operations: %w", len(ops), err)
 		}
 		lastErr = err
-		if err := sleep(ctx, backoff(attempt+1)); err != nil {
+		if err := sleep(ctx, conflictBackoff(attempt+1)); err != nil {
 			return fmt.Errorf("dynamodb: transact %d operations: %w", len(ops), err)
 		}
 	}
-	return fmt.Errorf("dynamodb: transact %d operations: gave up after %d attempts: %w", len(ops), maxAttempts, lastErr)
+	return fmt.Errorf("dynamodb: transact %d operations: gave up after %d attempts: %w", len(ops), conflictAttempts, lastErr)
 }
 
 // single writes one operation with PutItem, DeleteItem or UpdateItem, which
@@ -775,6 +781,13 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 		}
 	}
 	return fail(fmt.Errorf("counter kept changing state after %d attempts", maxAttempts))
+}
+
+// conflictBackoff is the jittered delay before retry n (from 1) of a
+// transaction that lost a conflict: 5 ms doubling up to 160 ms.
+func conflictBackoff(n int) time.Duration {
+	d := 5 * time.Millisecond << min(n-1, 5)
+	return d/2 + rand.N(d/2+1)
 }
 
 // backoff is a jittered exponential delay for retry n (from 1).
