@@ -350,7 +350,7 @@ func TestWebhookSubscriptionLimitUnderConcurrency(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				r := e.Do(apitest.Req{Method: http.MethodPost, Path: subsPath(e), Token: e.Token,
+				r := e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: subsPath(e), Token: e.Token,
 					Body:    map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "event_types": []string{"*"}},
 					Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("race-key-%02d", i)}})
 				statuses[i] = r.Status
