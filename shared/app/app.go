@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/blob/fsblob"
@@ -22,6 +23,7 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // App is an assembled service.
@@ -32,6 +34,11 @@ type App struct {
 	Log    *slog.Logger
 	// Blob holds uploaded media; nil when none is configured.
 	Blob blob.Store
+	// WebhookResolver resolves webhook host names; nil is the system's.
+	WebhookResolver webhook.Resolver
+
+	webhookClient     *http.Client
+	webhookClientOnce sync.Once
 }
 
 // Option adjusts assembly, mostly for tests.
@@ -45,6 +52,9 @@ func WithStore(s store.Store) Option { return func(a *App) { a.Store = s } }
 
 // WithBlob uses an already opened media store instead of opening one.
 func WithBlob(b blob.Store) Option { return func(a *App) { a.Blob = b } }
+
+// WithWebhookResolver fixes what webhook host names resolve to (tests).
+func WithWebhookResolver(r webhook.Resolver) Option { return func(a *App) { a.WebhookResolver = r } }
 
 // WithLogOutput sends the JSON logs to w instead of standard error.
 func WithLogOutput(w io.Writer) Option {
@@ -118,7 +128,7 @@ func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Se
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob}, groups...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob, WebhookResolver: a.WebhookResolver}, groups...)
 }
 
 // Close releases the store.

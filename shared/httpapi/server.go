@@ -31,6 +31,7 @@ import (
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // Deps are what the server needs from its process.
@@ -43,6 +44,8 @@ type Deps struct {
 	// Authority tells who masters each vendor's Catalog, base price and Stock
 	// Pool; nil means the vendor's authority record, kept by connections.
 	Authority catalog.Authority
+	// WebhookResolver resolves webhook host names; nil is the system's.
+	WebhookResolver webhook.Resolver
 	// Observe, when set, is told about every finished request; benchmarks
 	// and budget tests read the store round trips from it.
 	Observe func(Observation)

@@ -377,9 +377,14 @@ func TestWebhookRotationTakesEffectAtOnce(t *testing.T) {
 // subscription was made and resolves to loopback at delivery; the dialer
 // refuses the connection.
 func TestWebhookDialTimeRefusal(t *testing.T) {
-	e := webhookEnv(t, apitest.SQLite, false)
+	hosts := webhook.Hosts{}
+	for name, addrs := range publicHosts {
+		hosts[name] = addrs
+	}
+	e := webhookEnvResolving(t, apitest.SQLite, false, hosts)
 	sub := mustSubscribe(t, e, "https://rebind.example.com/hook", "product.created")
-	t.Cleanup(webhook.SetResolver(webhook.Hosts{"rebind.example.com": {netip.MustParseAddr("127.0.0.1")}}))
+	// The name now resolves to loopback (the test is the only goroutine).
+	hosts["rebind.example.com"] = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	whProductEvent(t, e, "rebound")
 	whDrain(t, e)
 	as := whAttempts(t, e, sub.Data.ID)

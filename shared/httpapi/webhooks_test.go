@@ -28,8 +28,13 @@ var publicHosts = webhook.Hosts{
 
 func webhookEnv(t *testing.T, kind apitest.StoreKind, allowPrivate bool) *apitest.Env {
 	t.Helper()
-	t.Cleanup(webhook.SetResolver(publicHosts))
-	e := apitest.New(t, apitest.Options{Store: kind, Config: func(c *config.Config) {
+	return webhookEnvResolving(t, kind, allowPrivate, publicHosts)
+}
+
+// webhookEnvResolving is webhookEnv with host names resolving through hosts.
+func webhookEnvResolving(t *testing.T, kind apitest.StoreKind, allowPrivate bool, hosts webhook.Hosts) *apitest.Env {
+	t.Helper()
+	e := apitest.New(t, apitest.Options{Store: kind, WebhookResolver: hosts, Config: func(c *config.Config) {
 		c.RateReads, c.RateWrites = 1<<20, 1<<20
 		c.AllowPrivateWebhooks = allowPrivate
 	}})

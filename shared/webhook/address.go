@@ -96,6 +96,9 @@ type Policy struct {
 	// AllowPrivate (the local --allow-private-webhooks flag) also allows
 	// plain http, any port and private or loopback addresses, for tests.
 	AllowPrivate bool
+	// Resolver finds the addresses of host names at creation and at dial
+	// time; nil is the system's resolver. Tests give a fixed one.
+	Resolver Resolver
 }
 
 func urlErr(format string, args ...any) error {
@@ -313,7 +316,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	addrs, err := currentResolver().LookupNetIP(ctx, "ip", host)
+	addrs, err := p.resolver().LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		var dnsErr *net.DNSError
 		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {

@@ -132,29 +132,28 @@ func TestParseURL(t *testing.T) {
 }
 
 func TestCheckURLResolvesNames(t *testing.T) {
-	defer SetResolver(Hosts{
+	hosts := Policy{Resolver: Hosts{
 		"hooks.example.com":    {netip.MustParseAddr("93.184.216.34")},
 		"internal.example.com": {netip.MustParseAddr("10.0.0.5")},
 		"mixed.example.com":    {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("127.0.0.1")},
 		"mapped.example.com":   {netip.MustParseAddr("::ffff:192.168.0.1")},
 		"v6.example.com":       {netip.MustParseAddr("fd00::1")},
-	})()
+	}}
 	ctx := context.Background()
-	if _, err := (Policy{}).CheckURL(ctx, "https://hooks.example.com/x"); err != nil {
+	if _, err := hosts.CheckURL(ctx, "https://hooks.example.com/x"); err != nil {
 		t.Fatalf("public name: %v", err)
 	}
 	for name, want := range map[string]string{
 		"internal.example.com": "resolves to 10.0.0.5", "mixed.example.com": "resolves to 127.0.0.1",
 		"mapped.example.com": "resolves to 192.168.0.1", "v6.example.com": "resolves to fd00::1", "missing.example.com": "does not resolve",
 	} {
-		_, err := Policy{}.CheckURL(ctx, "https://"+name+"/x")
+		_, err := hosts.CheckURL(ctx, "https://"+name+"/x")
 		if e := errs.As(err); e.Code != errs.CodeWebhookURLNotAllowed || !strings.Contains(e.Detail, want) {
 			t.Errorf("%s: %v, want %q", name, err, want)
 		}
 	}
 	// A lookup that fails for another reason is an outage: fail closed.
-	defer SetResolver(failing{})()
-	if _, err := (Policy{}).CheckURL(ctx, "https://hooks.example.com/x"); errs.As(err).Kind != errs.Unavailable {
+	if _, err := (Policy{Resolver: failing{}}).CheckURL(ctx, "https://hooks.example.com/x"); errs.As(err).Kind != errs.Unavailable {
 		t.Fatalf("lookup outage: %v, want 503", err)
 	}
 	// Under the local flag names are not resolved at creation.
@@ -176,10 +175,10 @@ func TestDialerRefusesPrivateAddressesAtConnect(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	defer srv.Close()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	defer SetResolver(Hosts{"rebind.example.com": {netip.MustParseAddr("127.0.0.1")}})()
+	rebind := Hosts{"rebind.example.com": {netip.MustParseAddr("127.0.0.1")}}
 	ctx := context.Background()
 	for _, addr := range []string{net.JoinHostPort("rebind.example.com", strconv.Itoa(port)), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), net.JoinHostPort("::ffff:127.0.0.1", strconv.Itoa(port))} {
-		conn, err := Dialer{}.DialContext(ctx, "tcp", addr)
+		conn, err := Dialer{Policy: Policy{Resolver: rebind}}.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			conn.Close()
 			t.Fatalf("dial %s: connected, want refused", addr)
@@ -189,12 +188,12 @@ func TestDialerRefusesPrivateAddressesAtConnect(t *testing.T) {
 		}
 	}
 	// The same request through the production client never reaches the server.
-	_, err := Client(Policy{}).Get(srv.URL)
+	_, err := NewClient(Policy{Resolver: rebind}).Get(srv.URL)
 	if !IsRefused(err) {
 		t.Fatalf("client: %v, want refused", err)
 	}
 	// Under the local flag it connects.
-	res, err := Client(Policy{AllowPrivate: true}).Get("http://rebind.example.com:" + strconv.Itoa(port) + "/")
+	res, err := NewClient(Policy{AllowPrivate: true, Resolver: rebind}).Get("http://rebind.example.com:" + strconv.Itoa(port) + "/")
 	if err != nil || res.StatusCode != 204 {
 		t.Fatalf("local client: %v %v", res, err)
 	}
@@ -210,7 +209,7 @@ func TestClientFollowsNoRedirect(t *testing.T) {
 		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
 	}))
 	defer srv.Close()
-	res, err := Client(Policy{AllowPrivate: true}).Post(srv.URL, "application/json", strings.NewReader("{}"))
+	res, err := NewClient(Policy{AllowPrivate: true}).Post(srv.URL, "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}

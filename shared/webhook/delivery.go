@@ -157,7 +157,8 @@ type Deliverer struct {
 	Queue  queue.Sender
 	Policy Policy
 	Log    *slog.Logger
-	// Client sends the requests; nil means Client(Policy).
+	// Client sends the requests; nil means a new NewClient(Policy) per
+	// delivery, so long-lived workers should set it.
 	Client *http.Client
 	// Jitter returns a number in [0, 1); nil means math/rand.
 	Jitter func() float64
@@ -349,7 +350,7 @@ func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m
 	h.Set(HeaderSignature, signature.Sign(sub.Secret, d.Clock.Now(), body))
 	client := d.Client
 	if client == nil {
-		client = Client(d.Policy)
+		client = NewClient(d.Policy)
 	}
 	start := time.Now()
 	res, err := client.Do(req)

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,20 +25,10 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-var resolver atomic.Pointer[Resolver]
-
-// SetResolver replaces the resolver that subscription checks and
-// deliveries use (net.DefaultResolver by default) and returns a function
-// that restores the previous one. Tests use it to control what names
-// resolve to; nothing else should.
-func SetResolver(r Resolver) (restore func()) {
-	prev := resolver.Swap(&r)
-	return func() { resolver.Store(prev) }
-}
-
-func currentResolver() Resolver {
-	if r := resolver.Load(); r != nil {
-		return *r
+// resolver is the policy's resolver, the system's by default.
+func (p Policy) resolver() Resolver {
+	if p.Resolver != nil {
+		return p.Resolver
 	}
 	return net.DefaultResolver
 }
@@ -94,7 +82,7 @@ func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn
 		addrs = []netip.Addr{a}
 	} else {
 		lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-		addrs, err = currentResolver().LookupNetIP(lctx, "ip", host)
+		addrs, err = d.Policy.resolver().LookupNetIP(lctx, "ip", host)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -124,21 +112,11 @@ func IsRefused(err error) bool {
 	return errors.As(err, &r)
 }
 
-var (
-	clientsMu sync.Mutex
-	clients   = map[Policy]*http.Client{}
-)
-
-// Client returns the process's delivery client for a policy: no proxy
-// (a proxy would connect for us, past the address check), no redirects
-// followed (a 3xx is a failed delivery), short timeouts. Clients are
-// shared so that connections to a receiver are reused.
-func Client(p Policy) *http.Client {
-	clientsMu.Lock()
-	defer clientsMu.Unlock()
-	if c, ok := clients[p]; ok {
-		return c
-	}
+// NewClient returns a delivery client for a policy: no proxy (a proxy
+// would connect for us, past the address check), no redirects followed (a
+// 3xx is a failed delivery), short timeouts. Build one per process and
+// share it, so that connections to a receiver are reused.
+func NewClient(p Policy) *http.Client {
 	tr := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            Dialer{Policy: p}.DialContext,
@@ -150,11 +128,9 @@ func Client(p Policy) *http.Client {
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
-	c := &http.Client{
+	return &http.Client{
 		Transport:     tr,
 		Timeout:       RequestTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	clients[p] = c
-	return c
 }

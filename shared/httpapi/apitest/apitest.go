@@ -27,6 +27,7 @@ import (
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 	"github.com/moku/sellerapi/shared/vendor"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // StoreKind names a store to run against.
@@ -47,6 +48,8 @@ type Options struct {
 	WrapStore func(store.Store) store.Store
 	// Observe receives every finished request (operation, round trips).
 	Observe func(httpapi.Observation)
+	// WebhookResolver fixes what webhook host names resolve to.
+	WebhookResolver webhook.Resolver
 	// Blob is the media store uploads go to; nil leaves media storage
 	// unconfigured (uploads answer 503).
 	Blob blob.Store
@@ -127,7 +130,7 @@ func New(t testing.TB, o Options) *Env {
 		o.Config(&cfg)
 	}
 	logs := &SyncBuffer{}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs))
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +140,7 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, WebhookResolver: o.WebhookResolver}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
