@@ -66,7 +66,7 @@ func TestDefinitionChecks(t *testing.T) {
 	}{
 		{"no build", func(d *Definition) { d.Placeholder, d.Assets = "", t.TempDir() }, "run make build"},
 		{"bad stage", func(d *Definition) { d.Stage = "Dev" }, "stage"},
-		{"workers without router", func(d *Definition) { d.Workers = []Worker{{Name: "w", QueueURLEnv: "X"}} }, "stream router"},
+		{"workers without router", func(d *Definition) { d.StreamRouter = "" }, "stream router"},
 		{"worker without env", func(d *Definition) {
 			d.StreamRouter, d.Workers = "r", []Worker{{Name: "w"}}
 		}, "QueueURLEnv"},

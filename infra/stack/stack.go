@@ -59,6 +59,10 @@ var TableActions = []string{
 	"dynamodb:UpdateItem",
 }
 
+// TableReadActions are the stream router's: it reads items (a vendor's
+// webhook subscriptions) to decide where changes go, and writes none.
+var TableReadActions = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"}
+
 // Definition is what one stage deploys.
 type Definition struct {
 	Stage string
@@ -121,8 +125,9 @@ type Worker struct {
 	// QueueURLEnv names the variable (a shared/config constant) that gives
 	// the stream router this worker's queue URL.
 	QueueURLEnv string
-	// SendsTo names other workers whose queues this one may send to (a
-	// replay feeding deliveries, say); it is told their URLs too.
+	// SendsTo names the workers (itself included) whose queues this one may
+	// send to. Every worker and the router are told every queue's URL (the
+	// service opens all its queues at start); sending is what is granted.
 	SendsTo []string
 	// BatchSize is the most messages per invocation (default 10).
 	BatchSize int
@@ -156,11 +161,17 @@ func Default(stage string) Definition {
 		Scheduled: []Scheduled{
 			{Name: "reservation-expirer", Every: time.Minute},
 		},
-		// The stream router and the workers (bulk, webhook, replay) come
-		// with the asynchronous work: StreamRouter: "stream-router", and one
-		// line per worker, e.g.
-		//   {Name: "webhook-worker", QueueURLEnv: config.EnvWebhookQueueURL},
-		Workers:      nil,
+		// The table's stream feeds the router, which sends work to the
+		// workers' queues; one line per worker.
+		StreamRouter: "stream-router",
+		Workers: []Worker{
+			// Retries a failed delivery by sending it again with a delay.
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}},
+			// Fans a replay out into deliveries.
+			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
+			// Paces a job by sending it again after the vendor's window.
+			{Name: "bulk-worker", QueueURLEnv: config.EnvQueueURLBulkOperations, SendsTo: []string{"bulk-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
+		},
 		LogRetention: awslogs.RetentionDays_ONE_MONTH,
 	}
 }
@@ -231,15 +242,6 @@ func (d Definition) check() error {
 		}
 	}
 	return nil
-}
-
-func (d Definition) worker(name string) Worker {
-	for _, w := range d.Workers {
-		if w.Name == name {
-			return w
-		}
-	}
-	return Worker{}
 }
 
 func (d Definition) groups() []httpapi.Group {
@@ -522,16 +524,16 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 }
 
 // workers adds the stream router and one queue, dead-letter queue and
-// function per worker: the extension point for the asynchronous work. The
-// router reads the table's stream (partial batch responses, bisect on
-// error, bounded retries, failed batches described in its own dead-letter
-// queue) and may only send to the workers' queues; each worker consumes
-// its queue with partial batch responses and reads and writes items.
+// function per worker. The router reads the table's stream (partial batch
+// responses, bisect on error, bounded retries, failed batches described in
+// its own dead-letter queue), reads items and may send to every worker's
+// queue; each worker consumes its queue with partial batch responses,
+// reads and writes items, and sends only to the queues it names.
 func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map[string]*string, bool) awslambda.Function, alarm awscloudwatch.IAlarmAction) {
 	st := s.Stack
 	dlqAlarm := func(name string, q awssqs.Queue) {
 		awscloudwatch.NewAlarm(st, jsii.String(name+"DeadLetters"), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String(*q.QueueName() + "-not-empty"),
+			AlarmName:          jsii.String(s.Names.DeadLetterQueue(name) + "-not-empty"),
 			AlarmDescription:   jsii.String("Messages that failed every retry wait in " + name + "'s dead-letter queue"),
 			Metric:             q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum")}),
 			Threshold:          jsii.Number(1),
@@ -581,11 +583,7 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 		if batch == 0 {
 			batch = 10
 		}
-		extra := map[string]*string{}
-		for _, to := range w.SendsTo {
-			extra[d.worker(to).QueueURLEnv] = queues[to].QueueUrl()
-		}
-		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, extra, true)
+		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, queueURLs, true)
 		for _, to := range w.SendsTo {
 			queues[to].GrantSendMessages(f)
 		}
@@ -596,6 +594,11 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 	}
 
 	router := fn(d.StreamRouter, "Seller Platform API: sends the table's new events and jobs to the workers' queues", time.Minute, queueURLs, false)
+	router.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("TableReads"),
+		Actions:   jsii.Strings(TableReadActions...),
+		Resources: &[]*string{s.Table.TableArn()},
+	}))
 	for _, w := range d.Workers {
 		queues[w.Name].GrantSendMessages(router)
 	}

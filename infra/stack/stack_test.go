@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -391,6 +392,14 @@ func TestFunctionsAreGoOnArm64WithTheServiceConfiguration(t *testing.T) {
 		if prod.media(fn) {
 			want++ // the bucket, checked by TestOnlyMediaFunctionsMayUseTheBucket
 		}
+		if fn == prod.def.StreamRouter || slices.ContainsFunc(prod.def.Workers, func(w Worker) bool { return w.Name == fn }) {
+			want += len(prod.def.Workers) // every queue's URL
+			for _, w := range prod.def.Workers {
+				if ref(vars[w.QueueURLEnv]) == "" {
+					t.Errorf("%s: no %s", fn, w.QueueURLEnv)
+				}
+			}
+		}
 		if len(vars) != want || vars[config.EnvStore] != "dynamodb" || ref(vars[config.EnvTable]) != tableID || vars[config.EnvLogLevel] != "info" {
 			t.Errorf("%s: environment %v", fn, vars)
 		}
@@ -452,43 +461,93 @@ func actions(st map[string]any) []string {
 	return out
 }
 
-// Least privilege: an API or admin function may write its own logs and
-// read and write the table's items with exactly the store's actions, on
-// the table alone (it has no indexes). Nothing may touch the bucket yet.
-func TestEachFunctionMayUseOnlyTheTableItemsAndItsOwnLogs(t *testing.T) {
+var logicalID = regexp.MustCompile(`"(?:Fn::GetAtt":\["|Ref":")([A-Za-z0-9]+)"`)
+
+// touches maps each resource a function's role may act on (a logical id,
+// or "*") to the actions it may take there.
+func (t tmpl) touches(tb testing.TB, fnID string) map[string][]string {
+	tb.Helper()
+	roleID, _ := getAtt(t.res[fnID].Properties["Role"])
+	out := map[string][]string{}
+	for _, st := range t.statements(tb, roleID) {
+		if st["Effect"] != "Allow" || st["Condition"] != nil {
+			tb.Errorf("statement %v", st)
+		}
+		res, _ := json.Marshal(st["Resource"])
+		ids := []string{"*"}
+		if string(res) != `"*"` {
+			ids = nil
+			for _, m := range logicalID.FindAllStringSubmatch(string(res), -1) {
+				if m[1] != "AWS" { // AWS::Partition and friends
+					ids = append(ids, m[1])
+				}
+			}
+		}
+		for _, id := range ids {
+			out[id] = append(out[id], actions(st)...)
+			sort.Strings(out[id])
+			out[id] = slices.Compact(out[id])
+		}
+	}
+	return out
+}
+
+// Least privilege: each function may write its own logs and use the table
+// with exactly the store's item actions (the router: reads and the
+// stream), on the table alone (it has no indexes); a worker may consume its
+// own queue and send to the queues it names; the router may send to every
+// worker's queue and its own dead-letter queue; only the media function
+// may use the bucket. No Scan, no table administration, no wildcards but
+// ListStreams, which has no resource.
+func TestEachFunctionMayTouchOnlyWhatItUses(t *testing.T) {
 	tableID, _ := prod.only(t, "AWS::DynamoDB::Table")
+	bucketID, _ := prod.only(t, "AWS::S3::Bucket")
 	if gsi := prod.res[tableID].Properties["GlobalSecondaryIndexes"]; gsi != nil {
 		t.Fatalf("the table has indexes %v: grant them too", gsi)
 	}
-	for id, fn := range prod.functionsByID() {
-		roleID, _ := getAtt(prod.res[id].Properties["Role"])
-		sts := prod.statements(t, roleID)
-		if prod.media(fn) {
-			delete(sts, "MediaObjects") // checked by TestOnlyMediaFunctionsMayUseTheBucket
-			delete(sts, "MediaMissingIs404")
-		}
-		if len(sts) != 2 {
-			t.Errorf("%s: statements %v, want OwnLogs and TableItems", fn, sts)
-		}
-		logs, items := sts["OwnLogs"], sts["TableItems"]
-		logID := ref(prod.res[id].Properties["LoggingConfig"].(map[string]any)["LogGroup"])
-		if l, _ := getAtt(logs["Resource"]); l != logID || !reflect.DeepEqual(actions(logs), []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
-			t.Errorf("%s: logs statement %v", fn, logs)
-		}
-		want := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-		if tb, attr := getAtt(items["Resource"]); tb != tableID || attr != "Arn" || !reflect.DeepEqual(actions(items), want) || items["Effect"] != "Allow" || items["Condition"] != nil {
-			t.Errorf("%s: table statement %v, want %v on the table", fn, items, want)
-		}
+	queue := map[string]string{} // queue name → logical id
+	for _, id := range prod.ofType("AWS::SQS::Queue") {
+		queue[prod.res[id].Properties["QueueName"].(string)] = id
 	}
-	bucketID, _ := prod.only(t, "AWS::S3::Bucket")
-	for id, fn := range prod.functionsByID() {
-		if prod.media(fn) {
-			continue
+	q := func(name string) string { return queue["sellerapi-prod-"+name] }
+	consume := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+	send := []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
+	sorted := func(a ...[]string) []string {
+		var out []string
+		for _, x := range a {
+			out = append(out, x...)
 		}
-		roleID, _ := getAtt(prod.res[id].Properties["Role"])
-		doc, _ := json.Marshal(prod.statements(t, roleID))
-		if strings.Contains(string(doc), bucketID) {
-			t.Errorf("%s may use the media bucket: %s", fn, doc)
+		sort.Strings(out)
+		return slices.Compact(out)
+	}
+	for id, fn := range prod.functionsByID() {
+		logID := ref(prod.res[id].Properties["LoggingConfig"].(map[string]any)["LogGroup"])
+		want := map[string][]string{
+			logID:   {"logs:CreateLogStream", "logs:PutLogEvents"},
+			tableID: TableActions,
+		}
+		if prod.media(fn) {
+			want[bucketID] = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
+		}
+		for _, w := range prod.def.Workers {
+			if w.Name == fn {
+				want[q(fn)] = consume
+				for _, to := range w.SendsTo {
+					want[q(to)] = sorted(want[q(to)], send)
+				}
+			}
+		}
+		if fn == prod.def.StreamRouter {
+			want[tableID] = sorted(TableReadActions, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"})
+			want["*"] = []string{"dynamodb:ListStreams"}
+			for _, w := range prod.def.Workers {
+				want[q(w.Name)] = send
+			}
+			want[q(fn+"-dlq")] = send
+		}
+		got := prod.touches(t, id)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s may:\n  %v\nwant:\n  %v", fn, got, want)
 		}
 	}
 }
@@ -579,6 +638,9 @@ func TestEveryFunctionHasAnErrorsAlarmThatNotifiesTheTopic(t *testing.T) {
 	fns := prod.functionsByID()
 	for _, id := range prod.ofType("AWS::CloudWatch::Alarm") {
 		p := prod.res[id].Properties
+		if p["Namespace"] == "AWS/SQS" {
+			continue // dead-letter queues: TestEveryQueueHasAConsumerOrIsADeadLetterQueue
+		}
 		if p["MetricName"] != "Errors" || p["Namespace"] != "AWS/Lambda" {
 			t.Errorf("alarm %v on %v/%v", p["AlarmName"], p["Namespace"], p["MetricName"])
 			continue
@@ -628,12 +690,47 @@ func TestACustomDomainIsTheBaseURL(t *testing.T) {
 	}
 }
 
-// The default has no queues: they come with their consumers.
-func TestNoQueueWithoutAConsumer(t *testing.T) {
-	for _, typ := range []string{"AWS::SQS::Queue", "AWS::Lambda::EventSourceMapping"} {
-		if ids := prod.ofType(typ); len(ids) > 0 {
-			t.Errorf("prod has %s %v", typ, ids)
+// Every queue of the stage has its consumer, or is a dead-letter queue
+// that some queue or the stream mapping fails into, with an alarm on it.
+func TestEveryQueueHasAConsumerOrIsADeadLetterQueue(t *testing.T) {
+	consumed, deadLetters := map[string]bool{}, map[string]bool{}
+	for _, id := range prod.ofType("AWS::Lambda::EventSourceMapping") {
+		p := prod.res[id].Properties
+		src, _ := getAtt(p["EventSourceArn"])
+		consumed[src] = true
+		if dc, ok := p["DestinationConfig"].(map[string]any); ok {
+			d, _ := getAtt(dc["OnFailure"].(map[string]any)["Destination"])
+			deadLetters[d] = true
 		}
+	}
+	for _, id := range prod.ofType("AWS::SQS::Queue") {
+		if rp, ok := prod.res[id].Properties["RedrivePolicy"].(map[string]any); ok {
+			d, _ := getAtt(rp["deadLetterTargetArn"])
+			deadLetters[d] = true
+		}
+	}
+	alarmed := map[string]bool{}
+	for _, id := range prod.ofType("AWS::CloudWatch::Alarm") {
+		p := prod.res[id].Properties
+		if p["MetricName"] == "ApproximateNumberOfMessagesVisible" {
+			dims := p["Dimensions"].([]any)
+			q, _ := getAtt(dims[0].(map[string]any)["Value"])
+			alarmed[q] = true
+		}
+	}
+	for _, id := range prod.ofType("AWS::SQS::Queue") {
+		name := prod.res[id].Properties["QueueName"]
+		switch {
+		case consumed[id] && deadLetters[id]:
+			t.Errorf("queue %v is both consumed and a dead-letter queue", name)
+		case !consumed[id] && !deadLetters[id]:
+			t.Errorf("queue %v has no consumer", name)
+		case deadLetters[id] && !alarmed[id]:
+			t.Errorf("dead-letter queue %v has no alarm", name)
+		}
+	}
+	if len(prod.ofType("AWS::SQS::Queue")) != 2*len(prod.def.Workers)+1 {
+		t.Errorf("%d queues for %d workers", len(prod.ofType("AWS::SQS::Queue")), len(prod.def.Workers))
 	}
 }
 
@@ -710,25 +807,26 @@ func TestWorkersGetAQueueADeadLetterQueueAndAMapping(t *testing.T) {
 		t.Errorf("router environment %v", vars)
 	}
 
-	// The router reads the stream and sends to the queues; it gets no
-	// table items.
+	// The router reads the stream and items and sends to the queues; it
+	// writes no items.
 	roleID, _ := getAtt(async.res[routerID].Properties["Role"])
 	var all []string
 	for _, st := range async.statements(t, roleID) {
 		all = append(all, actions(st)...)
 	}
 	for _, a := range all {
-		if slices.Contains(TableActions, a) {
+		if slices.Contains(TableActions, a) && !slices.Contains(TableReadActions, a) {
 			t.Errorf("stream router may %s", a)
 		}
 	}
-	for _, a := range []string{"dynamodb:GetRecords", "dynamodb:GetShardIterator", "sqs:SendMessage"} {
+	for _, a := range []string{"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:Query", "sqs:SendMessage"} {
 		if !slices.Contains(all, a) {
 			t.Errorf("stream router may not %s: %v", a, all)
 		}
 	}
 
-	// A worker may send to the queues it names, and is told their URLs.
+	// A worker may send to the queues it names; every worker is told every
+	// queue's URL.
 	for _, w := range []struct {
 		name  string
 		sends bool
@@ -743,11 +841,13 @@ func TestWorkersGetAQueueADeadLetterQueueAndAMapping(t *testing.T) {
 			}
 		}
 		vars := async.res[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-		told := ref(vars["SELLERAPI_WEBHOOK_QUEUE_URL"]) == byName["sellerapi-async-webhook-worker"]
-		if w.sends && (!reflect.DeepEqual(sendsTo, []string{byName["sellerapi-async-webhook-worker"]}) || !told) {
-			t.Errorf("%s: sends to %v, told its URL: %v; want the webhook queue", w.name, sendsTo, told)
+		if ref(vars["SELLERAPI_WEBHOOK_QUEUE_URL"]) != byName["sellerapi-async-webhook-worker"] || ref(vars["SELLERAPI_BULK_QUEUE_URL"]) != byName["sellerapi-async-bulk-worker"] {
+			t.Errorf("%s: not told every queue: %v", w.name, vars)
 		}
-		if !w.sends && (len(sendsTo) > 0 || told) {
+		if w.sends && !reflect.DeepEqual(sendsTo, []string{byName["sellerapi-async-webhook-worker"]}) {
+			t.Errorf("%s: sends to %v, want the webhook queue", w.name, sendsTo)
+		}
+		if !w.sends && len(sendsTo) > 0 {
 			t.Errorf("%s: sends to %v", w.name, sendsTo)
 		}
 	}
