@@ -26,7 +26,8 @@ func TestSampleEvents(t *testing.T) {
 	vars := map[string]string{"TOKEN": "tok", "VENDOR_ID": "ven_1", "PRODUCT_ID": "prd_1",
 		"INVENTORY_ITEM_ID": "inv_" + strings.Repeat("a", 26) + "_000",
 		"CONNECTION_ID":     "conn_" + strings.Repeat("b", 26),
-		"RESERVATION_ID":    "res_" + strings.Repeat("c", 26)}
+		"RESERVATION_ID":    "res_" + strings.Repeat("c", 26),
+		"BULK_OPERATION_ID": "bulk_" + strings.Repeat("d", 26)}
 	root := filepath.Join("..", "..", "..", "events")
 	n := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
