@@ -168,8 +168,10 @@ func Default(stage string) Definition {
 		// workers' queues; one line per worker.
 		StreamRouter: "stream-router",
 		Workers: []Worker{
-			// Retries a failed delivery by sending it again with a delay.
-			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}},
+			// Retries a failed delivery by sending it again with a delay. One
+			// attempt may take 20 s (webhook.RequestTimeout), so a batch of 10
+			// needs more than the default minute.
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}, Timeout: 5 * time.Minute},
 			// Fans a replay out into deliveries.
 			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
 			// Paces a job by sending it again after the vendor's window.
