@@ -14,7 +14,7 @@ EVENT ?=
 INVOKE_DATA ?=
 CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CLI_TELEMETRY=true npx --no-install cdk
 
-.PHONY: run test bench vet fmt local clean build synth deploy cdk-cli invoke infra-test
+.PHONY: run test bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy
 
 ## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA)
 run: local
@@ -66,3 +66,8 @@ fmt:
 
 clean:
 	rm -rf $(BIN) dist infra/cdk.out
+
+## tidy: go mod tidy; -e because the module proxy refuses a pprof version
+## that only modernc.org/sqlite's own tests import
+tidy:
+	go mod tidy -e
