@@ -2,12 +2,14 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -244,4 +246,84 @@ func seed(b *testing.B, e *apitest.Env, body []byte, key string) string {
 		b.Fatalf("seed: %d %v", res.StatusCode, err)
 	}
 	return p.Data.ID
+}
+
+// BenchmarkWebhookDelivery measures the embedded pipeline end to end: each
+// op is an inventory adjustment whose inventory_item.adjusted event travels
+// through the change log, the router, the durable queue and the delivery
+// worker to a local receiver. It reports delivered events per second and
+// the time from the adjustment's response to the event's arrival.
+func BenchmarkWebhookDelivery(b *testing.B) {
+	e := apitest.New(b, apitest.Options{Config: func(c *config.Config) {
+		c.RateReads, c.RateWrites = 1<<30, 1<<30
+		c.AllowPrivateWebhooks = true
+	}})
+	var mu sync.Mutex
+	sent := map[int64]time.Time{}
+	lat := make([]time.Duration, 0, b.N)
+	arrived := make(chan struct{}, b.N+16)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			Data struct{ Version int64 } `json:"data"`
+		}
+		json.NewDecoder(r.Body).Decode(&ev)
+		now := time.Now()
+		mu.Lock()
+		if t0, ok := sent[ev.Data.Version]; ok {
+			lat = append(lat, now.Sub(t0))
+			delete(sent, ev.Data.Version)
+			arrived <- struct{}{}
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	sub, _ := json.Marshal(map[string]any{"url": recv.URL + "/hook", "event_types": []string{"inventory_item.adjusted"}})
+	if res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/webhook-subscriptions", sub, "bench-subscription")); err != nil || res.StatusCode != 201 {
+		b.Fatalf("subscribe: %v", err)
+	}
+	item := catalog.InventoryItemID(seedProduct(b, e, "bench-webhooks"), 0)
+
+	// The local server's background loop, without its one-second pause.
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			e.App.Drain(ctx)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	defer func() { stop(); <-done }()
+
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		version := int64(i + 1)
+		body, _ := json.Marshal(map[string]any{"target_on_hand": i % 1000, "expected_version": version})
+		mu.Lock()
+		sent[version+1] = time.Now()
+		mu.Unlock()
+		res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-items/"+item+"/adjustments", body, fmt.Sprintf("bench-hook-%d", i)))
+		if err != nil || res.StatusCode != 200 {
+			b.Fatalf("adjust %d: %v", i, err)
+		}
+		res.Body.Close()
+	}
+	timeout := time.After(2 * time.Minute)
+	for n := 0; n < b.N; n++ {
+		select {
+		case <-arrived:
+		case <-timeout:
+			b.Fatalf("%d of %d events delivered", n, b.N)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	mu.Lock()
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	mu.Unlock()
 }
