@@ -8,6 +8,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/resources"
 )
 
 // These tests need no synthesis: they check the definition and the route
@@ -84,5 +85,23 @@ func TestDefinitionChecks(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestWorkersMatchTheSharedNames keeps the stack's workers and the
+// LocalStack bootstrap's queues (both from shared/resources) in step.
+func TestWorkersMatchTheSharedNames(t *testing.T) {
+	deployed := map[string]string{}
+	for _, w := range Default("dev").Workers {
+		deployed[w.Name] = w.QueueURLEnv
+	}
+	shared := resources.Workers()
+	if len(deployed) != len(shared) {
+		t.Fatalf("the stack deploys %d workers, shared/resources names %d", len(deployed), len(shared))
+	}
+	for _, w := range shared {
+		if env, ok := deployed[w.Function]; !ok || env != w.URLEnv {
+			t.Errorf("worker %s: the stack has %q, shared/resources %q", w.Function, env, w.URLEnv)
+		}
 	}
 }

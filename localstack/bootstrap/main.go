@@ -1,9 +1,10 @@
-// Command bootstrap creates a stage's table and media bucket on LocalStack
+// Command bootstrap creates a stage's table, media bucket and work queues on LocalStack
 // or the emulators, with the names the CDK stack gives them
 // (shared/resources), and leaves them as they are when they exist. The AWS
 // SDK finds the endpoints through the standard variables: AWS_ENDPOINT_URL
-// (LocalStack), or AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_S3 (the
-// emulators; without an S3 endpoint the bucket is skipped). Without a
+// (LocalStack), or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_S3 and
+// AWS_ENDPOINT_URL_SQS (the emulators; without an S3 or SQS endpoint the
+// bucket or the queues are skipped). Without a
 // DynamoDB endpoint it refuses to run, so that it never creates anything in
 // AWS, where the stack owns these resources.
 //
@@ -30,9 +31,12 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/moku/sellerapi/shared/blob/s3blob"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/queue/sqsqueue"
 	"github.com/moku/sellerapi/shared/resources"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 )
@@ -75,8 +79,55 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	} else {
 		fmt.Fprintln(stdout, "bucket skipped: no S3 endpoint (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3)")
 	}
+	if endpoint("SQS") {
+		urls, err := Queues(ctx, names)
+		if err != nil {
+			return err
+		}
+		for _, w := range resources.Workers() {
+			fmt.Fprintf(stdout, "queue  %s: ready\n", names.Queue(w.Function))
+			vars += fmt.Sprintf(" %s=%s", w.URLEnv, urls[w.URLEnv])
+		}
+	} else {
+		fmt.Fprintln(stdout, "queues skipped: no SQS endpoint (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_SQS)")
+	}
 	fmt.Fprintf(stdout, "\nPoint the service at them:\n  export %s\n", vars)
 	return nil
+}
+
+// MaxReceiveCount is how often a worker's queue delivers a message before
+// it moves to the dead-letter queue, as the stack sets it.
+const MaxReceiveCount = 5
+
+// Queues creates every worker's queue and its dead-letter queue, with the
+// stack's names and redrive, and returns the queue URLs by the variable
+// that carries each. CreateQueue is idempotent for the same attributes, so
+// a second run finds the same queues.
+func Queues(ctx context.Context, names resources.Names) (map[string]string, error) {
+	client, err := sqsqueue.NewClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	urls := map[string]string{}
+	for _, w := range resources.Workers() {
+		dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(names.DeadLetterQueue(w.Function))})
+		if err != nil {
+			return nil, fmt.Errorf("create queue %s: %w", names.DeadLetterQueue(w.Function), err)
+		}
+		attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: %w", names.DeadLetterQueue(w.Function), err)
+		}
+		redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], MaxReceiveCount)
+		q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(names.Queue(w.Function)),
+			Attributes: map[string]string{string(sqstypes.QueueAttributeNameRedrivePolicy): redrive}})
+		if err != nil {
+			return nil, fmt.Errorf("create queue %s: %w", names.Queue(w.Function), err)
+		}
+		urls[w.URLEnv] = aws.ToString(q.QueueUrl)
+	}
+	return urls, nil
 }
 
 // endpoint reports whether the SDK is pointed away from AWS for service.

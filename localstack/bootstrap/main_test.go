@@ -12,9 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/moku/sellerapi/shared/queue/sqsqueue/sqstest"
 	"github.com/moku/sellerapi/shared/resources"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
@@ -115,6 +118,7 @@ func TestBootstrapCreatesTheStacksTableAndBucketOnce(t *testing.T) {
 
 func TestBootstrapPrintsTheServiceVariables(t *testing.T) {
 	emulators(t)
+	t.Setenv("AWS_ENDPOINT_URL_SQS", "")
 	names := freshStage(t)
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"--stage", names.Stage}, &out); err != nil {
@@ -125,17 +129,18 @@ func TestBootstrapPrintsTheServiceVariables(t *testing.T) {
 	}
 }
 
-// With DynamoDB Local alone (as make test starts it), the table is made
-// and the bucket skipped.
+// With DynamoDB Local alone, the table is made and the bucket and the
+// queues skipped.
 func TestBootstrapWithoutS3MakesTheTableOnly(t *testing.T) {
 	emulators(t)
 	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", "")
 	names := freshStage(t)
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"--stage", names.Stage}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "bucket skipped") || !strings.Contains(out.String(), "export SELLERAPI_STORE=dynamodb SELLERAPI_TABLE="+names.Table()+"\n") {
+	if !strings.Contains(out.String(), "bucket skipped") || !strings.Contains(out.String(), "queues skipped") || !strings.Contains(out.String(), "export SELLERAPI_STORE=dynamodb SELLERAPI_TABLE="+names.Table()+"\n") {
 		t.Errorf("output:\n%s", out.String())
 	}
 }
@@ -154,5 +159,37 @@ func TestBootstrapRejectsABadStage(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
 	if err := run(t.Context(), []string{"--stage", "Prod_1"}, &bytes.Buffer{}); err == nil {
 		t.Fatal("stage Prod_1 accepted")
+	}
+}
+
+// TestBootstrapCreatesTheWorkQueues runs the queue part twice on the SQS
+// emulator: each worker's queue exists with the stack's name and redrive to
+// its dead-letter queue, and a second run finds the same queues.
+func TestBootstrapCreatesTheWorkQueues(t *testing.T) {
+	c := sqstest.Client(t) // skips, or fails under REQUIRE_EMULATORS=1, without the emulator
+	names := freshStage(t)
+	ctx := t.Context()
+	first, err := Queues(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Queues(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range resources.Workers() {
+		url := first[w.URLEnv]
+		if url == "" || second[w.URLEnv] != url || !strings.HasSuffix(url, names.Queue(w.Function)) {
+			t.Fatalf("%s: urls %q and %q", w.Function, url, second[w.URLEnv])
+		}
+		attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		redrive := attrs.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]
+		if !strings.Contains(redrive, names.DeadLetterQueue(w.Function)) || !strings.Contains(redrive, "5") {
+			t.Fatalf("%s: redrive policy %q", w.Function, redrive)
+		}
 	}
 }

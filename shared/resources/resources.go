@@ -8,6 +8,9 @@ package resources
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/queue"
 )
 
 // Service prefixes every name.
@@ -69,3 +72,22 @@ func (n Names) Queue(worker string) string { return n.prefix() + "-" + worker }
 
 // DeadLetterQueue is where a worker's failed messages end.
 func (n Names) DeadLetterQueue(worker string) string { return n.prefix() + "-" + worker + "-dlq" }
+
+// Worker is a queue worker: its function, the work queue it consumes (a
+// queue.Name) and the variable that carries that queue's URL.
+type Worker struct {
+	Function string
+	Queue    string
+	URLEnv   string
+}
+
+// Workers lists the queue workers; the stack deploys one queue, one
+// dead-letter queue and one function for each, and the LocalStack
+// bootstrap creates the same queues.
+func Workers() []Worker {
+	return []Worker{
+		{Function: "webhook-worker", Queue: queue.WebhookDeliveries, URLEnv: config.EnvQueueURLWebhookDeliveries},
+		{Function: "replay-worker", Queue: queue.EventReplays, URLEnv: config.EnvQueueURLEventReplays},
+		{Function: "bulk-worker", Queue: queue.BulkOperations, URLEnv: config.EnvQueueURLBulkOperations},
+	}
+}
