@@ -5,6 +5,7 @@
 package openapi
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -16,14 +17,21 @@ var document []byte
 // Version is the contract version the document declares.
 const Version = "1.0.0-beta.2"
 
-// Document returns the document with its server set to baseURL.
+// placeholder is the server the embedded document names; Document
+// replaces it with the deployment's base URL.
+const placeholder = `"url": "http://127.0.0.1:8080/v1"`
+
+// Document returns the document, in its written order, with its server
+// set to baseURL.
 func Document(baseURL string) ([]byte, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(document, &doc); err != nil {
-		return nil, fmt.Errorf("openapi: embedded document: %w", err)
+	if !json.Valid(document) || bytes.Count(document, []byte(placeholder)) != 1 {
+		return nil, fmt.Errorf("openapi: the embedded document is invalid or lacks its one server placeholder")
 	}
-	doc["servers"] = []map[string]string{{"url": baseURL, "description": "This deployment"}}
-	return json.MarshalIndent(doc, "", "  ")
+	url, err := json.Marshal(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: base URL: %w", err)
+	}
+	return bytes.Replace(document, []byte(placeholder), append([]byte(`"url": `), url...), 1), nil
 }
 
 // Raw returns the embedded document as written.

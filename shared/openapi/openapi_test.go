@@ -45,7 +45,7 @@ func TestDocumentHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), `"url": "https://api.example.com/v1"`) {
+	if !strings.Contains(string(b), `"url": "https://api.example.com/v1"`) || !strings.HasPrefix(string(b), "{\n  \"openapi\": \"3.1.0\"") {
 		t.Fatal("servers not set to the base URL")
 	}
 }
