@@ -242,13 +242,14 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, ex
 	}
 	ops = append([]store.Op{store.Update(Key(vendorID, c.ID), data, c.Version, map[string]int64{ActiveAttr: active}, cond)}, append(ops, ev)...)
 	if err := s.Store.Transact(ctx, ops...); err != nil {
-		return View{}, s.explain(ctx, vendorID, id, expected, err)
+		return View{}, s.Explain(ctx, vendorID, id, expected, err)
 	}
 	return c.View(h), nil
 }
 
-// explain turns a failed write into the reason a client can act on.
-func (s Service) explain(ctx context.Context, vendorID, id string, expected int64, err error) error {
+// Explain turns a failed write of connection id into the reason a client
+// can act on.
+func (s Service) Explain(ctx context.Context, vendorID, id string, expected int64, err error) error {
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return err
@@ -280,34 +281,49 @@ func pastTense(action string) string {
 // connection, moves its authority claims with it, and refuses a second
 // source for any domain.
 func (s Service) ReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (View, error) {
+	v, ops, err := s.PrepareReplaceRoles(ctx, vendorID, id, in)
+	if err != nil || len(ops) == 0 {
+		return v, err
+	}
+	if err := s.Store.Transact(ctx, ops...); err != nil {
+		return View{}, s.Explain(ctx, vendorID, id, in.ExpectedVersion, err)
+	}
+	return v, nil
+}
+
+// PrepareReplaceRoles checks a role replacement and returns the connection
+// as it will be and the operations that make the change (none when the
+// roles are unchanged), for callers that write more in the same
+// transaction; Explain turns their failed condition into a reason.
+func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (View, []store.Op, error) {
 	c, h, _, err := s.Load(ctx, vendorID, id)
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
 	}
 	if in.preset && c.Provider != StorePlugin {
-		return View{}, errs.Ef(errs.CodeInvalidRequest, "roles: presets exist only for the %s provider; give the five roles", StorePlugin)
+		return View{}, nil, errs.Ef(errs.CodeInvalidRequest, "roles: presets exist only for the %s provider; give the five roles", StorePlugin)
 	}
 	if in.ExpectedVersion != c.Version {
-		return View{}, versionConflict(c.Version)
+		return View{}, nil, versionConflict(c.Version)
 	}
 	if c.Status == StatusDisconnected {
-		return View{}, errs.E(errs.CodeConnectionState, "a disconnected connection has no roles to replace")
+		return View{}, nil, errs.E(errs.CodeConnectionState, "a disconnected connection has no roles to replace")
 	}
 	if busy := c.Counters.busy(); len(busy) > 0 {
-		return View{}, errs.Ef(errs.CodeConnectionBusy, "roles change only on an idle connection; pause it and reconcile first: %s", strings.Join(busy, ", "))
+		return View{}, nil, errs.Ef(errs.CodeConnectionBusy, "roles change only on an idle connection; pause it and reconcile first: %s", strings.Join(busy, ", "))
 	}
 	if in.Roles == c.Roles {
-		return c.View(h), nil
+		return c.View(h), nil, nil
 	}
 	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, in.Roles)
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
 	}
 	now := s.Clock.Now()
 	c.Roles, c.UpdatedAt, c.Version = in.Roles, now, c.Version+1
 	data, err := encode(c)
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
 	}
 	cond := store.IfVersion(in.ExpectedVersion)
 	cond.Bounds = idleBounds()
@@ -317,12 +333,9 @@ func (s Service) ReplaceRoles(ctx context.Context, vendorID, id string, in Roles
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ConnectionRolesReplaced, "connection", c.ID, map[string]any{"version": c.Version}))
 	if err != nil {
-		return View{}, err
+		return View{}, nil, err
 	}
-	if err := s.Store.Transact(ctx, append(ops, ev)...); err != nil {
-		return View{}, s.explain(ctx, vendorID, id, in.ExpectedVersion, err)
-	}
-	return c.View(h), nil
+	return c.View(h), append(ops, ev), nil
 }
 
 // ReportHealth records a connector's health report. Reports are telemetry:
