@@ -16,6 +16,8 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
@@ -204,5 +206,48 @@ func TestInitFailsOnABadConfiguration(t *testing.T) {
 	t.Setenv(config.EnvStore, "postgres")
 	if _, err := newHandler(t.Context()); err == nil {
 		t.Fatal("store postgres accepted")
+	}
+}
+
+// pairing.review activates an accepted store pairing, and only that.
+func TestPairingReview(t *testing.T) {
+	iv := sqliteInvoker(t)
+	ctx := t.Context()
+	vendorID := iv.ok(t, event(t, "vendor-create.json", nil))["id"].(string)
+	pairings := pairing.Service{Store: iv.store, Clock: clock.System{}, Connections: connection.Service{Store: iv.store, Clock: clock.System{}}}
+	created, ops, err := pairings.PrepareCreate(ctx, vendorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iv.store.Transact(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	review := event(t, "pairing-review.json", map[string]string{"PAIRING_ID": created.ID})
+	if a := iv.call(t, review); a.Error == nil || a.Error.Code != "PAIRING_STATE_CONFLICT" {
+		t.Fatalf("review of a pending pairing = %+v / %+v, want PAIRING_STATE_CONFLICT", a.Data, a.Error)
+	}
+	x, err := pairings.Exchange(ctx, *created.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := pairing.Principal{PairingID: x.PairingID, VendorID: vendorID}
+	if _, err := pairings.Discover(ctx, pr, pairing.Discovery{Store: pairing.StoreIdentity{Domain: "shop.example.com", Name: "Shop", Platform: "p", Currency: "EUR"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pairings.Accept(ctx, vendorID, created.ID, "tok_x", pairing.AcceptInput{ExpectedVersion: 3, Preset: "service_source"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pairings.AuthorizeOperationalWrite(ctx, pr); err == nil {
+		t.Fatal("operational writes allowed before the review")
+	}
+	got := iv.ok(t, review)
+	if got["status"] != "active" || got["operational_writes"] != "allowed" || got["review"].(map[string]any)["reviewer"] != "ops@example.com" {
+		t.Fatalf("review = %v", got)
+	}
+	if _, err := pairings.AuthorizeOperationalWrite(ctx, pr); err != nil {
+		t.Fatalf("operational writes after the review: %v", err)
+	}
+	if a := iv.call(t, []byte(`{"action":"pairing.review","id":"pair_nope"}`)); a.Error == nil || a.Error.Code != "NOT_FOUND" {
+		t.Fatalf("unknown pairing = %+v", a.Error)
 	}
 }

@@ -7,6 +7,7 @@
 //	local vendor set-owner --data DIR --id VENDOR_ID [--owner OWNER_ID]
 //	local token issue --data DIR --vendor ID --scopes a,b|all [--expires-in 1h]
 //	local token revoke --data DIR --id TOKEN_ID
+//	local pairing review --data DIR --id PAIRING_ID [--reviewer NAME]
 package main
 
 import (
@@ -52,8 +53,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return tokenIssue(ctx, args[2:], stdout)
 	case cmd == "token" && len(args) > 1 && args[1] == "revoke":
 		return tokenRevoke(ctx, args[2:], stdout)
+	case cmd == "pairing" && len(args) > 1 && args[1] == "review":
+		return pairingReview(ctx, args[2:], stdout)
 	}
-	return fmt.Errorf("unknown command %q; use serve, vendor create, vendor set-owner, token issue or token revoke", args)
+	return fmt.Errorf("unknown command %q; use serve, vendor create, vendor set-owner, token issue, token revoke or pairing review", args)
 }
 
 // storeFlags are the flags every subcommand takes to find its store.
@@ -209,5 +212,12 @@ func tokenIssue(ctx context.Context, args []string, stdout io.Writer) error {
 func tokenRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 	return admin(ctx, "token revoke", adminpkg.TokenRevoke, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
 		fs.StringVar(&r.ID, "id", "", "token id")
+	})
+}
+
+func pairingReview(ctx context.Context, args []string, stdout io.Writer) error {
+	return admin(ctx, "pairing review", adminpkg.PairingReview, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
+		fs.StringVar(&r.ID, "id", "", "store pairing id")
+		fs.StringVar(&r.Reviewer, "reviewer", "", "who reviewed the activation (default: admin)")
 	})
 }

@@ -145,6 +145,7 @@ func TestBadInvocations(t *testing.T) {
 		{"token", "issue", "--data", t.TempDir(), "--vendor", "ven_x", "--scopes", "nope.read"},
 		{"vendor", "create", "--data", t.TempDir(), "--name", "", "--slug", "x"},
 		{"token", "revoke", "--data", t.TempDir(), "--id", "tok_missing"},
+		{"pairing", "review", "--data", t.TempDir(), "--id", "pair_missing"},
 	} {
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%v succeeded", args)

@@ -158,6 +158,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.Webhooks},
 			{Group: httpapi.BulkOperations},
 			{Group: httpapi.Media, Media: true},
+			{Group: httpapi.StorePairings},
 		},
 		CatchAll: "vendors",
 		Admin:    "admin",

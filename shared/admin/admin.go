@@ -1,4 +1,4 @@
-// Package admin is vendor and token administration as one JSON request in
+// Package admin is vendor, token and store-pairing administration as one JSON request in
 // and one JSON answer out: the admin Lambda's handler, invoked with IAM only
 // (never routed from the HTTP API). Each action is the local binary's
 // subcommand of the same name and answers with the JSON that subcommand
@@ -8,6 +8,7 @@
 //	{"action":"vendor.set-owner","id":"ven_...","owner":"usr_..."}      (owner optional)
 //	{"action":"token.issue","vendor":"ven_...","scopes":"all","expires_in":"720h"}
 //	{"action":"token.revoke","id":"tok_..."}
+//	{"action":"pairing.review","id":"pair_...","reviewer":"ops@example.com"}  (reviewer optional)
 //
 // A request the services refuse (invalid, unknown vendor, taken slug)
 // answers {"error":{"code":...,"detail":...}} as a successful invocation, as
@@ -27,7 +28,9 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
 )
@@ -38,6 +41,9 @@ const (
 	VendorSetOwner = "vendor.set-owner"
 	TokenIssue     = "token.issue"
 	TokenRevoke    = "token.revoke"
+	// PairingReview activates an accepted store pairing: only then may the
+	// store plugin make operational writes.
+	PairingReview = "pairing.review"
 )
 
 // Request is one administrative action; each action reads the fields its
@@ -47,8 +53,10 @@ type Request struct {
 	// vendor.create
 	Name string `json:"name,omitempty"`
 	Slug string `json:"slug,omitempty"`
-	// vendor.set-owner and token.revoke
+	// vendor.set-owner, token.revoke and pairing.review
 	ID string `json:"id,omitempty"`
+	// pairing.review: who reviewed; empty means "admin"
+	Reviewer string `json:"reviewer,omitempty"`
 	// vendor.set-owner; empty means a fresh owner
 	Owner string `json:"owner,omitempty"`
 	// token.issue: scopes are comma-separated or "all" (the default);
@@ -143,6 +151,9 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"id": t.ID, "vendor_id": t.VendorID, "revoked_at": t.RevokedAt}, nil
+	case PairingReview:
+		pairings := pairing.Service{Store: s.Store, Clock: s.Clock, Connections: connection.Service{Store: s.Store, Clock: s.Clock}}
+		return pairings.Review(ctx, req.ID, req.Reviewer)
 	}
-	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s, %s, %s, %s", req.Action, VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke)
+	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s, %s, %s, %s, %s", req.Action, VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview)
 }

@@ -54,6 +54,13 @@ const (
 	CodeWebhookSubscriptionLimit   Code = "WEBHOOK_SUBSCRIPTION_LIMIT"
 	CodeWebhookSubscriptionVersion Code = "WEBHOOK_SUBSCRIPTION_VERSION_CONFLICT"
 
+	CodePairingCodeInvalid Code = "PAIRING_CODE_INVALID"
+	CodePairingCodeUsed    Code = "PAIRING_CODE_USED"
+	CodePairingCodeExpired Code = "PAIRING_CODE_EXPIRED"
+	CodePairingVersion     Code = "PAIRING_VERSION_CONFLICT"
+	CodePairingState       Code = "PAIRING_STATE_CONFLICT"
+	CodePairingNotActive   Code = "PAIRING_NOT_ACTIVE"
+
 	// CodeBulkStopped is record-level only: it marks the records of a bulk
 	// operation that stopped before reaching them, never an HTTP response.
 	CodeBulkStopped Code = "BULK_OPERATION_STOPPED"
@@ -112,6 +119,13 @@ var catalog = map[Code]Info{
 	CodeWebhookURLNotAllowed:       {CodeWebhookURLNotAllowed, Invalid, "Webhook URL not allowed"},
 	CodeWebhookSubscriptionLimit:   {CodeWebhookSubscriptionLimit, Conflict, "Webhook subscription limit reached"},
 	CodeWebhookSubscriptionVersion: {CodeWebhookSubscriptionVersion, Conflict, "Webhook subscription version conflict"},
+
+	CodePairingCodeInvalid: {CodePairingCodeInvalid, Invalid, "Pairing code not valid"},
+	CodePairingCodeUsed:    {CodePairingCodeUsed, Conflict, "Pairing code already used"},
+	CodePairingCodeExpired: {CodePairingCodeExpired, Conflict, "Pairing code expired"},
+	CodePairingVersion:     {CodePairingVersion, Conflict, "Store pairing version conflict"},
+	CodePairingState:       {CodePairingState, Conflict, "Store pairing state conflict"},
+	CodePairingNotActive:   {CodePairingNotActive, Forbidden, "Store pairing not active"},
 
 	CodeBulkStopped: {CodeBulkStopped, Conflict, "Bulk operation stopped"},
 }

@@ -46,6 +46,13 @@ const (
 	EventReplayCompleted        = "event_replay.completed"
 
 	BulkOperationCompleted = "bulk_operation.completed"
+
+	StorePairingCreated    = "store_pairing.created"
+	StorePairingExchanged  = "store_pairing.exchanged"
+	StorePairingDiscovered = "store_pairing.discovered"
+	StorePairingAccepted   = "store_pairing.accepted"
+	StorePairingReviewed   = "store_pairing.reviewed"
+	StorePairingRevoked    = "store_pairing.revoked"
 )
 
 // Types lists every event type the service emits.
@@ -55,7 +62,8 @@ func Types() []string {
 		ConnectionCreated, ConnectionPaused, ConnectionResumed, ConnectionDisconnected, ConnectionRolesReplaced,
 		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired,
 		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
-		BulkOperationCompleted}
+		BulkOperationCompleted,
+		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked}
 }
 
 // Resource names what changed.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -24,8 +25,11 @@ type Call struct {
 	Ctx       context.Context
 	RequestID string
 	Route     Route
-	// Principal is set once the request is authenticated.
+	// Principal is set once the request is authenticated with a token.
 	Principal auth.Principal
+	// Discovery is set once the request is authenticated with a discovery
+	// credential.
+	Discovery pairing.Principal
 
 	s          *Server
 	rec        *recorder

@@ -27,6 +27,7 @@ import (
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/media"
+	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
@@ -71,8 +72,23 @@ type Route struct {
 	Operation string
 	// Scopes are all required; a nil Scopes makes the route public.
 	Scopes []auth.Scope
-	Handle func(*Call) error
+	// Credential is the kind of bearer credential the route takes; the zero
+	// value is a personal access token. A route for another kind has a
+	// non-nil, empty Scopes.
+	Credential Credential
+	Handle     func(*Call) error
 }
+
+// Credential is a kind of bearer credential.
+type Credential int
+
+const (
+	// TokenCredential is a personal access token (mkpat_).
+	TokenCredential Credential = iota
+	// DiscoveryCredential is a store-plugin pairing's discovery credential
+	// (mkdsc_): it reaches only the routes that name it.
+	DiscoveryCredential
+)
 
 // Group is an operation group: a name and the routes it contributes.
 type Group struct {
@@ -98,6 +114,10 @@ type Server struct {
 	connections  connection.Service
 	reservations reservation.Service
 	media        media.Service
+	pairings     pairing.Service
+	// discovery checks discovery credentials on the ungated store, as auth
+	// does tokens.
+	discovery pairing.Service
 }
 
 // New builds a server for the given groups.
@@ -129,9 +149,11 @@ func New(d Deps, groups ...Group) (*Server, error) {
 
 		connections:  connection.Service{Store: gated, Clock: d.Clock},
 		reservations: reservation.Service{Store: gated, Clock: d.Clock},
+		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},
 	}
+	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
 	byPath := map[string][]Route{}
 	var paths []string
 	for _, g := range groups {
@@ -201,7 +223,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 }
 
 // admit authenticates, authorizes the path's vendor, checks scopes and
-// spends the rate window, in that order.
+// spends the rate window, in that order. The bearer's prefix picks the
+// authenticator; a valid credential of another kind than the route takes
+// is 403, like a missing scope.
 func (s *Server) admit(c *Call, rt Route) error {
 	if rt.Scopes == nil {
 		return nil
@@ -210,27 +234,54 @@ func (s *Server) admit(c *Call, rt Route) error {
 	if !ok {
 		return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
 	}
+	if pairing.IsCredential(raw) {
+		return s.admitDiscovery(c, rt, raw)
+	}
 	p, err := s.auth.Authenticate(c.Ctx, raw, c.R.PathValue("vendor_id"))
 	if err != nil {
 		return err
 	}
 	c.Principal = p
 	c.log = c.log.With("vendor_id", p.Vendor.ID, "token_id", p.Token.ID)
+	if rt.Credential != TokenCredential {
+		return errs.E(errs.CodeInsufficientScope, "This operation takes a store-plugin discovery credential, not an access token.")
+	}
 	for _, sc := range rt.Scopes {
 		if !p.Token.Has(sc) {
 			c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope", scope="`+string(sc)+`"`)
 			return errs.Ef(errs.CodeInsufficientScope, "This operation requires scope %s.", sc)
 		}
 	}
+	s.spendRate(c, rt, p.Vendor.ID)
+	return nil
+}
+
+// admitDiscovery admits a discovery credential, to its own routes only.
+func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
+	d, err := s.discovery.Authenticate(c.Ctx, raw)
+	if err != nil {
+		return err
+	}
+	c.log = c.log.With("vendor_id", d.VendorID, "pairing_id", d.PairingID)
+	if rt.Credential != DiscoveryCredential {
+		c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope"`)
+		return errs.E(errs.CodeInsufficientScope, "A discovery credential can only read its store pairing and post discovery data.")
+	}
+	c.Discovery = d
+	s.spendRate(c, rt, d.VendorID)
+	return nil
+}
+
+// spendRate starts the vendor's rate decision for the request.
+func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 	class := ratelimit.Read
 	if rt.Method != http.MethodGet && rt.Method != http.MethodHead {
 		class = ratelimit.Write
 	}
-	g := startGate(c.Ctx, s.limiter, p.Vendor.ID, class)
+	g := startGate(c.Ctx, s.limiter, vendorID, class)
 	c.Ctx = context.WithValue(c.Ctx, gateKey{}, g)
 	c.R = c.R.WithContext(c.Ctx)
 	c.gate = g
-	return nil
 }
 
 // settleRate waits for the request's rate decision, once, before anything

@@ -27,7 +27,10 @@ func TestSampleEvents(t *testing.T) {
 		"INVENTORY_ITEM_ID": "inv_" + strings.Repeat("a", 26) + "_000",
 		"CONNECTION_ID":     "conn_" + strings.Repeat("b", 26),
 		"RESERVATION_ID":    "res_" + strings.Repeat("c", 26),
-		"BULK_OPERATION_ID": "bulk_" + strings.Repeat("d", 26)}
+		"BULK_OPERATION_ID": "bulk_" + strings.Repeat("d", 26),
+		"PAIRING_ID":        "pair_" + strings.Repeat("e", 26),
+		"CODE":              "ABCD-EFGH-JKMN-PQRS",
+		"DISCOVERY_TOKEN":   "mkdsc_" + strings.Repeat("e", 26) + "_" + strings.Repeat("f", 52)}
 	root := filepath.Join("..", "..", "..", "events")
 	n := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

@@ -1,0 +1,12 @@
+// Command store-pairings is the Lambda of the store-plugin paired discovery
+// group behind API Gateway's HTTP API: the seller's pairings, the plugin's
+// code exchange and its discovery routes. It only wires; the routes live in
+// shared/httpapi.
+package main
+
+import (
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+)
+
+func main() { lambdaapi.Main("store-pairings", httpapi.StorePairings) }

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/pairing"
+)
+
+// StorePairings is the store-plugin paired discovery group: the seller's
+// pairing routes (token), the plugin's exchange (the code is the
+// credential) and the plugin's discovery routes (discovery credential).
+var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ConnectionsRead}, []auth.Scope{auth.ConnectionsWrite}
+	// A discovery route needs a credential but no token scope.
+	discovery := []auth.Scope{}
+	base := "/vendors/{vendor_id}/store-pairings"
+	one := base + "/{pairing_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listStorePairings", Scopes: read, Handle: s.listPairings},
+		{Method: http.MethodPost, Path: base, Operation: "createStorePairing", Scopes: write, Handle: s.createPairing},
+		{Method: http.MethodGet, Path: one, Operation: "getStorePairing", Scopes: read, Handle: s.getPairing},
+		{Method: http.MethodPost, Path: one + "/accept", Operation: "acceptStorePairing", Scopes: write, Handle: s.acceptPairing},
+		{Method: http.MethodPost, Path: one + "/revoke", Operation: "revokeStorePairing", Scopes: write, Handle: s.revokePairing},
+		{Method: http.MethodPost, Path: "/store-pairings/exchange", Operation: "exchangeStorePairingCode", Handle: s.exchangePairing},
+		{Method: http.MethodGet, Path: "/store-pairings/current", Operation: "getCurrentStorePairing", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.currentPairing},
+		{Method: http.MethodPost, Path: "/store-pairings/current/discovery", Operation: "postStorePairingDiscovery", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.postDiscovery},
+	}
+}}
+
+func (s *Server) listPairings(c *Call) error {
+	pr, err := c.PageParams("store-pairings", "")
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.pairings.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+// createPairing stores a pairing under the Idempotency-Key. The receipt
+// keeps the response without the code, which exists only as a hash: an
+// exact replay answers the same pairing with code null.
+func (s *Server) createPairing(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	if err := pairing.ParseCreate(body); err != nil {
+		return err
+	}
+	key, err := idempotency.HeaderKey(c.R.Header.Get("Idempotency-Key"), idempotency.ConnectionKeyPattern)
+	if err != nil {
+		return err
+	}
+	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID, Operation: "store_pairings.create", Key: key}
+	var fresh pairing.Created
+	res, err := s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint("store_pairings.create", c.R.URL.Path, body), func(ctx context.Context) (idempotency.Mutation, error) {
+		created, ops, err := s.pairings.PrepareCreate(ctx, c.Principal.Vendor.ID)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		fresh = created
+		stored := created
+		stored.Code = nil
+		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(stored)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if res.Replayed {
+		c.W.Header().Set("Idempotent-Replayed", "true")
+		c.raw(res.Status, res.Body)
+		return nil
+	}
+	return c.Data(http.StatusCreated, fresh)
+}
+
+func (s *Server) getPairing(c *Call) error {
+	v, err := s.pairings.View(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func (s *Server) acceptPairing(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := pairing.ParseAccept(body)
+	if err != nil {
+		return err
+	}
+	v, err := s.pairings.Accept(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"), c.Principal.Token.ID, in)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func (s *Server) revokePairing(c *Call) error {
+	v, err := s.pairings.Revoke(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func (s *Server) exchangePairing(c *Call) error {
+	body, err := c.Body(4 << 10)
+	if err != nil {
+		return err
+	}
+	code, err := pairing.ParseExchange(body)
+	if err != nil {
+		return err
+	}
+	x, err := s.pairings.Exchange(c.Ctx, code)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, x)
+}
+
+func (s *Server) currentPairing(c *Call) error {
+	v, err := s.pairings.View(c.Ctx, c.Discovery.VendorID, c.Discovery.PairingID)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func (s *Server) postDiscovery(c *Call) error {
+	body, err := c.Body(16 << 10)
+	if err != nil {
+		return err
+	}
+	d, err := pairing.ParseDiscovery(body)
+	if err != nil {
+		return err
+	}
+	v, err := s.pairings.Discover(c.Ctx, c.Discovery, d)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}

@@ -1,0 +1,531 @@
+package pairing
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// CredentialPrefix starts every discovery credential, so that the platform
+// can tell it from a personal access token and secret scanners can find a
+// leaked one.
+const CredentialPrefix = "mkdsc_"
+
+// codeAlphabet is Crockford's base32: no I, L, O or U to misread.
+var codeAlphabet = base32.NewEncoding("0123456789ABCDEFGHJKMNPQRSTVWXYZ").WithPadding(base32.NoPadding)
+
+// Service runs the pairing flow.
+type Service struct {
+	Store       store.Store
+	Clock       clock.Clock
+	Connections connection.Service
+}
+
+// Principal is who a discovery request acts as: one pairing of one vendor.
+type Principal struct {
+	PairingID string
+	VendorID  string
+}
+
+// Created is the answer to a create: the pairing and, the only time it is
+// shown, its code.
+type Created struct {
+	View
+	Code *string `json:"code"`
+}
+
+// Exchanged is the answer to an exchange: the only time the discovery
+// credential is shown.
+type Exchanged struct {
+	PairingID      string    `json:"pairing_id"`
+	VendorID       string    `json:"vendor_id"`
+	DiscoveryToken string    `json:"discovery_token"`
+	ExpiresAt      time.Time `json:"expires_at"`
+}
+
+func hash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "store pairing not found") }
+
+func unavailable(err error) error { return errs.Unavailablef(err, "store pairings could not be read") }
+
+// newCode returns a pairing code of 80 random bits, in four groups of four
+// characters for a human to copy.
+func newCode() string {
+	b := make([]byte, 10)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	s := codeAlphabet.EncodeToString(b)
+	return s[0:4] + "-" + s[4:8] + "-" + s[8:12] + "-" + s[12:16]
+}
+
+// normalizeCode accepts a code as a human may type it: any case, with or
+// without dashes and spaces, O for 0 and I or L for 1.
+func normalizeCode(raw string) (string, bool) {
+	r := strings.NewReplacer("-", "", " ", "", "O", "0", "I", "1", "L", "1")
+	s := r.Replace(strings.ToUpper(strings.TrimSpace(raw)))
+	if len(s) != 16 {
+		return "", false
+	}
+	if _, err := codeAlphabet.DecodeString(s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// PrepareCreate builds a new pairing with its code, and the operations that
+// store it (the code only as its hash) and record its event.
+func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, []store.Op, error) {
+	now := s.Clock.Now()
+	code := newCode()
+	norm, _ := normalizeCode(code)
+	p := Pairing{ID: ids.Sortable("pair", now), VendorID: vendorID, Status: StatusPendingExchange,
+		CodeExpiresAt: now.Add(CodeTTL), CreatedAt: now, UpdatedAt: now, Version: 1}
+	data, err := encode(p)
+	if err != nil {
+		return Created{}, nil, err
+	}
+	secret, err := encode(secretRecord{VendorID: vendorID})
+	if err != nil {
+		return Created{}, nil, err
+	}
+	cr, err := encode(codeRecord{PairingID: p.ID, VendorID: vendorID})
+	if err != nil {
+		return Created{}, nil, err
+	}
+	k, sk, ck := Key(vendorID, p.ID), secretKey(p.ID), codeKey(hash(norm))
+	ev, err := event.Op(event.New(now, vendorID, event.StorePairingCreated, "store_pairing", p.ID, map[string]any{"version": 1}))
+	if err != nil {
+		return Created{}, nil, err
+	}
+	ops := []store.Op{
+		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent()),
+		store.Put(store.Item{PK: sk.PK, SK: sk.SK, Version: 1, Data: secret}, store.IfAbsent()),
+		// The code record outlives the code by a day, so that a late
+		// exchange learns the code expired rather than that it never was.
+		store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Data: cr, ExpiresAt: p.CodeExpiresAt.Add(24 * time.Hour).Unix()}, store.IfAbsent()),
+		ev,
+	}
+	return Created{View: p.View(now), Code: &code}, ops, nil
+}
+
+// Get reads a pairing of a vendor.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Pairing, error) {
+	if !validID(id) {
+		return Pairing{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Pairing{}, notFound()
+	}
+	if err != nil {
+		return Pairing{}, unavailable(err)
+	}
+	p, err := decode(it)
+	if err != nil {
+		return Pairing{}, unavailable(err)
+	}
+	return p, nil
+}
+
+func validID(id string) bool {
+	suffix, ok := strings.CutPrefix(id, "pair_")
+	return ok && len(suffix) == 26 && connection.IDPattern.MatchString(id)
+}
+
+// View reads a pairing's view.
+func (s Service) View(ctx context.Context, vendorID, id string) (View, error) {
+	p, err := s.Get(ctx, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	return p.View(s.Clock.Now()), nil
+}
+
+// List reads a page of a vendor's pairings, oldest first.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	if len(items) > limit {
+		items, more = items[:limit], true
+	}
+	now := s.Clock.Now()
+	views = []View{}
+	for _, it := range items {
+		p, err := decode(it)
+		if err != nil {
+			return nil, "", false, unavailable(err)
+		}
+		views = append(views, p.View(now))
+	}
+	if len(items) > 0 {
+		lastKey = items[len(items)-1].SK
+	}
+	return views, lastKey, more, nil
+}
+
+// update writes p (already moved to its next version) and the secret record
+// under p's previous version, with its event.
+func (s Service) update(ctx context.Context, p Pairing, secret *secretRecord, typ string, data map[string]any) error {
+	now := p.UpdatedAt
+	doc, err := encode(p)
+	if err != nil {
+		return err
+	}
+	k := Key(p.VendorID, p.ID)
+	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: p.Version, Data: doc}, store.IfVersion(p.Version-1))}
+	if secret != nil {
+		b, err := encode(*secret)
+		if err != nil {
+			return err
+		}
+		sk := secretKey(p.ID)
+		ops = append(ops, store.Put(store.Item{PK: sk.PK, SK: sk.SK, Version: p.Version, Data: b}, store.Cond{Exists: true}))
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["version"] = p.Version
+	ev, err := event.Op(event.New(now, p.VendorID, typ, "store_pairing", p.ID, data))
+	if err != nil {
+		return err
+	}
+	return s.Store.Transact(ctx, append(ops, ev)...)
+}
+
+func codeInvalid() error {
+	return errs.E(errs.CodePairingCodeInvalid, "code: not a valid pairing code; ask the seller for a new one")
+}
+
+// Exchange trades a pairing code for the pairing's discovery credential.
+// A code works once and only until it expires. An unknown code is looked
+// up by its hash, so how long a refusal takes says nothing about how close
+// a guess was; with 80 random bits and ten minutes, guessing is hopeless.
+func (s Service) Exchange(ctx context.Context, raw string) (Exchanged, error) {
+	norm, ok := normalizeCode(raw)
+	if !ok {
+		return Exchanged{}, codeInvalid()
+	}
+	it, err := s.Store.Get(ctx, codeKey(hash(norm)))
+	if errors.Is(err, store.ErrNotFound) {
+		return Exchanged{}, codeInvalid()
+	}
+	if err != nil {
+		return Exchanged{}, unavailable(err)
+	}
+	var cr codeRecord
+	if err := json.Unmarshal(it.Data, &cr); err != nil {
+		return Exchanged{}, unavailable(err)
+	}
+	p, err := s.Get(ctx, cr.VendorID, cr.PairingID)
+	if err != nil {
+		return Exchanged{}, err
+	}
+	now := s.Clock.Now()
+	switch {
+	case p.Status == StatusRevoked:
+		return Exchanged{}, codeInvalid()
+	case p.Status != StatusPendingExchange:
+		return Exchanged{}, errs.E(errs.CodePairingCodeUsed, "code: this pairing code was already exchanged; a code works once")
+	case !now.Before(p.CodeExpiresAt):
+		return Exchanged{}, errs.E(errs.CodePairingCodeExpired, "code: this pairing code expired; ask the seller for a new one")
+	}
+	secret := ids.Random(32)
+	exp := now.Add(CredentialTTL)
+	p.Status, p.UpdatedAt, p.Version = StatusDiscovering, now, p.Version+1
+	p.Credential = &Credential{IssuedAt: now, ExpiresAt: exp}
+	rec := secretRecord{VendorID: p.VendorID, Hash: hash(secret), ExpiresAt: &exp}
+	if err := s.update(ctx, p, &rec, event.StorePairingExchanged, nil); err != nil {
+		if store.IsCondition(err) {
+			// Another exchange of the same code won the race.
+			return Exchanged{}, errs.E(errs.CodePairingCodeUsed, "code: this pairing code was already exchanged; a code works once")
+		}
+		return Exchanged{}, errs.Unavailablef(err, "the pairing could not be stored")
+	}
+	suffix := strings.TrimPrefix(p.ID, "pair_")
+	return Exchanged{PairingID: p.ID, VendorID: p.VendorID, DiscoveryToken: CredentialPrefix + suffix + "_" + secret, ExpiresAt: exp}, nil
+}
+
+// IsCredential reports whether a bearer value is shaped like a discovery
+// credential (by its prefix), so that the platform picks the authenticator.
+func IsCredential(raw string) bool { return strings.HasPrefix(raw, CredentialPrefix) }
+
+func unauthenticated() error {
+	return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
+}
+
+// Authenticate checks a discovery credential: its hash, its expiry and its
+// revocation. Like a token check, the refusal never says which failed, and
+// a store failure fails closed.
+func (s Service) Authenticate(ctx context.Context, raw string) (Principal, error) {
+	rest, ok := strings.CutPrefix(raw, CredentialPrefix)
+	if !ok {
+		return Principal{}, unauthenticated()
+	}
+	suffix, secret, ok := strings.Cut(rest, "_")
+	if !ok || len(suffix) != 26 || len(secret) != 52 {
+		return Principal{}, unauthenticated()
+	}
+	id := "pair_" + suffix
+	it, err := s.Store.Get(ctx, secretKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, unauthenticated()
+	}
+	if err != nil {
+		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	var rec secretRecord
+	if err := json.Unmarshal(it.Data, &rec); err != nil {
+		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	if rec.Hash == "" || subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(rec.Hash)) != 1 {
+		return Principal{}, unauthenticated()
+	}
+	if rec.RevokedAt != nil || rec.ExpiresAt == nil || !s.Clock.Now().Before(*rec.ExpiresAt) {
+		return Principal{}, unauthenticated()
+	}
+	return Principal{PairingID: id, VendorID: rec.VendorID}, nil
+}
+
+func versionConflict(current int64) error {
+	return errs.Ef(errs.CodePairingVersion, "expected_version: the store pairing is at version %d; read it again and retry", current)
+}
+
+func stateConflict(format string, args ...any) error {
+	return errs.Ef(errs.CodePairingState, format, args...)
+}
+
+// Discover records the plugin's discovery data. Discovery is open from the
+// exchange until the seller accepts; each report replaces the last and
+// moves the version, so the seller accepts what they saw.
+func (s Service) Discover(ctx context.Context, pr Principal, d Discovery) (View, error) {
+	p, err := s.Get(ctx, pr.VendorID, pr.PairingID)
+	if err != nil {
+		return View{}, err
+	}
+	if p.Status != StatusDiscovering {
+		return View{}, stateConflict("discovery is open only until the seller accepts; the pairing is %s", p.Status)
+	}
+	now := s.Clock.Now()
+	d.ReceivedAt = now
+	p.Discovery, p.UpdatedAt, p.Version = &d, now, p.Version+1
+	if err := s.update(ctx, p, nil, event.StorePairingDiscovered, nil); err != nil {
+		if store.IsCondition(err) {
+			return View{}, errs.E(errs.CodeConflict, "the store pairing changed while discovery was stored; read it and retry")
+		}
+		return View{}, errs.Unavailablef(err, "the pairing could not be stored")
+	}
+	return p.View(now), nil
+}
+
+// AcceptInput is a parsed accept body.
+type AcceptInput struct {
+	ExpectedVersion int64
+	Preset          string
+	ConnectionID    string
+}
+
+// Accept records the seller's acceptance: it creates a store_plugin
+// connection with the preset's roles, or replaces the roles of an existing
+// one of the same store, in one transaction with the pairing's change, so
+// the connection rules (authority claims, idle connection) decide.
+func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in AcceptInput) (View, error) {
+	p, err := s.Get(ctx, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	if in.ExpectedVersion != p.Version {
+		return View{}, versionConflict(p.Version)
+	}
+	now := s.Clock.Now()
+	if st := p.statusAt(now); st != StatusDiscovering {
+		return View{}, stateConflict("only a pairing in discovery can be accepted; this one is %s", st)
+	}
+	if p.Discovery == nil {
+		return View{}, stateConflict("the plugin has not posted discovery data yet; accept once it has")
+	}
+	roles := connection.Presets[in.Preset]
+	var ops []store.Op
+	acc := Acceptance{Preset: in.Preset, AcceptedAt: now, TokenID: tokenID}
+	if in.ConnectionID == "" {
+		v, cops, _, err := s.Connections.PrepareCreate(ctx, vendorID, connection.CreateInput{Provider: connection.StorePlugin,
+			ExternalAccountID: p.Discovery.Store.Domain, DisplayName: p.Discovery.Store.Name, Roles: roles})
+		if err != nil {
+			return View{}, err
+		}
+		ops, acc.ConnectionID, acc.Created = cops, v.ID, true
+	} else {
+		c, _, _, err := s.Connections.Load(ctx, vendorID, in.ConnectionID)
+		if err != nil {
+			return View{}, err
+		}
+		if c.Provider != connection.StorePlugin || c.ExternalAccountID != p.Discovery.Store.Domain {
+			return View{}, errs.Ef(errs.CodeInvalidRequest, "connection_id: the connection is not the %s connection of %s", connection.StorePlugin, p.Discovery.Store.Domain)
+		}
+		_, cops, err := s.Connections.PrepareReplaceRoles(ctx, vendorID, c.ID, connection.RolesInput{ExpectedVersion: c.Version, Roles: roles})
+		if err != nil {
+			return View{}, err
+		}
+		ops, acc.ConnectionID = cops, c.ID
+	}
+	p.Status, p.Acceptance, p.UpdatedAt, p.Version = StatusAccepted, &acc, now, p.Version+1
+	doc, err := encode(p)
+	if err != nil {
+		return View{}, err
+	}
+	k := Key(vendorID, p.ID)
+	ev, err := event.Op(event.New(now, vendorID, event.StorePairingAccepted, "store_pairing", p.ID,
+		map[string]any{"version": p.Version, "connection_id": acc.ConnectionID, "preset": in.Preset}))
+	if err != nil {
+		return View{}, err
+	}
+	ops = append([]store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: p.Version, Data: doc}, store.IfVersion(in.ExpectedVersion))}, append(ops, ev)...)
+	if err := s.Store.Transact(ctx, ops...); err != nil {
+		ce, ok := store.AsCondition(err)
+		if !ok {
+			return View{}, errs.Unavailablef(err, "the acceptance could not be stored")
+		}
+		if ce.Has(0) {
+			if cur, gerr := s.Get(ctx, vendorID, id); gerr == nil && cur.Version != in.ExpectedVersion {
+				return View{}, versionConflict(cur.Version)
+			}
+		}
+		if in.ConnectionID != "" {
+			return View{}, s.Connections.Explain(ctx, vendorID, in.ConnectionID, s.connectionVersion(ctx, vendorID, in.ConnectionID), err)
+		}
+		return View{}, errs.E(errs.CodeAuthorityConflict, "the vendor authority changed while the pairing was accepted; read it and retry")
+	}
+	return p.View(now), nil
+}
+
+// connectionVersion is the connection's current version, so that Explain
+// reports what stopped the change other than a version the seller never set.
+func (s Service) connectionVersion(ctx context.Context, vendorID, id string) int64 {
+	c, _, _, err := s.Connections.Load(ctx, vendorID, id)
+	if err != nil {
+		return -1
+	}
+	return c.Version
+}
+
+// Review is the administrator's activation of an accepted pairing: only
+// then may the plugin make operational writes. Reviewing an active pairing
+// again changes nothing.
+func (s Service) Review(ctx context.Context, id, reviewer string) (View, error) {
+	if !validID(id) {
+		return View{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, secretKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return View{}, notFound()
+	}
+	if err != nil {
+		return View{}, unavailable(err)
+	}
+	var rec secretRecord
+	if err := json.Unmarshal(it.Data, &rec); err != nil {
+		return View{}, unavailable(err)
+	}
+	p, err := s.Get(ctx, rec.VendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	now := s.Clock.Now()
+	if p.Status == StatusActive {
+		return p.View(now), nil
+	}
+	if p.Status != StatusAccepted {
+		return View{}, stateConflict("only a pairing the seller accepted can be reviewed; this one is %s", p.statusAt(now))
+	}
+	if strings.TrimSpace(reviewer) == "" {
+		reviewer = "admin"
+	}
+	p.Status, p.Review, p.UpdatedAt, p.Version = StatusActive, &Review{ReviewedAt: now, Reviewer: reviewer}, now, p.Version+1
+	if err := s.update(ctx, p, nil, event.StorePairingReviewed, map[string]any{"connection_id": p.Acceptance.ConnectionID}); err != nil {
+		if store.IsCondition(err) {
+			return View{}, errs.E(errs.CodeConflict, "the store pairing changed while it was reviewed; retry")
+		}
+		return View{}, errs.Unavailablef(err, "the review could not be stored")
+	}
+	return p.View(now), nil
+}
+
+// Revoke ends a pairing: its code and discovery credential stop working at
+// once and operational writes are refused. The connection it created stays;
+// the seller pauses or disconnects it as any other. Revoking twice is
+// harmless.
+func (s Service) Revoke(ctx context.Context, vendorID, id string) (View, error) {
+	p, err := s.Get(ctx, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	now := s.Clock.Now()
+	if p.Status == StatusRevoked {
+		return p.View(now), nil
+	}
+	it, err := s.Store.Get(ctx, secretKey(id))
+	if err != nil {
+		return View{}, unavailable(err)
+	}
+	var rec secretRecord
+	if err := json.Unmarshal(it.Data, &rec); err != nil {
+		return View{}, unavailable(err)
+	}
+	rec.RevokedAt = &now
+	if p.Credential != nil {
+		p.Credential.RevokedAt = &now
+	}
+	p.Status, p.RevokedAt, p.UpdatedAt, p.Version = StatusRevoked, &now, now, p.Version+1
+	if err := s.update(ctx, p, &rec, event.StorePairingRevoked, nil); err != nil {
+		if store.IsCondition(err) {
+			return View{}, errs.E(errs.CodeConflict, "the store pairing changed while it was revoked; retry")
+		}
+		return View{}, errs.Unavailablef(err, "the revocation could not be stored")
+	}
+	return p.View(now), nil
+}
+
+// AuthorizeOperationalWrite is the gate every operational route of the
+// plugin calls before it writes: the seller accepted the pairing, an
+// administrator reviewed it, and its connection is active. It returns the
+// connection the write acts for.
+func (s Service) AuthorizeOperationalWrite(ctx context.Context, pr Principal) (string, error) {
+	p, err := s.Get(ctx, pr.VendorID, pr.PairingID)
+	if err != nil {
+		return "", err
+	}
+	if p.Status != StatusActive {
+		return "", errs.Ef(errs.CodePairingNotActive, "operational writes need the seller's acceptance and a reviewed activation; the pairing is %s", p.statusAt(s.Clock.Now()))
+	}
+	c, _, _, err := s.Connections.Load(ctx, pr.VendorID, p.Acceptance.ConnectionID)
+	if err != nil {
+		return "", err
+	}
+	if c.Status != connection.StatusActive {
+		return "", errs.Ef(errs.CodeConnectionInactive, "the pairing's connection is %s", c.Status)
+	}
+	return c.ID, nil
+}
