@@ -352,3 +352,36 @@ func TestStorePairingAcceptRespectsAuthority(t *testing.T) {
 		}
 	})
 }
+
+// A discovery credential reaches its two routes and nothing else: every
+// other authenticated route of every group answers 403, before any work.
+func TestDiscoveryCredentialReachesNothingElse(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	p := createPairing(t, e, "pairing-key-0007")
+	token := mustExchange(t, e, *p.Data.Code)
+	fill := strings.NewReplacer("{vendor_id}", e.Vendor.ID, "{pairing_id}", p.Data.ID)
+	n := 0
+	for _, rt := range e.Server.Routes() {
+		if rt.Scopes == nil || rt.Credential == httpapi.DiscoveryCredential {
+			continue
+		}
+		path := fill.Replace(rt.Path)
+		for strings.Contains(path, "{") {
+			i, j := strings.Index(path, "{"), strings.Index(path, "}")
+			path = path[:i] + "x_" + path[i+1:j] + path[j+1:]
+		}
+		r := e.Do(apitest.Req{Method: rt.Method, Path: path, Token: token, Body: map[string]any{},
+			Headers: map[string]string{"Idempotency-Key": "discovery-probe-1"}})
+		if r.Status != http.StatusForbidden {
+			t.Errorf("%s %s with a discovery credential: %d %s", rt.Method, path, r.Status, r.Body)
+		}
+		n++
+	}
+	if n < 30 {
+		t.Fatalf("only %d routes probed", n)
+	}
+	// The pairing saw none of it.
+	if cur := current(t, e, token); cur.Data.Version != 2 {
+		t.Fatalf("pairing moved: %+v", cur.Data)
+	}
+}
