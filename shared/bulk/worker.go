@@ -18,6 +18,7 @@ import (
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/ratelimit"
+	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
 )
@@ -185,7 +186,10 @@ func (w Worker) step(ctx context.Context, j *Job, ver *int64, i int) error {
 		}
 		return w.retry(ctx, j, ver, i, err)
 	}
-	item, ops, conflict, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, r.InventoryItemID, r.Body.adjustment())
+	adj := r.Body.adjustment()
+	jobID, recordKey := j.ID, r.Key
+	adj.Cause = &stockeffect.Cause{Type: stockeffect.CauseBulkOperation, ID: &jobID, Action: stockeffect.ActionAdjusted, RecordKey: &recordKey}
+	item, ops, conflict, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, r.InventoryItemID, adj)
 	if err != nil {
 		if transient(err) {
 			return w.retry(ctx, j, ver, i, err)

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/inventory"
 )
@@ -17,6 +19,10 @@ var Inventory = Group{Name: "inventory", Routes: func(s *Server) []Route {
 		{Method: http.MethodGet, Path: base, Operation: "listInventoryItems", Scopes: read, Handle: s.listInventory},
 		{Method: http.MethodGet, Path: base + "/{inventory_item_id}", Operation: "getInventoryItem", Scopes: read, Handle: s.getInventoryItem},
 		{Method: http.MethodPost, Path: base + "/{inventory_item_id}/adjustments", Operation: "adjustInventoryItem", Scopes: write, Handle: s.adjustInventory},
+		// Stock effects are the ledger of the items' movements, read with
+		// the items' scope.
+		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/stock-effects", Operation: "listStockEffects", Scopes: read, Handle: s.listStockEffects},
+		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/stock-effects/{effect_id}", Operation: "getStockEffect", Scopes: read, Handle: s.getStockEffect},
 	}
 }}
 
@@ -60,4 +66,29 @@ func (s *Server) adjustInventory(c *Call) error {
 		}
 		return idempotency.Mutation{Ops: ops, Status: http.StatusOK, Body: Envelope(it), Conflict: conflict}, nil
 	})
+}
+
+func (s *Server) listStockEffects(c *Call) error {
+	c.AllowFilters("inventory_item_id")
+	item := c.R.URL.Query().Get("inventory_item_id")
+	if len(item) > 1000 || strings.Contains(item, "#") {
+		return errs.E(errs.CodeInvalidParameter, "inventory_item_id: not an inventory item id")
+	}
+	pr, err := c.PageParams("stock-effects", "inventory_item_id="+item)
+	if err != nil {
+		return err
+	}
+	effects, last, more, err := s.effects.List(c.Ctx, c.Principal.Vendor.ID, item, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, effects, last, more)
+}
+
+func (s *Server) getStockEffect(c *Call) error {
+	e, err := s.effects.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("effect_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, e)
 }

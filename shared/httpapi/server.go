@@ -30,6 +30,7 @@ import (
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/reservation"
+	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
 	"github.com/moku/sellerapi/shared/webhook"
@@ -114,6 +115,7 @@ type Server struct {
 	connections  connection.Service
 	reservations reservation.Service
 	media        media.Service
+	effects      stockeffect.Service
 	pairings     pairing.Service
 	// discovery checks discovery credentials on the ungated store, as auth
 	// does tokens.
@@ -149,6 +151,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 
 		connections:  connection.Service{Store: gated, Clock: d.Clock},
 		reservations: reservation.Service{Store: gated, Clock: d.Clock},
+		effects:      stockeffect.Service{Store: gated},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},
@@ -319,6 +322,7 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 	w.Header().Set("X-Request-Id", rid)
 	ctx, cancel := context.WithTimeout(r.Context(), s.deps.Config.StoreTimeout)
 	ctx, rts := store.WithRoundTrips(ctx)
+	ctx = ids.WithRequestID(ctx, rid)
 	rec := &recorder{ResponseWriter: w}
 	return &Call{
 		W: rec, R: r.WithContext(ctx), Ctx: ctx, RequestID: rid, Route: rt,

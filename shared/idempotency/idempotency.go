@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"time"
 
@@ -115,7 +116,54 @@ type Keeper struct {
 // read: a matching one answers with the original response, a different one
 // is 409 IDEMPOTENCY_KEY_REUSED, and none returns the original error. The
 // happy path costs no round trip beyond the mutation's own.
+//
+// A conflict that wraps ErrRetry (a concurrent change moved a version the
+// mutation was conditioned on, without deciding its outcome) runs prepare
+// and the transaction again, up to MaxAttempts times, so contention costs
+// retries rather than spurious 409s.
 func (k Keeper) Run(ctx context.Context, sc Scope, fingerprint string, prepare func(ctx context.Context) (Mutation, error)) (Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := k.run(ctx, sc, fingerprint, prepare)
+		if !errors.Is(err, ErrRetry) || attempt >= MaxAttempts {
+			return res, err
+		}
+		if err := Pause(ctx, attempt); err != nil {
+			return Result{}, errs.Unavailablef(err, "the change could not be stored")
+		}
+	}
+}
+
+// ErrRetry marks a lost race worth running again: see Retry.
+var ErrRetry = errors.New("idempotency: lost a race; retry")
+
+// MaxAttempts bounds the runs of one mutation under contention.
+const MaxAttempts = 20
+
+// retryError is a conflict explanation that is also worth a retry.
+type retryError struct{ err error }
+
+func (e retryError) Error() string   { return e.err.Error() }
+func (e retryError) Unwrap() []error { return []error{e.err, ErrRetry} }
+
+// Retry marks err, the explanation of a lost race, as worth running again;
+// when the attempts run out, err is what the client gets.
+func Retry(err error) error { return retryError{err} }
+
+// Pause sleeps a short jittered while before attempt+1, or until ctx ends:
+// contenders that lost together spread out instead of colliding again.
+func Pause(ctx context.Context, attempt int) error {
+	d := 2 * time.Millisecond << min(attempt-1, 4)
+	t := time.NewTimer(d/4 + rand.N(d))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (k Keeper) run(ctx context.Context, sc Scope, fingerprint string, prepare func(ctx context.Context) (Mutation, error)) (Result, error) {
 	m, err := prepare(ctx)
 	if err != nil {
 		if !worthCheckingReceipt(err) {
@@ -140,6 +188,11 @@ func (k Keeper) Run(ctx context.Context, sc Scope, fingerprint string, prepare f
 		return Result{Status: m.Status, Body: body}, nil
 	}
 	if ce, ok := store.AsCondition(err); ok {
+		if !ce.Has(len(m.Ops)) {
+			// The receipt was absent, so no earlier success explains the
+			// failure: skip reading it.
+			return Result{}, m.conflict(ce)
+		}
 		return k.replay(ctx, sc, fingerprint, func() error { return m.conflict(ce) })
 	}
 	return Result{}, errs.Unavailablef(err, "the change could not be stored")

@@ -6,6 +6,7 @@
 package ids
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
@@ -42,4 +43,20 @@ func Sortable(prefix string, t time.Time) string {
 	// The "extended hex" alphabet (0-9 then a-v) is in ASCII order, so the
 	// encoded ids sort exactly like the bytes.
 	return prefix + "_" + sortable.EncodeToString(b[:])
+}
+
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the id of the request it serves, so
+// that records a request causes (stock effects) can name it.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID is the id of the request ctx serves; nil for system work.
+func RequestID(ctx context.Context) *string {
+	if id, ok := ctx.Value(requestIDKey{}).(string); ok && id != "" {
+		return &id
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -244,6 +245,9 @@ type Adjustment struct {
 	ExpectedVersion int64
 	// Authority is the connection asserting Stock Pool authority; nil is the service.
 	Authority *string
+	// Cause is what the stock effect names as the cause; nil is a plain
+	// adjustment. The bulk worker names its operation and record.
+	Cause *stockeffect.Cause
 }
 
 // ParseAdjustment reads an adjustment body.
@@ -315,11 +319,21 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	if err != nil {
 		return Item{}, nil, nil, err
 	}
+	cause := stockeffect.Cause{Type: stockeffect.CauseAdjustment, Action: stockeffect.ActionAdjusted}
+	if a.Cause != nil {
+		cause = *a.Cause
+	}
+	_, effect, err := stockeffect.Op(ctx, now, stockeffect.Movement{VendorID: vendorID, ProductID: p.ID, InventoryItemID: itemID,
+		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, OnHandDelta: delta, Version: next.Version, Cause: cause})
+	if err != nil {
+		return Item{}, nil, nil, err
+	}
 	ops := []store.Op{
 		store.Add(catalog.Key(vendorID, p.ID), map[string]int64{
 			catalog.OnHandAttr(seq): delta, catalog.AvailableAttr(seq): delta, catalog.VersionAttr(seq): 1,
 		}, 0, cond),
 		ev,
+		effect,
 	}
 	conflict := func(*store.ConditionError) error {
 		cur, err := s.Get(ctx, vendorID, itemID)

@@ -11,8 +11,10 @@ import (
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -118,11 +120,22 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		return View{}, nil, nil, err
 	}
 	q := in.Quantity
+	b := st.buckets
+	_, effect, err := stockeffect.Op(ctx, now, stockeffect.Movement{VendorID: vendorID, ProductID: r.ProductID, InventoryItemID: r.InventoryItemID,
+		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, ReservedDelta: q, Version: b.Version + 1,
+		Cause: stockeffect.Cause{Type: stockeffect.CauseReservation, ID: &r.ID, Action: stockeffect.ActionReserved}})
+	if err != nil {
+		return View{}, nil, nil, err
+	}
 	ops := []store.Op{
 		store.Put(it, store.IfAbsent()),
+		// Conditioned on the item's version, so the effect's before and
+		// after are exact; a lost race is retried (see conflict).
 		store.Add(catalog.Key(vendorID, r.ProductID), map[string]int64{
 			catalog.ReservedAttr(r.Seq): q, catalog.AvailableAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1,
-		}, 0, store.Cond{Bounds: []store.Bound{{Attr: catalog.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		}, 0, store.Cond{Bounds: []store.Bound{
+			{Attr: catalog.VersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
+			{Attr: catalog.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
 		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: 1}, 0,
 			store.Cond{Bounds: []store.Bound{{Attr: connection.ActiveAttr, Cmp: store.EQ, Value: 1}}}),
 		s.authorityOp(vendorID, 1),
@@ -133,11 +146,13 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	if err != nil {
 		return View{}, nil, nil, err
 	}
-	ops = append(ops, ev)
+	ops = append(ops, ev, effect)
 	conflict := func(ce *store.ConditionError) error {
 		switch {
 		case ce.Has(1):
-			return errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, but the available stock changed; read the item and retry", q)
+			// A concurrent movement won the item: prepare again, which
+			// re-reads the stock and decides on what is there now.
+			return idempotency.Retry(errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, but the available stock changed; read the item and retry", q))
 		case ce.Has(2):
 			return errs.E(errs.CodeConnectionInactive, "connection_id: the connection stopped being active")
 		}
@@ -301,22 +316,48 @@ func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in Ver
 	return s.settle(ctx, vendorID, r, StatusReleased, s.Clock.Now())
 }
 
+// buckets reads the current counters of a reservation's item.
+func (s Service) buckets(ctx context.Context, vendorID string, r Reservation) (inventory.Buckets, error) {
+	it, err := s.Store.Get(ctx, catalog.Key(vendorID, r.ProductID))
+	if err != nil {
+		return inventory.Buckets{}, unavailable(err)
+	}
+	b, ok := inventory.BucketsOf(it.Nums, r.Seq)
+	if !ok {
+		return inventory.Buckets{}, unavailable(errors.New("reservation: inventory buckets missing"))
+	}
+	return b, nil
+}
+
 // settle ends an active reservation as committed, released or expired.
 func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to string, now time.Time) (View, []store.Op, func(*store.ConditionError) error, error) {
+	b, err := s.buckets(ctx, vendorID, r)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
 	prev := r.Version
 	q := r.Quantity
 	deltas := map[string]int64{catalog.ReservedAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1}
 	typ := event.ReservationReleased
+	action, onHandDelta := stockeffect.ActionReleased, int64(0)
 	switch to {
 	case StatusCommitted:
 		deltas[catalog.OnHandAttr(r.Seq)] = -q
 		r.CommittedAt, typ = &now, event.ReservationCommitted
+		action, onHandDelta = stockeffect.ActionCommitted, -q
 	case StatusReleased:
 		deltas[catalog.AvailableAttr(r.Seq)] = q
 		r.ReleasedAt = &now
 	case StatusExpired:
 		deltas[catalog.AvailableAttr(r.Seq)] = q
 		r.ExpiredAt, typ = &now, event.ReservationExpired
+		action = stockeffect.ActionExpired
+	}
+	_, effect, err := stockeffect.Op(ctx, now, stockeffect.Movement{VendorID: vendorID, ProductID: r.ProductID, InventoryItemID: r.InventoryItemID,
+		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, OnHandDelta: onHandDelta, ReservedDelta: -q, Version: b.Version + 1,
+		Cause: stockeffect.Cause{Type: stockeffect.CauseReservation, ID: &r.ID, Action: action}})
+	if err != nil {
+		return View{}, nil, nil, err
 	}
 	r.Status, r.UpdatedAt, r.Version = to, now, r.Version+1
 	it, err := r.item()
@@ -330,14 +371,26 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 	}
 	ops := []store.Op{
 		store.Put(it, store.IfVersion(prev)),
-		store.Add(catalog.Key(vendorID, r.ProductID), deltas, 0,
-			store.Cond{Bounds: []store.Bound{{Attr: catalog.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		store.Add(catalog.Key(vendorID, r.ProductID), deltas, 0, store.Cond{Bounds: []store.Bound{
+			{Attr: catalog.VersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
+			{Attr: catalog.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
 		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: -1}, 0, store.Cond{}),
 		s.authorityOp(vendorID, -1),
 		store.Delete(expiryKey(r), store.Cond{}),
 		ev,
+		effect,
 	}
-	return r.View(), ops, s.raced(ctx, vendorID, r.ID, prev), nil
+	raced := s.raced(ctx, vendorID, r.ID, prev)
+	conflict := func(ce *store.ConditionError) error {
+		err := raced(ce)
+		if errs.Is(err, errs.CodeReservationState) {
+			// The reservation did not move, so the item did: settle
+			// again against its new version.
+			return idempotency.Retry(err)
+		}
+		return err
+	}
+	return r.View(), ops, conflict, nil
 }
 
 // ExpireDue releases every active reservation whose hold ended at or
@@ -372,17 +425,42 @@ func (s Service) ExpireDue(ctx context.Context, limit int) (int, error) {
 		if r.ExpiresAt.After(now) {
 			break // the index is in expiry order: nothing later is due
 		}
-		_, ops, _, err := s.settle(ctx, e.VendorID, r, StatusExpired, now)
+		expired, err := s.expire(ctx, e.VendorID, r, now)
 		if err != nil {
 			return n, err
 		}
-		if err := s.Store.Transact(ctx, ops...); err != nil {
-			if store.IsCondition(err) {
-				continue // settled concurrently; the next run sees its new state
-			}
-			return n, err
+		if expired {
+			n++
 		}
-		n++
 	}
 	return n, nil
+}
+
+// expire settles r as expired, retrying while concurrent movements of its
+// item win the race (the expiry is conditioned on the item's version, like
+// every movement); it reports false when r was settled concurrently.
+func (s Service) expire(ctx context.Context, vendorID string, r Reservation, now time.Time) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		_, ops, conflict, err := s.settle(ctx, vendorID, r, StatusExpired, now)
+		if err != nil {
+			return false, err
+		}
+		err = s.Store.Transact(ctx, ops...)
+		if err == nil {
+			return true, nil
+		}
+		ce, ok := store.AsCondition(err)
+		if !ok {
+			return false, err
+		}
+		if !errors.Is(conflict(ce), idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
+			return false, nil // settled concurrently; the next run sees its new state
+		}
+		if err := idempotency.Pause(ctx, attempt); err != nil {
+			return false, err
+		}
+		if r, err = s.Load(ctx, vendorID, r.ID); err != nil || r.Status != StatusActive {
+			return false, err
+		}
+	}
 }

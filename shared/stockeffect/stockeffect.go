@@ -1,0 +1,186 @@
+// Package stockeffect is the append-only ledger of stock movements: one
+// effect per movement of an inventory item's buckets, written in the same
+// transaction as the movement and keyed by (item, version after), so one
+// movement has exactly one effect and a replayed or raced write cannot add
+// a second. Packages that move stock (inventory, reservation) build the
+// effect's operation here; this package only records and reads.
+package stockeffect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Cause types and actions.
+const (
+	CauseAdjustment    = "adjustment"
+	CauseReservation   = "reservation"
+	CauseBulkOperation = "bulk_operation"
+
+	ActionAdjusted  = "adjusted"
+	ActionReserved  = "reserved"
+	ActionCommitted = "committed"
+	ActionReleased  = "released"
+	ActionExpired   = "expired"
+)
+
+// Cause names what moved the stock: a resource type, its id (null for a
+// plain adjustment, which is no resource of its own) and the action. A bulk
+// operation's effect also names the record by its key.
+type Cause struct {
+	Type      string  `json:"type"`
+	ID        *string `json:"id"`
+	Action    string  `json:"action"`
+	RecordKey *string `json:"record_key"`
+}
+
+// Buckets are the two stored counters of an item; available is derived.
+type Buckets struct {
+	OnHand   int64 `json:"on_hand"`
+	Reserved int64 `json:"reserved"`
+}
+
+// Effect is one stock movement.
+type Effect struct {
+	ID              string    `json:"id"`
+	VendorID        string    `json:"vendor_id"`
+	InventoryItemID string    `json:"inventory_item_id"`
+	ProductID       string    `json:"product_id"`
+	OnHandDelta     int64     `json:"on_hand_delta"`
+	ReservedDelta   int64     `json:"reserved_delta"`
+	Before          Buckets   `json:"before"`
+	After           Buckets   `json:"after"`
+	Version         int64     `json:"version"`
+	Cause           Cause     `json:"cause"`
+	RequestID       *string   `json:"request_id"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// Prefix is the sort-key prefix of effects in the vendor partition.
+const Prefix = "EFFECT#"
+
+// Key is the key of the effect that brought item to version.
+func Key(vendorID, itemID string, version int64) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: fmt.Sprintf("%s%s#%012d", Prefix, itemID, version)}
+}
+
+// ID is the public id of an effect: it maps one to one to its key.
+func ID(itemID string, version int64) string {
+	return fmt.Sprintf("eff_%s_%012d", strings.TrimPrefix(itemID, "inv_"), version)
+}
+
+// parseID finds the item and version an effect id names.
+func parseID(id string) (itemID string, version int64, ok bool) {
+	rest, ok := strings.CutPrefix(id, "eff_")
+	i := strings.LastIndexByte(rest, '_')
+	if !ok || i <= 0 || len(rest)-i-1 != 12 {
+		return "", 0, false
+	}
+	v, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || v < 0 {
+		return "", 0, false
+	}
+	return "inv_" + rest[:i], v, true
+}
+
+// Movement describes one movement of an item from before by the deltas,
+// bringing it to version.
+type Movement struct {
+	VendorID, ProductID, InventoryItemID string
+	Before                               Buckets
+	OnHandDelta, ReservedDelta           int64
+	Version                              int64
+	Cause                                Cause
+}
+
+// Op builds the effect of m and the operation that records it; the
+// request id comes from ctx (nil for system work).
+func Op(ctx context.Context, now time.Time, m Movement) (Effect, store.Op, error) {
+	e := Effect{
+		ID: ID(m.InventoryItemID, m.Version), VendorID: m.VendorID, InventoryItemID: m.InventoryItemID, ProductID: m.ProductID,
+		OnHandDelta: m.OnHandDelta, ReservedDelta: m.ReservedDelta, Before: m.Before,
+		After:   Buckets{OnHand: m.Before.OnHand + m.OnHandDelta, Reserved: m.Before.Reserved + m.ReservedDelta},
+		Version: m.Version, Cause: m.Cause, RequestID: ids.RequestID(ctx), CreatedAt: now,
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return Effect{}, store.Op{}, fmt.Errorf("stockeffect: encode: %w", err)
+	}
+	k := Key(m.VendorID, m.InventoryItemID, m.Version)
+	return e, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent()), nil
+}
+
+// Service reads effects.
+type Service struct {
+	Store store.Store
+}
+
+func unavailable(err error) error { return errs.Unavailablef(err, "stock effects could not be read") }
+
+func decode(it store.Item) (Effect, error) {
+	var e Effect
+	if err := json.Unmarshal(it.Data, &e); err != nil {
+		return Effect{}, fmt.Errorf("stockeffect: decode %s: %w", it.SK, err)
+	}
+	return e, nil
+}
+
+// Get reads one effect.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Effect, error) {
+	notFound := errs.E(errs.CodeNotFound, "stock effect not found")
+	itemID, v, ok := parseID(id)
+	if !ok || len(id) > 1100 {
+		return Effect{}, notFound
+	}
+	it, err := s.Store.Get(ctx, Key(vendorID, itemID, v))
+	if errors.Is(err, store.ErrNotFound) {
+		return Effect{}, notFound
+	}
+	if err != nil {
+		return Effect{}, unavailable(err)
+	}
+	e, err := decode(it)
+	if err != nil {
+		return Effect{}, unavailable(err)
+	}
+	return e, nil
+}
+
+// List reads a page of effects, by item and oldest first within an item;
+// itemID, when set, narrows the list to that item.
+func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit int) (effects []Effect, lastKey string, more bool, err error) {
+	prefix := Prefix
+	if itemID != "" {
+		prefix += itemID + "#"
+	}
+	if after != "" && !strings.HasPrefix(after, prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	items, err := s.Store.Query(ctx, store.Query{PK: vendor.Partition(vendorID), Prefix: prefix, After: after, Limit: limit + 1})
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	effects = []Effect{}
+	for i, it := range items {
+		if i == limit {
+			return effects, lastKey, true, nil
+		}
+		e, err := decode(it)
+		if err != nil {
+			return nil, "", false, unavailable(err)
+		}
+		effects = append(effects, e)
+		lastKey = it.SK
+	}
+	return effects, lastKey, false, nil
+}
