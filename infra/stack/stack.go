@@ -153,6 +153,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.Products},
 			{Group: httpapi.Inventory},
 			{Group: httpapi.Connections},
+			{Group: httpapi.Listings},
 			{Group: httpapi.Reservations},
 			{Group: httpapi.Events},
 			{Group: httpapi.Webhooks},

@@ -50,6 +50,11 @@ const (
 	CodeInsufficientStock  Code = "INSUFFICIENT_STOCK"
 	CodeConnectionInactive Code = "CONNECTION_NOT_ACTIVE"
 
+	CodeListingVersion      Code = "LISTING_VERSION_CONFLICT"
+	CodeListingState        Code = "LISTING_STATE_CONFLICT"
+	CodeListingExists       Code = "LISTING_EXISTS"
+	CodeChannelPriceRefused Code = "CHANNEL_PRICE_NOT_ALLOWED"
+
 	CodeWebhookURLNotAllowed       Code = "WEBHOOK_URL_NOT_ALLOWED"
 	CodeWebhookSubscriptionLimit   Code = "WEBHOOK_SUBSCRIPTION_LIMIT"
 	CodeWebhookSubscriptionVersion Code = "WEBHOOK_SUBSCRIPTION_VERSION_CONFLICT"
@@ -115,6 +120,11 @@ var catalog = map[Code]Info{
 	CodeReservationState:   {CodeReservationState, Conflict, "Reservation state conflict"},
 	CodeInsufficientStock:  {CodeInsufficientStock, Conflict, "Insufficient stock"},
 	CodeConnectionInactive: {CodeConnectionInactive, Conflict, "Connection not active"},
+
+	CodeListingVersion:      {CodeListingVersion, Conflict, "Listing version conflict"},
+	CodeListingState:        {CodeListingState, Conflict, "Listing state conflict"},
+	CodeListingExists:       {CodeListingExists, Conflict, "Listing already exists"},
+	CodeChannelPriceRefused: {CodeChannelPriceRefused, Conflict, "Channel price not allowed"},
 
 	CodeWebhookURLNotAllowed:       {CodeWebhookURLNotAllowed, Invalid, "Webhook URL not allowed"},
 	CodeWebhookSubscriptionLimit:   {CodeWebhookSubscriptionLimit, Conflict, "Webhook subscription limit reached"},

@@ -39,6 +39,13 @@ const (
 	ReservationReleased  = "reservation.released"
 	ReservationExpired   = "reservation.expired"
 
+	ListingCreated   = "listing.created"
+	ListingUpdated   = "listing.updated"
+	ListingActivated = "listing.activated"
+	ListingPaused    = "listing.paused"
+	ListingResumed   = "listing.resumed"
+	ListingEnded     = "listing.ended"
+
 	WebhookSubscriptionCreated  = "webhook_subscription.created"
 	WebhookSubscriptionUpdated  = "webhook_subscription.updated"
 	WebhookSubscriptionDeleted  = "webhook_subscription.deleted"
@@ -61,6 +68,7 @@ func Types() []string {
 		ProductArchived, ProductRestored, InventoryItemAdjusted,
 		ConnectionCreated, ConnectionPaused, ConnectionResumed, ConnectionDisconnected, ConnectionRolesReplaced,
 		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired,
+		ListingCreated, ListingUpdated, ListingActivated, ListingPaused, ListingResumed, ListingEnded,
 		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
 		BulkOperationCompleted,
 		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked}

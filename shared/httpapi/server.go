@@ -26,6 +26,7 @@ import (
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
@@ -116,6 +117,7 @@ type Server struct {
 	reservations reservation.Service
 	media        media.Service
 	effects      stockeffect.Service
+	listings     listing.Service
 	pairings     pairing.Service
 	// discovery checks discovery credentials on the ungated store, as auth
 	// does tokens.
@@ -152,6 +154,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		connections:  connection.Service{Store: gated, Clock: d.Clock},
 		reservations: reservation.Service{Store: gated, Clock: d.Clock},
 		effects:      stockeffect.Service{Store: gated},
+		listings:     listing.Service{Store: gated, Clock: d.Clock},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},

@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/listing"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Listings is the Listings group; listings are part of a connection's
+// configuration, so they take the connections scopes.
+var Listings = Group{Name: "listings", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ConnectionsRead}, []auth.Scope{auth.ConnectionsWrite}
+	base := "/vendors/{vendor_id}/listings"
+	one := base + "/{listing_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listListings", Scopes: read, Handle: s.listListings},
+		{Method: http.MethodPost, Path: base, Operation: "createListing", Scopes: write, Handle: s.createListing},
+		{Method: http.MethodGet, Path: one, Operation: "getListing", Scopes: read, Handle: s.getListing},
+		{Method: http.MethodPatch, Path: one, Operation: "updateListing", Scopes: write, Handle: s.updateListing},
+		{Method: http.MethodPost, Path: one + "/activate", Operation: "activateListing", Scopes: write, Handle: s.listingTransition(listing.Activate)},
+		{Method: http.MethodPost, Path: one + "/pause", Operation: "pauseListing", Scopes: write, Handle: s.listingTransition(listing.Pause)},
+		{Method: http.MethodPost, Path: one + "/resume", Operation: "resumeListing", Scopes: write, Handle: s.listingTransition(listing.Resume)},
+		{Method: http.MethodPost, Path: one + "/end", Operation: "endListing", Scopes: write, Handle: s.listingTransition(listing.End)},
+	}
+}}
+
+var listingStatuses = map[string]bool{
+	listing.StatusDraft: true, listing.StatusActive: true, listing.StatusPaused: true, listing.StatusEnded: true,
+}
+
+func (s *Server) listListings(c *Call) error {
+	c.AllowFilters("connection_id", "product_id", "status")
+	q := c.R.URL.Query()
+	f := listing.Filter{ConnectionID: q.Get("connection_id"), ProductID: q.Get("product_id"), Status: q.Get("status")}
+	if f.Status != "" && !listingStatuses[f.Status] {
+		return errs.E(errs.CodeInvalidParameter, "status: must be draft, active, paused or ended")
+	}
+	pr, err := c.PageParams("listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status)
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.listings.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) getListing(c *Call) error {
+	v, err := s.listings.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func (s *Server) createListing(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := listing.ParseCreate(body)
+	if err != nil {
+		return err
+	}
+	return c.Mutate("listings.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+		v, ops, conflict, err := s.listings.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
+	})
+}
+
+type listingPrepare = func(context.Context) (listing.View, []store.Op, func(*store.ConditionError) error, error)
+
+// applyListing writes a versioned listing change (no Idempotency-Key:
+// expected_version makes a repeat fail instead of applying twice), running
+// it again while it loses races it did not cause.
+func (c *Call) applyListing(prepare listingPrepare) error {
+	for attempt := 1; ; attempt++ {
+		v, ops, conflict, err := prepare(c.Ctx)
+		if err != nil {
+			return err
+		}
+		err = c.s.listings.Store.Transact(c.Ctx, ops...)
+		if err == nil {
+			return c.Data(http.StatusOK, v)
+		}
+		ce, ok := store.AsCondition(err)
+		if !ok {
+			var e *errs.Error
+			if errors.As(err, &e) {
+				return err
+			}
+			return errs.Unavailablef(err, "the listing could not be stored")
+		}
+		if err := conflict(ce); !errors.Is(err, idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
+			return err
+		}
+		if err := idempotency.Pause(c.Ctx, attempt); err != nil {
+			return errs.Unavailablef(err, "the listing could not be stored")
+		}
+	}
+}
+
+func (s *Server) updateListing(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := listing.ParseUpdate(body)
+	if err != nil {
+		return err
+	}
+	return c.applyListing(func(ctx context.Context) (listing.View, []store.Op, func(*store.ConditionError) error, error) {
+		return s.listings.PrepareUpdate(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), in)
+	})
+}
+
+func (s *Server) listingTransition(action string) func(*Call) error {
+	return func(c *Call) error {
+		body, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		v, err := listing.ParseVersion(body)
+		if err != nil {
+			return err
+		}
+		return c.applyListing(func(ctx context.Context) (listing.View, []store.Op, func(*store.ConditionError) error, error) {
+			return s.listings.PrepareTransition(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), action, v)
+		})
+	}
+}
