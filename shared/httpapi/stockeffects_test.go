@@ -244,3 +244,26 @@ func TestStockLedgerInvariant(t *testing.T) {
 		}
 	})
 }
+
+// TestStockEffectOfBulkRecord: a bulk record's adjustment names the
+// operation and the record, and has no request id (the worker's work).
+func TestStockEffectOfBulkRecord(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		e := bulkEnv(t, kind, 1<<20)
+		items := seedItems(t, e, 2)
+		job := mustSubmit(t, e, e.Token, "bulk-effect-1", batch(items, 7, 9))
+		work(t, e, kind, job.Data.ID)
+		for i, item := range items {
+			list := effects(t, e, item)
+			if len(list) != 1 {
+				t.Fatalf("item %d: %d effects", i, len(list))
+			}
+			ef := list[0]
+			key := fmt.Sprintf("r%d", i+1)
+			if ef.Cause.Type != "bulk_operation" || ef.Cause.ID == nil || *ef.Cause.ID != job.Data.ID || ef.Cause.RecordKey == nil ||
+				*ef.Cause.RecordKey != key || ef.RequestID != nil || ef.OnHandDelta != int64(7+2*i) || ef.Version != 2 {
+				t.Fatalf("bulk effect %d: %+v", i, ef)
+			}
+		}
+	})
+}
