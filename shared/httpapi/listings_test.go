@@ -193,3 +193,64 @@ func TestListingCounterConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestListingOfArchivedProduct: an archived product cannot be listed, and
+// its live listings can only be ended.
+func TestListingOfArchivedProduct(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		e := catalogEnv(t, kind)
+		p := mustCreate(t, e, "arch-product", simpleProduct("arch"))
+		conn := mustConnection(t, e, "arch-conn", connectionBody("marketplace_a", destinationRoles))
+		l := mustListing(t, createListing(e, "arch-listing", map[string]any{"connection_id": conn.Data.ID, "product_id": p.Data.ID}), 201)
+		mustListing(t, listingDo(e, http.MethodPost, l.Data.ID, "activate", map[string]any{"expected_version": 1}), 200)
+		if r := post(e, "/products/"+p.Data.ID+"/archive", map[string]any{"expected_revision": 1}); r.Status != 200 {
+			t.Fatalf("archive: %d %s", r.Status, r.Body)
+		}
+		listingDo(e, http.MethodPost, l.Data.ID, "pause", map[string]any{"expected_version": 2}).WantProblem(t, 409, "PRODUCT_STATE_CONFLICT")
+		listingDo(e, http.MethodPatch, l.Data.ID, "", map[string]any{"expected_version": 2, "external_listing_id": "x"}).WantProblem(t, 409, "PRODUCT_STATE_CONFLICT")
+		if got := mustListing(t, listingDo(e, http.MethodPost, l.Data.ID, "end", map[string]any{"expected_version": 2}), 200); got.Data.Status != "ended" {
+			t.Fatalf("end: %+v", got.Data)
+		}
+		if n, _ := activeListings(t, e, conn.Data.ID); n != 0 {
+			t.Fatalf("active_listing_count = %d", n)
+		}
+		p2 := mustCreate(t, e, "arch-product-2", simpleProduct("arch-2"))
+		post(e, "/products/"+p2.Data.ID+"/archive", map[string]any{"expected_revision": 1})
+		createListing(e, "arch-listing-2", map[string]any{"connection_id": conn.Data.ID, "product_id": p2.Data.ID}).WantProblem(t, 409, "PRODUCT_STATE_CONFLICT")
+	})
+}
+
+// TestListingActivateRacesDisconnect: an activation and a disconnect of
+// the same connection at once never both win.
+func TestListingActivateRacesDisconnect(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		e := catalogEnv(t, kind)
+		p := mustCreate(t, e, "race-product", simpleProduct("race"))
+		for round := 0; round < 5; round++ {
+			conn := mustConnection(t, e, fmt.Sprintf("race-conn-%d", round), connectionBody("marketplace_a", destinationRoles))
+			l := mustListing(t, createListing(e, fmt.Sprintf("race-listing-%d", round), map[string]any{"connection_id": conn.Data.ID, "product_id": p.Data.ID}), 201)
+			var activate, disconnect *apitest.Resp
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				activate = listingDo(e, http.MethodPost, l.Data.ID, "activate", map[string]any{"expected_version": 1})
+			}()
+			go func() {
+				defer wg.Done()
+				disconnect = post(e, "/connections/"+conn.Data.ID+"/disconnect", map[string]any{"expected_version": conn.Data.Version})
+			}()
+			wg.Wait()
+			n, _ := activeListings(t, e, conn.Data.ID)
+			switch {
+			case activate.Status == 200 && disconnect.Status == 409 && n == 1:
+			case disconnect.Status == 200 && activate.Status == 409 && n == 0:
+			default:
+				t.Fatalf("round %d: activate %d %s, disconnect %d %s, active_listing_count %d", round, activate.Status, activate.Body, disconnect.Status, disconnect.Body, n)
+			}
+			if activate.Status == 200 {
+				listingDo(e, http.MethodPost, l.Data.ID, "end", map[string]any{"expected_version": 2})
+			}
+		}
+	})
+}
