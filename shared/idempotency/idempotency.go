@@ -123,7 +123,7 @@ type Keeper struct {
 // retries rather than spurious 409s.
 func (k Keeper) Run(ctx context.Context, sc Scope, fingerprint string, prepare func(ctx context.Context) (Mutation, error)) (Result, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := k.run(ctx, sc, fingerprint, prepare)
+		res, err := k.run(ctx, sc, fingerprint, prepare, attempt >= MaxAttempts)
 		if !errors.Is(err, ErrRetry) || attempt >= MaxAttempts {
 			return res, err
 		}
@@ -163,7 +163,8 @@ func Pause(ctx context.Context, attempt int) error {
 	}
 }
 
-func (k Keeper) run(ctx context.Context, sc Scope, fingerprint string, prepare func(ctx context.Context) (Mutation, error)) (Result, error) {
+// run is one attempt of Run; last says no retry follows it.
+func (k Keeper) run(ctx context.Context, sc Scope, fingerprint string, prepare func(ctx context.Context) (Mutation, error), last bool) (Result, error) {
 	m, err := prepare(ctx)
 	if err != nil {
 		if !worthCheckingReceipt(err) {
@@ -188,12 +189,13 @@ func (k Keeper) run(ctx context.Context, sc Scope, fingerprint string, prepare f
 		return Result{Status: m.Status, Body: body}, nil
 	}
 	if ce, ok := store.AsCondition(err); ok {
-		if !ce.Has(len(m.Ops)) {
-			// The receipt was absent, so no earlier success explains the
-			// failure: skip reading it.
-			return Result{}, m.conflict(ce)
+		cerr := m.conflict(ce)
+		if errors.Is(cerr, ErrRetry) && !last {
+			// A lost race that the next attempt decides anew; should a
+			// receipt exist, a later attempt fails on it and reads it.
+			return Result{}, cerr
 		}
-		return k.replay(ctx, sc, fingerprint, func() error { return m.conflict(ce) })
+		return k.replay(ctx, sc, fingerprint, func() error { return cerr })
 	}
 	return Result{}, errs.Unavailablef(err, "the change could not be stored")
 }
