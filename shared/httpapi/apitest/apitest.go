@@ -126,6 +126,10 @@ func New(t testing.TB, o Options) *Env {
 	}
 	cfg := config.Default()
 	cfg.BaseURL = "http://api.test/v1"
+	// A generous deadline: concurrency tests saturate the emulator on a
+	// shared 2-core machine, and a timeout there would be the test's doing,
+	// not the service's. Tests of the deadline itself set their own.
+	cfg.StoreTimeout = 30 * time.Second
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
