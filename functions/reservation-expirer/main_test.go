@@ -44,7 +44,7 @@ func TestExpiresDueHolds(t *testing.T) {
 	tx(ops, err)
 	tx([]store.Op{store.Add(catalog.Key(v.ID, p.ID), map[string]int64{catalog.OnHandAttr(0): 5, catalog.AvailableAttr(0): 5}, 0, store.Cond{})}, nil)
 	conn, ops, _, err := connection.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, connection.CreateInput{
-		Provider: "marketplace_a", ExternalAccountID: "a", DisplayName: "A", Roles: connection.Presets["service_source"]})
+		Provider: "marketplace_a", ExternalAccountID: "a", DisplayName: "A", Roles: serviceSource()})
 	tx(ops, err)
 	_, ops, _, err = reservation.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, reservation.CreateInput{
 		ConnectionID: conn.ID, InventoryItemID: catalog.InventoryItemID(p.ID, 0), Quantity: 2, Hold: time.Minute})
@@ -68,4 +68,9 @@ func TestExpiresDueHolds(t *testing.T) {
 	if it.Nums[catalog.ReservedAttr(0)] != 0 || it.Nums[catalog.AvailableAttr(0)] != 5 {
 		t.Fatalf("buckets after expiry: %v", it.Nums)
 	}
+}
+
+func serviceSource() connection.Roles {
+	r, _ := connection.Preset("service_source")
+	return r
 }

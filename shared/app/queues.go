@@ -18,14 +18,14 @@ import (
 )
 
 // OpenQueues opens the SQS work queues at the URLs the configuration names
-// (config.QueueURLEnv). Each queue in required must have one: a function
+// (config.QueueURLEnv()). Each queue in required must have one: a function
 // is told the URLs of the queues it sends to or works (the stream router
 // all of them, a worker its own and those it sends follow-up work to), and
 // a send to a queue without a URL fails. Opening sends no request.
 func OpenQueues(ctx context.Context, cfg config.Config, required ...string) (*sqsqueue.Queue, error) {
 	for _, name := range required {
 		if cfg.QueueURLs[name] == "" {
-			return nil, fmt.Errorf("app: no URL for the %s queue: set %s", name, config.QueueURLEnv[name])
+			return nil, fmt.Errorf("app: no URL for the %s queue: set %s", name, config.QueueURLEnv()[name])
 		}
 	}
 	client, err := sqsqueue.NewClient(ctx)

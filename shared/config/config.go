@@ -35,7 +35,7 @@ const (
 	EnvMediaBudgetBytes   = "SELLERAPI_MEDIA_BUDGET_BYTES"
 	EnvMediaBudgetObjects = "SELLERAPI_MEDIA_BUDGET_OBJECTS"
 
-	// Work queues on SQS: each queue's URL (see QueueURLEnv). The stream
+	// Work queues on SQS: each queue's URL (see QueueURLEnv()). The stream
 	// router and every worker get all three; without them the local
 	// binary on DynamoDB runs no background work.
 	EnvQueueURLWebhookDeliveries = "SELLERAPI_QUEUE_URL_WEBHOOK_DELIVERIES"
@@ -45,10 +45,12 @@ const (
 
 // QueueURLEnv names the variable holding each work queue's SQS URL, by the
 // queue's name in package queue.
-var QueueURLEnv = map[string]string{
-	queue.WebhookDeliveries: EnvQueueURLWebhookDeliveries,
-	queue.BulkOperations:    EnvQueueURLBulkOperations,
-	queue.EventReplays:      EnvQueueURLEventReplays,
+func QueueURLEnv() map[string]string {
+	return map[string]string{
+		queue.WebhookDeliveries: EnvQueueURLWebhookDeliveries,
+		queue.BulkOperations:    EnvQueueURLBulkOperations,
+		queue.EventReplays:      EnvQueueURLEventReplays,
+	}
 }
 
 // Store kinds.
@@ -134,7 +136,7 @@ func FromEnv() (Config, error) {
 	str(EnvMediaBucket, &c.MediaBucket)
 	str(EnvMediaDir, &c.MediaDir)
 	str(EnvMediaBaseURL, &c.MediaBaseURL)
-	for name, env := range QueueURLEnv {
+	for name, env := range QueueURLEnv() {
 		if v := strings.TrimSpace(os.Getenv(env)); v != "" {
 			if c.QueueURLs == nil {
 				c.QueueURLs = make(map[string]string)

@@ -30,7 +30,9 @@ const (
 
 // Providers: one store-plugin platform and five marketplaces. The published
 // interface uses brand names; these neutral identifiers stand in for them.
-var Providers = []string{"store_plugin", "marketplace_a", "marketplace_b", "marketplace_c", "marketplace_d", "marketplace_e"}
+func Providers() []string {
+	return []string{"store_plugin", "marketplace_a", "marketplace_b", "marketplace_c", "marketplace_d", "marketplace_e"}
+}
 
 // StorePlugin is the provider whose role presets exist.
 const StorePlugin = "store_plugin"
@@ -55,11 +57,24 @@ type Roles struct {
 	ExternalOrderFulfillment string `json:"external_order_fulfillment"`
 }
 
-// Presets are the store-plugin shorthands for a role set.
-var Presets = map[string]Roles{
-	"service_source":       {Catalog: Destination, BasePrice: Destination, Inventory: Destination, OrderIngress: Enabled, ExternalOrderFulfillment: Moku},
-	"store_catalog_source": {Catalog: Source, BasePrice: Source, Inventory: Destination, OrderIngress: Enabled, ExternalOrderFulfillment: Moku},
-	"store_source":         {Catalog: Source, BasePrice: Source, Inventory: Source, OrderIngress: Enabled, ExternalOrderFulfillment: Channel},
+// Preset returns the roles a store-plugin preset stands for.
+func Preset(name string) (Roles, bool) {
+	r, ok := presets()[name]
+	return r, ok
+}
+
+// PresetNames lists the store-plugin presets.
+func PresetNames() []string {
+	return []string{"service_source", "store_catalog_source", "store_source"}
+}
+
+// presets are the store-plugin shorthands for a role set.
+func presets() map[string]Roles {
+	return map[string]Roles{
+		"service_source":       {Catalog: Destination, BasePrice: Destination, Inventory: Destination, OrderIngress: Enabled, ExternalOrderFulfillment: Moku},
+		"store_catalog_source": {Catalog: Source, BasePrice: Source, Inventory: Destination, OrderIngress: Enabled, ExternalOrderFulfillment: Moku},
+		"store_source":         {Catalog: Source, BasePrice: Source, Inventory: Source, OrderIngress: Enabled, ExternalOrderFulfillment: Channel},
+	}
 }
 
 // Health is what the connector last reported about the channel.

@@ -28,7 +28,7 @@ func ParseCreate(body []byte) (CreateInput, error) {
 		return CreateInput{}, err
 	}
 	var in CreateInput
-	in.Provider = o.String("provider", fields.Required, fields.StringRule{OneOf: Providers})
+	in.Provider = o.String("provider", fields.Required, fields.StringRule{OneOf: Providers()})
 	in.ExternalAccountID = o.String("external_account_id", fields.Required, fields.StringRule{Min: 1, Max: 256, MaxBytes: 256, Trim: true})
 	in.DisplayName = o.String("display_name", fields.Required, fields.StringRule{Min: 1, Max: 120, SingleLine: true})
 	in.Roles = readRoles(o, in.Provider)
@@ -45,7 +45,7 @@ func readRoles(o *fields.Object, provider string) Roles {
 	var preset string
 	raw := o.Raw("roles")
 	if json.Unmarshal(raw, &preset) == nil {
-		r, ok := Presets[preset]
+		r, ok := Preset(preset)
 		switch {
 		case provider != "" && provider != StorePlugin:
 			o.Fail("roles", "presets exist only for the %s provider; give the five roles", StorePlugin)

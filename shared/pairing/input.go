@@ -15,9 +15,6 @@ var (
 	versionPattern  = regexp.MustCompile(`^[A-Za-z0-9._+-]{1,32}$`)
 )
 
-// Presets are the role presets a seller may accept a pairing with.
-var Presets = []string{"service_source", "store_catalog_source", "store_source"}
-
 // ParseExchange reads {"code": "..."}.
 func ParseExchange(body []byte) (string, error) {
 	o, err := fields.Parse(body, "")
@@ -77,7 +74,7 @@ func ParseAccept(body []byte) (AcceptInput, error) {
 	}
 	var in AcceptInput
 	in.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	in.Preset = o.String("preset", fields.Required, fields.StringRule{OneOf: Presets})
+	in.Preset = o.String("preset", fields.Required, fields.StringRule{OneOf: connection.PresetNames()})
 	in.ConnectionID = o.String("connection_id", fields.Optional, fields.StringRule{Pattern: connection.IDPattern, PatternText: "1..160 letters, digits, . _ : -"})
 	return in, o.Err()
 }

@@ -367,7 +367,7 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 	if p.Discovery == nil {
 		return View{}, stateConflict("the plugin has not posted discovery data yet; accept once it has")
 	}
-	roles := connection.Presets[in.Preset]
+	roles, _ := connection.Preset(in.Preset)
 	var ops []store.Op
 	acc := Acceptance{Preset: in.Preset, AcceptedAt: now, TokenID: tokenID}
 	if in.ConnectionID == "" {

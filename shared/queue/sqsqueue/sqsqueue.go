@@ -5,7 +5,7 @@
 //
 // Queues are named as in package queue ("webhook-deliveries", ...) and
 // mapped to their URLs once, when the Queue is built: the stack passes each
-// URL in the environment (config.QueueURLEnv), so sending costs exactly one
+// URL in the environment (config.QueueURLEnv()), so sending costs exactly one
 // SendMessage and no GetQueueUrl, and the functions need no permission to
 // look queues up. Resolve does the look-up by a name prefix, once, for
 // setups that only know the names (the emulators, LocalStack).
