@@ -155,6 +155,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.Connections},
 			{Group: httpapi.Listings},
 			{Group: httpapi.Reservations},
+			{Group: httpapi.ExternalOrders},
 			{Group: httpapi.Events},
 			{Group: httpapi.Webhooks},
 			{Group: httpapi.BulkOperations},

@@ -50,10 +50,14 @@ const (
 	CodeInsufficientStock  Code = "INSUFFICIENT_STOCK"
 	CodeConnectionInactive Code = "CONNECTION_NOT_ACTIVE"
 
-	CodeListingVersion      Code = "LISTING_VERSION_CONFLICT"
-	CodeListingState        Code = "LISTING_STATE_CONFLICT"
-	CodeListingExists       Code = "LISTING_EXISTS"
-	CodeChannelPriceRefused Code = "CHANNEL_PRICE_NOT_ALLOWED"
+	CodeListingVersion Code = "LISTING_VERSION_CONFLICT"
+	CodeListingState   Code = "LISTING_STATE_CONFLICT"
+	CodeListingExists  Code = "LISTING_EXISTS"
+
+	CodeExternalOrderVersion   Code = "EXTERNAL_ORDER_VERSION_CONFLICT"
+	CodeExternalOrderState     Code = "EXTERNAL_ORDER_STATE_CONFLICT"
+	CodeExternalOrderDuplicate Code = "EXTERNAL_ORDER_DUPLICATE"
+	CodeChannelPriceRefused    Code = "CHANNEL_PRICE_NOT_ALLOWED"
 
 	CodeWebhookURLNotAllowed       Code = "WEBHOOK_URL_NOT_ALLOWED"
 	CodeWebhookSubscriptionLimit   Code = "WEBHOOK_SUBSCRIPTION_LIMIT"
@@ -121,10 +125,13 @@ var catalog = map[Code]Info{
 	CodeInsufficientStock:  {CodeInsufficientStock, Conflict, "Insufficient stock"},
 	CodeConnectionInactive: {CodeConnectionInactive, Conflict, "Connection not active"},
 
-	CodeListingVersion:      {CodeListingVersion, Conflict, "Listing version conflict"},
-	CodeListingState:        {CodeListingState, Conflict, "Listing state conflict"},
-	CodeListingExists:       {CodeListingExists, Conflict, "Listing already exists"},
-	CodeChannelPriceRefused: {CodeChannelPriceRefused, Conflict, "Channel price not allowed"},
+	CodeListingVersion:         {CodeListingVersion, Conflict, "Listing version conflict"},
+	CodeListingState:           {CodeListingState, Conflict, "Listing state conflict"},
+	CodeListingExists:          {CodeListingExists, Conflict, "Listing already exists"},
+	CodeExternalOrderVersion:   {CodeExternalOrderVersion, Conflict, "External order version conflict"},
+	CodeExternalOrderState:     {CodeExternalOrderState, Conflict, "External order state conflict"},
+	CodeExternalOrderDuplicate: {CodeExternalOrderDuplicate, Conflict, "External order already imported with different content"},
+	CodeChannelPriceRefused:    {CodeChannelPriceRefused, Conflict, "Channel price not allowed"},
 
 	CodeWebhookURLNotAllowed:       {CodeWebhookURLNotAllowed, Invalid, "Webhook URL not allowed"},
 	CodeWebhookSubscriptionLimit:   {CodeWebhookSubscriptionLimit, Conflict, "Webhook subscription limit reached"},

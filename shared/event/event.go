@@ -46,6 +46,14 @@ const (
 	ListingResumed   = "listing.resumed"
 	ListingEnded     = "listing.ended"
 
+	ExternalOrderImported     = "external_order.imported"
+	ExternalOrderReserved     = "external_order.reserved"
+	ExternalOrderUnreservable = "external_order.unreservable"
+	ExternalOrderCommitted    = "external_order.committed"
+	ExternalOrderCancelled    = "external_order.cancelled"
+	ExternalOrderRejected     = "external_order.rejected"
+	ExternalOrderFulfilled    = "external_order.fulfilled"
+
 	WebhookSubscriptionCreated  = "webhook_subscription.created"
 	WebhookSubscriptionUpdated  = "webhook_subscription.updated"
 	WebhookSubscriptionDeleted  = "webhook_subscription.deleted"
@@ -69,6 +77,7 @@ func Types() []string {
 		ConnectionCreated, ConnectionPaused, ConnectionResumed, ConnectionDisconnected, ConnectionRolesReplaced,
 		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired,
 		ListingCreated, ListingUpdated, ListingActivated, ListingPaused, ListingResumed, ListingEnded,
+		ExternalOrderImported, ExternalOrderReserved, ExternalOrderUnreservable, ExternalOrderCommitted, ExternalOrderCancelled, ExternalOrderRejected, ExternalOrderFulfilled,
 		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
 		BulkOperationCompleted,
 		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked}

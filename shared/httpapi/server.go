@@ -23,6 +23,7 @@ import (
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
@@ -118,6 +119,7 @@ type Server struct {
 	media        media.Service
 	effects      stockeffect.Service
 	listings     listing.Service
+	extorders    extorder.Service
 	pairings     pairing.Service
 	// discovery checks discovery credentials on the ungated store, as auth
 	// does tokens.
@@ -155,6 +157,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		reservations: reservation.Service{Store: gated, Clock: d.Clock},
 		effects:      stockeffect.Service{Store: gated},
 		listings:     listing.Service{Store: gated, Clock: d.Clock},
+		extorders:    extorder.Service{Store: gated, Clock: d.Clock},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},

@@ -26,6 +26,7 @@ const (
 	CauseAdjustment    = "adjustment"
 	CauseReservation   = "reservation"
 	CauseBulkOperation = "bulk_operation"
+	CauseExternalOrder = "external_order"
 
 	ActionAdjusted  = "adjusted"
 	ActionReserved  = "reserved"

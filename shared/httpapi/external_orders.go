@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/extorder"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// ExternalOrders is the External orders group; orders hold and move stock
+// like reservations do, so they take the reservations scopes.
+var ExternalOrders = Group{Name: "external-orders", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ReservationsRead}, []auth.Scope{auth.ReservationsWrite}
+	base := "/vendors/{vendor_id}/external-orders"
+	one := base + "/{external_order_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listExternalOrders", Scopes: read, Handle: s.listExternalOrders},
+		{Method: http.MethodPost, Path: base, Operation: "importExternalOrder", Scopes: write, Handle: s.importExternalOrder},
+		{Method: http.MethodGet, Path: one, Operation: "getExternalOrder", Scopes: read, Handle: s.getExternalOrder},
+		{Method: http.MethodPost, Path: one + "/reserve", Operation: "reserveExternalOrder", Scopes: write, Handle: s.externalOrderTransition(extorder.Reserve)},
+		{Method: http.MethodPost, Path: one + "/commit", Operation: "commitExternalOrder", Scopes: write, Handle: s.externalOrderTransition(extorder.Commit)},
+		{Method: http.MethodPost, Path: one + "/cancel", Operation: "cancelExternalOrder", Scopes: write, Handle: s.externalOrderTransition(extorder.Cancel)},
+		{Method: http.MethodPost, Path: one + "/reject", Operation: "rejectExternalOrder", Scopes: write, Handle: s.externalOrderTransition(extorder.Reject)},
+		{Method: http.MethodPost, Path: one + "/fulfill", Operation: "fulfillExternalOrder", Scopes: write, Handle: s.externalOrderTransition(extorder.Fulfill)},
+	}
+}}
+
+var externalOrderStatuses = map[string]bool{
+	extorder.StatusReserved: true, extorder.StatusUnreservable: true, extorder.StatusCommitted: true,
+	extorder.StatusFulfilled: true, extorder.StatusCancelled: true, extorder.StatusRejected: true,
+}
+
+func (s *Server) listExternalOrders(c *Call) error {
+	c.AllowFilters("connection_id", "status")
+	q := c.R.URL.Query()
+	f := extorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
+	if f.Status != "" && !externalOrderStatuses[f.Status] {
+		return errs.E(errs.CodeInvalidParameter, "status: must be reserved, unreservable, committed, fulfilled, cancelled or rejected")
+	}
+	pr, err := c.PageParams("external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status)
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.extorders.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) getExternalOrder(c *Call) error {
+	o, err := s.extorders.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, o)
+}
+
+func (s *Server) importExternalOrder(c *Call) error {
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := extorder.ParseImport(body)
+	if err != nil {
+		return err
+	}
+	return c.Mutate("external_orders.import", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+		v, created, ops, conflict, err := s.extorders.PrepareImport(ctx, c.Principal.Vendor.ID, in)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		if !created {
+			// The same order imported before: answer with it.
+			return idempotency.Mutation{Status: http.StatusOK, Body: Envelope(v)}, nil
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
+	})
+}
+
+func (s *Server) externalOrderTransition(action string) func(*Call) error {
+	return func(c *Call) error {
+		body, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		expected, err := extorder.ParseVersion(body)
+		if err != nil {
+			return err
+		}
+		for attempt := 1; ; attempt++ {
+			v, ops, conflict, err := s.extorders.PrepareTransition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"), action, expected)
+			if err != nil {
+				return err
+			}
+			err = s.extorders.Store.Transact(c.Ctx, ops...)
+			if err == nil {
+				return c.Data(http.StatusOK, v)
+			}
+			ce, ok := store.AsCondition(err)
+			if !ok {
+				var e *errs.Error
+				if errors.As(err, &e) {
+					return err
+				}
+				return errs.Unavailablef(err, "the external order could not be stored")
+			}
+			if err := conflict(ce); !errors.Is(err, idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
+				return err
+			}
+			if err := idempotency.Pause(c.Ctx, attempt); err != nil {
+				return errs.Unavailablef(err, "the external order could not be stored")
+			}
+		}
+	}
+}
