@@ -156,6 +156,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.Listings},
 			{Group: httpapi.Reservations},
 			{Group: httpapi.ExternalOrders},
+			{Group: httpapi.SellerOrders},
 			{Group: httpapi.Events},
 			{Group: httpapi.Webhooks},
 			{Group: httpapi.BulkOperations},
@@ -179,6 +180,8 @@ func Default(stage string) Definition {
 			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
 			// Paces a job by sending it again after the vendor's window.
 			{Name: "bulk-worker", QueueURLEnv: config.EnvQueueURLBulkOperations, SendsTo: []string{"bulk-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
+			// Projects committed moku external orders into seller orders.
+			{Name: "seller-order-worker", QueueURLEnv: config.EnvQueueURLSellerOrders},
 		},
 		LogRetention: awslogs.RetentionDays_ONE_MONTH,
 	}

@@ -30,6 +30,7 @@ func (a *App) Works(q queue.Sender) []Work {
 		a.webhookWork(q),
 		a.replayWork(q),
 		a.bulkWork(q),
+		a.sellerOrderWork(),
 	}
 }
 

@@ -41,6 +41,7 @@ const (
 	EnvQueueURLWebhookDeliveries = "SELLERAPI_QUEUE_URL_WEBHOOK_DELIVERIES"
 	EnvQueueURLBulkOperations    = "SELLERAPI_QUEUE_URL_BULK_OPERATIONS"
 	EnvQueueURLEventReplays      = "SELLERAPI_QUEUE_URL_EVENT_REPLAYS"
+	EnvQueueURLSellerOrders      = "SELLERAPI_QUEUE_URL_SELLER_ORDERS"
 )
 
 // QueueURLEnv names the variable holding each work queue's SQS URL, by the
@@ -50,6 +51,7 @@ func QueueURLEnv() map[string]string {
 		queue.WebhookDeliveries: EnvQueueURLWebhookDeliveries,
 		queue.BulkOperations:    EnvQueueURLBulkOperations,
 		queue.EventReplays:      EnvQueueURLEventReplays,
+		queue.SellerOrders:      EnvQueueURLSellerOrders,
 	}
 }
 

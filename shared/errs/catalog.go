@@ -57,6 +57,8 @@ const (
 	CodeExternalOrderVersion   Code = "EXTERNAL_ORDER_VERSION_CONFLICT"
 	CodeExternalOrderState     Code = "EXTERNAL_ORDER_STATE_CONFLICT"
 	CodeExternalOrderDuplicate Code = "EXTERNAL_ORDER_DUPLICATE"
+	CodeSellerOrderVersion     Code = "SELLER_ORDER_VERSION_CONFLICT"
+	CodeSellerOrderState       Code = "SELLER_ORDER_STATE_CONFLICT"
 	CodeChannelPriceRefused    Code = "CHANNEL_PRICE_NOT_ALLOWED"
 
 	CodeWebhookURLNotAllowed       Code = "WEBHOOK_URL_NOT_ALLOWED"
@@ -131,6 +133,8 @@ var catalog = map[Code]Info{
 	CodeExternalOrderVersion:   {CodeExternalOrderVersion, Conflict, "External order version conflict"},
 	CodeExternalOrderState:     {CodeExternalOrderState, Conflict, "External order state conflict"},
 	CodeExternalOrderDuplicate: {CodeExternalOrderDuplicate, Conflict, "External order already imported with different content"},
+	CodeSellerOrderVersion:     {CodeSellerOrderVersion, Conflict, "Seller order version conflict"},
+	CodeSellerOrderState:       {CodeSellerOrderState, Conflict, "Seller order state conflict"},
 	CodeChannelPriceRefused:    {CodeChannelPriceRefused, Conflict, "Channel price not allowed"},
 
 	CodeWebhookURLNotAllowed:       {CodeWebhookURLNotAllowed, Invalid, "Webhook URL not allowed"},

@@ -54,6 +54,9 @@ const (
 	ExternalOrderRejected     = "external_order.rejected"
 	ExternalOrderFulfilled    = "external_order.fulfilled"
 
+	SellerOrderShipped   = "seller_order.shipped"
+	SellerOrderCancelled = "seller_order.cancelled"
+
 	WebhookSubscriptionCreated  = "webhook_subscription.created"
 	WebhookSubscriptionUpdated  = "webhook_subscription.updated"
 	WebhookSubscriptionDeleted  = "webhook_subscription.deleted"
@@ -78,6 +81,7 @@ func Types() []string {
 		ReservationCreated, ReservationRenewed, ReservationCommitted, ReservationReleased, ReservationExpired,
 		ListingCreated, ListingUpdated, ListingActivated, ListingPaused, ListingResumed, ListingEnded,
 		ExternalOrderImported, ExternalOrderReserved, ExternalOrderUnreservable, ExternalOrderCommitted, ExternalOrderCancelled, ExternalOrderRejected, ExternalOrderFulfilled,
+		SellerOrderShipped, SellerOrderCancelled,
 		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
 		BulkOperationCompleted,
 		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked}

@@ -32,6 +32,7 @@ import (
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/reservation"
+	"github.com/moku/sellerapi/shared/sellerorder"
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
@@ -120,6 +121,7 @@ type Server struct {
 	effects      stockeffect.Service
 	listings     listing.Service
 	extorders    extorder.Service
+	sellerorders sellerorder.Service
 	pairings     pairing.Service
 	// discovery checks discovery credentials on the ungated store, as auth
 	// does tokens.
@@ -158,6 +160,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		effects:      stockeffect.Service{Store: gated},
 		listings:     listing.Service{Store: gated, Clock: d.Clock},
 		extorders:    extorder.Service{Store: gated, Clock: d.Clock},
+		sellerorders: sellerorder.Service{Store: gated, Clock: d.Clock},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},

@@ -19,10 +19,11 @@ const (
 	WebhookDeliveries = "webhook-deliveries"
 	BulkOperations    = "bulk-operations"
 	EventReplays      = "event-replays"
+	SellerOrders      = "seller-orders"
 )
 
 // Names lists every queue.
-func Names() []string { return []string{WebhookDeliveries, BulkOperations, EventReplays} }
+func Names() []string { return []string{WebhookDeliveries, BulkOperations, EventReplays, SellerOrders} }
 
 // MaxDelay is the longest delay a message can be sent with (SQS's limit).
 const MaxDelay = 15 * time.Minute

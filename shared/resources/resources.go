@@ -89,5 +89,6 @@ func Workers() []Worker {
 		{Function: "webhook-worker", Queue: queue.WebhookDeliveries, URLEnv: config.EnvQueueURLWebhookDeliveries},
 		{Function: "replay-worker", Queue: queue.EventReplays, URLEnv: config.EnvQueueURLEventReplays},
 		{Function: "bulk-worker", Queue: queue.BulkOperations, URLEnv: config.EnvQueueURLBulkOperations},
+		{Function: "seller-order-worker", Queue: queue.SellerOrders, URLEnv: config.EnvQueueURLSellerOrders},
 	}
 }

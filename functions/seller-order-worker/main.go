@@ -1,0 +1,13 @@
+// Command seller-order-worker is an SQS-triggered Lambda that projects
+// committed external orders whose fulfillment is moku into seller orders:
+// each message of the seller-orders queue is one external_order.committed
+// or .cancelled event, applied idempotently. The work itself is registered
+// in shared/app (app.Work); this main only names the queue.
+package main
+
+import (
+	"github.com/moku/sellerapi/shared/lambdaapi"
+	"github.com/moku/sellerapi/shared/queue"
+)
+
+func main() { lambdaapi.WorkerMain("seller-order-worker", queue.SellerOrders) }

@@ -1,0 +1,12 @@
+// Command seller-orders is the Lambda of the Seller orders operation group
+// behind API Gateway's HTTP API: what the seller must ship, projected from
+// committed external orders. It only wires; the routes live in
+// shared/httpapi.
+package main
+
+import (
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+)
+
+func main() { lambdaapi.Main("seller-orders", httpapi.SellerOrders) }

@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/sellerorder"
+)
+
+// SellerOrders is the Seller orders group: the projection of committed
+// moku-fulfilled external orders. Orders take the reservations scopes.
+var SellerOrders = Group{Name: "seller-orders", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ReservationsRead}, []auth.Scope{auth.ReservationsWrite}
+	base := "/vendors/{vendor_id}/seller-orders"
+	one := base + "/{seller_order_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listSellerOrders", Scopes: read, Handle: s.listSellerOrders},
+		{Method: http.MethodGet, Path: one, Operation: "getSellerOrder", Scopes: read, Handle: s.getSellerOrder},
+		{Method: http.MethodPost, Path: one + "/mark-shipped", Operation: "markSellerOrderShipped", Scopes: write, Handle: s.sellerOrderTransition(sellerorder.MarkShipped)},
+		{Method: http.MethodPost, Path: one + "/cancel", Operation: "cancelSellerOrder", Scopes: write, Handle: s.sellerOrderTransition(sellerorder.Cancel)},
+	}
+}}
+
+var sellerOrderStatuses = map[string]bool{sellerorder.StatusOpen: true, sellerorder.StatusShipped: true, sellerorder.StatusCancelled: true}
+
+func (s *Server) listSellerOrders(c *Call) error {
+	c.AllowFilters("connection_id", "status")
+	q := c.R.URL.Query()
+	f := sellerorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
+	if f.Status != "" && !sellerOrderStatuses[f.Status] {
+		return errs.E(errs.CodeInvalidParameter, "status: must be open, shipped or cancelled")
+	}
+	pr, err := c.PageParams("seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status)
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.sellerorders.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) getSellerOrder(c *Call) error {
+	o, err := s.sellerorders.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, o)
+}
+
+func (s *Server) sellerOrderTransition(action string) func(*Call) error {
+	return func(c *Call) error {
+		body, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		in, err := sellerorder.ParseInput(body, action)
+		if err != nil {
+			return err
+		}
+		o, err := s.sellerorders.Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"), action, in)
+		if err != nil {
+			return err
+		}
+		return c.Data(http.StatusOK, o)
+	}
+}

@@ -1,0 +1,380 @@
+// Package sellerorder holds seller orders: the fulfillment projection of
+// committed external orders whose fulfillment is moku, what the seller
+// must ship. The projection is built from events (external_order.committed
+// and .cancelled) by a pipeline rule and a queue worker, idempotent on the
+// event: a seller order's id is derived from its external order and it
+// records the event that created it, so a redelivered or replayed event
+// changes nothing and replaying the log rebuilds it. Clients change only
+// its fulfillment: mark shipped (carrier, tracking number) or cancel.
+package sellerorder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Statuses: open → shipped, or open → cancelled.
+const (
+	StatusOpen      = "open"
+	StatusShipped   = "shipped"
+	StatusCancelled = "cancelled"
+)
+
+// Line is one line to ship.
+type Line struct {
+	LineID          string `json:"line_id"`
+	InventoryItemID string `json:"inventory_item_id"`
+	Quantity        int64  `json:"quantity"`
+	UnitPrice       int64  `json:"unit_price"`
+}
+
+// Order is the stored record and its view.
+type Order struct {
+	ID              string     `json:"id"`
+	VendorID        string     `json:"vendor_id"`
+	ExternalOrderID string     `json:"external_order_id"`
+	ChannelOrderID  string     `json:"channel_order_id"`
+	ConnectionID    string     `json:"connection_id"`
+	Status          string     `json:"status"`
+	Lines           []Line     `json:"lines"`
+	Carrier         *string    `json:"carrier"`
+	TrackingNumber  *string    `json:"tracking_number"`
+	ShippedAt       *time.Time `json:"shipped_at"`
+	SourceEventID   string     `json:"source_event_id"`
+	Version         int64      `json:"version"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+}
+
+// Prefix is the sort-key prefix of seller orders in the vendor partition.
+const Prefix = "SORD#"
+
+// Key is a seller order's key.
+func Key(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+}
+
+// IDOf is the seller order id of an external order.
+func IDOf(externalOrderID string) string { return "so_" + strings.TrimPrefix(externalOrderID, "xo_") }
+
+func decode(it store.Item) (Order, error) {
+	var o Order
+	if err := json.Unmarshal(it.Data, &o); err != nil {
+		return Order{}, fmt.Errorf("sellerorder: decode %s: %w", it.SK, err)
+	}
+	o.Version = it.Version
+	return o, nil
+}
+
+func (o Order) item() (store.Item, error) {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return store.Item{}, fmt.Errorf("sellerorder: encode: %w", err)
+	}
+	k := Key(o.VendorID, o.ID)
+	return store.Item{PK: k.PK, SK: k.SK, Version: o.Version, Data: data}, nil
+}
+
+// Rule sends every external_order.committed and .cancelled event to the
+// seller-orders queue.
+func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, event.Prefix) {
+		return nil, nil
+	}
+	e, err := event.Decode(*c.New)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Type {
+	case event.ExternalOrderCommitted, event.ExternalOrderCancelled, event.SellerOrderShipped, event.SellerOrderCancelled:
+	default:
+		return nil, nil
+	}
+	return []pipeline.Outgoing{{Queue: queue.SellerOrders, Body: c.New.Data}}, nil
+}
+
+// Projector applies events to seller orders.
+type Projector struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+// Handle is the queue handler: one message is one event.
+func (p Projector) Handle(ctx context.Context, m queue.Message) error {
+	var e event.Event
+	if err := json.Unmarshal(m.Body, &e); err != nil {
+		return nil // not an event: nothing to project, never retried
+	}
+	return p.Apply(ctx, e)
+}
+
+// eventOrder is the part of an external order event the projection reads.
+type eventOrder struct {
+	ConnectionID    string `json:"connection_id"`
+	ExternalOrderID string `json:"external_order_id"`
+	Fulfillment     string `json:"fulfillment"`
+	Lines           []Line `json:"lines"`
+}
+
+// fulfillmentEvent is the part of a seller order event the projection reads.
+type fulfillmentEvent struct {
+	Version        int64   `json:"version"`
+	Status         string  `json:"status"`
+	Carrier        *string `json:"carrier"`
+	TrackingNumber *string `json:"tracking_number"`
+}
+
+// applyFulfillment replays a seller order's own fulfillment event: a no-op
+// when the order already has that version (the usual case: the change and
+// its event were one transaction), and the rebuild of the change otherwise.
+func (p Projector) applyFulfillment(ctx context.Context, e event.Event) error {
+	raw, err := json.Marshal(e.Data)
+	if err != nil {
+		return err
+	}
+	var f fulfillmentEvent
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil
+	}
+	it, err := p.Store.Get(ctx, Key(e.VendorID, e.Resource.ID))
+	if errors.Is(err, store.ErrNotFound) {
+		return &queue.RetryError{After: time.Second, Err: err} // its creation is not projected yet
+	}
+	if err != nil {
+		return err
+	}
+	o, err := decode(it)
+	if err != nil || o.Version >= f.Version {
+		return err
+	}
+	prev := o.Version
+	o.Status, o.Carrier, o.TrackingNumber, o.Version, o.UpdatedAt = f.Status, f.Carrier, f.TrackingNumber, f.Version, e.CreatedAt
+	if f.Status == StatusShipped {
+		at := e.CreatedAt
+		o.ShippedAt = &at
+	}
+	next, err := o.item()
+	if err != nil {
+		return err
+	}
+	err = p.Store.Transact(ctx, store.Put(next, store.IfVersion(prev)))
+	if store.IsCondition(err) {
+		return &queue.RetryError{After: time.Second, Err: err}
+	}
+	return err
+}
+
+// Apply projects one event; applying it again changes nothing.
+func (p Projector) Apply(ctx context.Context, e event.Event) error {
+	if e.Type == event.SellerOrderShipped || e.Type == event.SellerOrderCancelled {
+		return p.applyFulfillment(ctx, e)
+	}
+	raw, err := json.Marshal(e.Data)
+	if err != nil {
+		return err
+	}
+	var d eventOrder
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil
+	}
+	if d.Fulfillment != connection.Moku {
+		return nil
+	}
+	id := IDOf(e.Resource.ID)
+	switch e.Type {
+	case event.ExternalOrderCommitted:
+		o := Order{ID: id, VendorID: e.VendorID, ExternalOrderID: e.Resource.ID, ChannelOrderID: d.ExternalOrderID, ConnectionID: d.ConnectionID,
+			Status: StatusOpen, Lines: d.Lines, SourceEventID: e.ID, Version: 1, CreatedAt: e.CreatedAt, UpdatedAt: e.CreatedAt}
+		if o.Lines == nil {
+			o.Lines = []Line{}
+		}
+		it, err := o.item()
+		if err != nil {
+			return err
+		}
+		err = p.Store.Transact(ctx, store.Put(it, store.IfAbsent()))
+		if store.IsCondition(err) {
+			return nil // already projected
+		}
+		return err
+	case event.ExternalOrderCancelled:
+		it, err := p.Store.Get(ctx, Key(e.VendorID, id))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // the order never reached commit: nothing to ship
+		}
+		if err != nil {
+			return err
+		}
+		o, err := decode(it)
+		if err != nil || o.Status != StatusOpen {
+			return err
+		}
+		prev := o.Version
+		o.Status, o.Version, o.UpdatedAt = StatusCancelled, o.Version+1, e.CreatedAt
+		next, err := o.item()
+		if err != nil {
+			return err
+		}
+		err = p.Store.Transact(ctx, store.Put(next, store.IfVersion(prev)))
+		if store.IsCondition(err) {
+			return &queue.RetryError{After: time.Second, Err: err}
+		}
+		return err
+	}
+	return nil
+}
+
+// Service reads seller orders and changes their fulfillment.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "seller order not found") }
+
+func unavailable(err error) error {
+	return errs.Unavailablef(err, "seller order state could not be read safely")
+}
+
+// Load reads one seller order.
+func (s Service) Load(ctx context.Context, vendorID, id string) (Order, error) {
+	if len(id) == 0 || len(id) > 128 {
+		return Order{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Order{}, notFound()
+	}
+	if err != nil {
+		return Order{}, unavailable(err)
+	}
+	o, err := decode(it)
+	if err != nil {
+		return Order{}, unavailable(err)
+	}
+	return o, nil
+}
+
+// Filter narrows a list.
+type Filter struct{ ConnectionID, Status string }
+
+// List reads a page of seller orders, oldest first.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []Order, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	views = []Order{}
+	pk := Key(vendorID, "").PK
+	for {
+		items, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: Prefix, After: after, Limit: limit + 1})
+		if err != nil {
+			return nil, "", false, unavailable(err)
+		}
+		for _, it := range items {
+			o, err := decode(it)
+			if err != nil {
+				return nil, "", false, unavailable(err)
+			}
+			if (f.Status != "" && o.Status != f.Status) || (f.ConnectionID != "" && o.ConnectionID != f.ConnectionID) {
+				continue
+			}
+			if len(views) == limit {
+				return views, lastKey, true, nil
+			}
+			views = append(views, o)
+			lastKey = it.SK
+		}
+		if len(items) < limit+1 {
+			return views, lastKey, false, nil
+		}
+		after = items[len(items)-1].SK
+	}
+}
+
+// Actions.
+const (
+	MarkShipped = "mark_shipped"
+	Cancel      = "cancel"
+)
+
+// Input is a parsed action body.
+type Input struct {
+	ExpectedVersion         int64
+	Carrier, TrackingNumber string
+}
+
+var textRule = fields.StringRule{Min: 1, Max: 200, SingleLine: true}
+
+// ParseInput reads an action body: expected_version, and for mark_shipped
+// carrier and tracking_number.
+func ParseInput(body []byte, action string) (Input, error) {
+	o, err := fields.Parse(body, "")
+	if err != nil {
+		return Input{}, err
+	}
+	var in Input
+	in.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
+	if action == MarkShipped {
+		in.Carrier = o.String("carrier", fields.Required, textRule)
+		in.TrackingNumber = o.String("tracking_number", fields.Required, textRule)
+	}
+	return in, o.Err()
+}
+
+// Transition marks an open seller order shipped or cancelled.
+func (s Service) Transition(ctx context.Context, vendorID, id, action string, in Input) (Order, error) {
+	o, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.Version != in.ExpectedVersion {
+		return Order{}, errs.Ef(errs.CodeSellerOrderVersion, "expected_version: the seller order is at version %d; read it again and retry", o.Version)
+	}
+	if o.Status != StatusOpen {
+		return Order{}, errs.Ef(errs.CodeSellerOrderState, "a %s seller order cannot change its fulfillment", o.Status)
+	}
+	now := s.Clock.Now()
+	prev := o.Version
+	typ := event.SellerOrderCancelled
+	o.Status = StatusCancelled
+	if action == MarkShipped {
+		o.Status, o.Carrier, o.TrackingNumber, o.ShippedAt, typ = StatusShipped, &in.Carrier, &in.TrackingNumber, &now, event.SellerOrderShipped
+	}
+	o.Version, o.UpdatedAt = o.Version+1, now
+	it, err := o.item()
+	if err != nil {
+		return Order{}, err
+	}
+	ev, err := event.Op(event.New(now, vendorID, typ, "seller_order", o.ID, map[string]any{
+		"version": o.Version, "external_order_id": o.ExternalOrderID, "status": o.Status, "carrier": o.Carrier, "tracking_number": o.TrackingNumber}))
+	if err != nil {
+		return Order{}, err
+	}
+	err = s.Store.Transact(ctx, store.Put(it, store.IfVersion(prev)), ev)
+	if store.IsCondition(err) {
+		cur, lerr := s.Load(ctx, vendorID, id)
+		if lerr != nil {
+			return Order{}, lerr
+		}
+		return Order{}, errs.Ef(errs.CodeSellerOrderVersion, "expected_version: the seller order is at version %d; read it again and retry", cur.Version)
+	}
+	if err != nil {
+		return Order{}, errs.Unavailablef(err, "the seller order could not be stored")
+	}
+	return o, nil
+}
