@@ -34,32 +34,13 @@ func (l Log) List(ctx context.Context, vendorID, typ, after string, limit int) (
 	if after != "" && !strings.HasPrefix(after, Prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	events = []Event{}
-	pk := vendor.Partition(vendorID)
-	for {
-		items, err := l.Store.Query(ctx, store.Query{PK: pk, Prefix: Prefix, After: after, Limit: limit + 1, Desc: true})
-		if err != nil {
-			return nil, "", false, errs.Unavailablef(err, "the event log could not be read")
-		}
-		for _, it := range items {
-			e, err := Decode(it)
-			if err != nil {
-				return nil, "", false, errs.Unavailablef(err, "the event log could not be read")
-			}
-			if typ != "" && e.Type != typ {
-				continue
-			}
-			if len(events) == limit {
-				return events, lastKey, true, nil
-			}
-			events = append(events, e)
-			lastKey = it.SK
-		}
-		if len(items) < limit+1 {
-			return events, lastKey, false, nil
-		}
-		after = items[len(items)-1].SK
+	keep := func(e Event) bool { return typ == "" || e.Type == typ }
+	q := store.Query{PK: vendor.Partition(vendorID), Prefix: Prefix, After: after, Desc: true}
+	events, lastKey, more, err = store.Page(ctx, l.Store, q, limit, Decode, keep)
+	if err != nil {
+		return nil, "", false, errs.Unavailablef(err, "the event log could not be read")
 	}
+	return events, lastKey, more, nil
 }
 
 // Known reports whether typ is an event type the service emits.

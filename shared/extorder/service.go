@@ -363,32 +363,14 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	if after != "" && !strings.HasPrefix(after, Prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	views = []View{}
-	pk := Key(vendorID, "").PK
-	for {
-		items, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: Prefix, After: after, Limit: limit + 1})
-		if err != nil {
-			return nil, "", false, unavailable(err)
-		}
-		for _, it := range items {
-			o, err := Decode(it)
-			if err != nil {
-				return nil, "", false, unavailable(err)
-			}
-			if (f.Status != "" && o.Status != f.Status) || (f.ConnectionID != "" && o.ConnectionID != f.ConnectionID) {
-				continue
-			}
-			if len(views) == limit {
-				return views, lastKey, true, nil
-			}
-			views = append(views, o)
-			lastKey = it.SK
-		}
-		if len(items) < limit+1 {
-			return views, lastKey, false, nil
-		}
-		after = items[len(items)-1].SK
+	keep := func(o Order) bool {
+		return (f.Status == "" || o.Status == f.Status) && (f.ConnectionID == "" || o.ConnectionID == f.ConnectionID)
 	}
+	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, keep)
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	return views, lastKey, more, nil
 }
 
 var pastTense = map[string]string{Reserve: "reserved", Commit: "committed", Cancel: "cancelled", Reject: "rejected", Fulfill: "fulfilled"}

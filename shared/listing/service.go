@@ -309,33 +309,9 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	if after != "" && !strings.HasPrefix(after, Prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	var page []Listing
-	pk := Key(vendorID, "").PK
-scan:
-	for {
-		items, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: Prefix, After: after, Limit: limit + 1})
-		if err != nil {
-			return nil, "", false, unavailable(err)
-		}
-		for _, it := range items {
-			l, err := Decode(it)
-			if err != nil {
-				return nil, "", false, unavailable(err)
-			}
-			if !f.match(l) {
-				continue
-			}
-			if len(page) == limit {
-				more = true
-				break scan
-			}
-			page = append(page, l)
-			lastKey = it.SK
-		}
-		if len(items) < limit+1 {
-			break
-		}
-		after = items[len(items)-1].SK
+	page, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.match)
+	if err != nil {
+		return nil, "", false, unavailable(err)
 	}
 	// The sync flags come from the connections' current roles.
 	roles := map[string]connection.Roles{}

@@ -201,32 +201,15 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	if after != "" && !strings.HasPrefix(after, Prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	views = []View{}
-	pk := Key(vendorID, "").PK
-	for {
-		items, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: Prefix, After: after, Limit: limit + 1})
-		if err != nil {
-			return nil, "", false, unavailable(err)
-		}
-		for _, it := range items {
-			r, err := Decode(it)
-			if err != nil {
-				return nil, "", false, unavailable(err)
-			}
-			if !f.match(r) {
-				continue
-			}
-			if len(views) == limit {
-				return views, lastKey, true, nil
-			}
-			views = append(views, r.View())
-			lastKey = it.SK
-		}
-		if len(items) < limit+1 {
-			return views, lastKey, false, nil
-		}
-		after = items[len(items)-1].SK
+	rs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.match)
+	if err != nil {
+		return nil, "", false, unavailable(err)
 	}
+	views = make([]View, len(rs))
+	for i, r := range rs {
+		views[i] = r.View()
+	}
+	return views, lastKey, more, nil
 }
 
 func versionConflict(current int64) error {
