@@ -114,6 +114,9 @@ type Counters struct {
 	ActiveReservations       int64
 	UnresolvedExternalOrders int64
 	ActiveChannelFulfillment int64
+	// OpenConflicts counts the connection's open conflict records; it is
+	// not shown, but blocks role changes and disconnect like the others.
+	OpenConflicts int64
 }
 
 // Counter attribute names on the connection item. ActiveAttr is 1 while the
@@ -125,6 +128,8 @@ const (
 	OrdersAttr       = "unresolved_orders"
 	FulfillmentsAttr = "channel_fulfillments"
 	ActiveAttr       = "is_active"
+	// ConflictsAttr counts open conflicts of the connection (package conflict).
+	ConflictsAttr = "open_conflicts"
 )
 
 // View is a connection as the API shows it.
@@ -183,7 +188,8 @@ func Decode(it store.Item) (Connection, error) {
 	}
 	c.Version = it.Version
 	c.Counters = Counters{ActiveListings: it.Nums[ListingsAttr], ActiveReservations: it.Nums[ReservationsAttr],
-		UnresolvedExternalOrders: it.Nums[OrdersAttr], ActiveChannelFulfillment: it.Nums[FulfillmentsAttr]}
+		UnresolvedExternalOrders: it.Nums[OrdersAttr], ActiveChannelFulfillment: it.Nums[FulfillmentsAttr],
+		OpenConflicts: it.Nums[ConflictsAttr]}
 	return c, nil
 }
 
@@ -214,15 +220,20 @@ func (c Counters) busy() []string {
 			out = append(out, fmt.Sprintf("%s is %d", x.name, x.n))
 		}
 	}
+	if c.OpenConflicts != 0 {
+		out = append(out, fmt.Sprintf("%d open conflicts (list them with status=open and this connection_id, then resolve or dismiss them)", c.OpenConflicts))
+	}
 	return out
 }
 
-// idleBounds are the condition that all four counters are zero.
+// idleBounds are the condition that the four counters and the open
+// conflicts are zero.
 func idleBounds() []store.Bound {
 	return []store.Bound{
 		{Attr: ListingsAttr, Cmp: store.EQ, Value: 0},
 		{Attr: ReservationsAttr, Cmp: store.EQ, Value: 0},
 		{Attr: OrdersAttr, Cmp: store.EQ, Value: 0},
 		{Attr: FulfillmentsAttr, Cmp: store.EQ, Value: 0},
+		{Attr: ConflictsAttr, Cmp: store.EQ, Value: 0},
 	}
 }

@@ -150,7 +150,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	}
 	k := Key(vendorID, c.ID)
 	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{
-		ListingsAttr: 0, ReservationsAttr: 0, OrdersAttr: 0, FulfillmentsAttr: 0, ActiveAttr: 1}}, store.IfAbsent())}
+		ListingsAttr: 0, ReservationsAttr: 0, OrdersAttr: 0, FulfillmentsAttr: 0, ConflictsAttr: 0, ActiveAttr: 1}}, store.IfAbsent())}
 	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, c.Roles)
 	if err != nil {
 		return View{}, nil, nil, err

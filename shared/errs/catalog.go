@@ -72,9 +72,16 @@ const (
 	CodePairingState       Code = "PAIRING_STATE_CONFLICT"
 	CodePairingNotActive   Code = "PAIRING_NOT_ACTIVE"
 
+	CodeConflictVersion  Code = "CONFLICT_RECORD_VERSION_CONFLICT"
+	CodeConflictState    Code = "CONFLICT_RECORD_STATE_CONFLICT"
+	CodeSyncRoleDisabled Code = "SYNC_ROLE_DISABLED"
+
 	// CodeBulkStopped is record-level only: it marks the records of a bulk
 	// operation that stopped before reaching them, never an HTTP response.
 	CodeBulkStopped Code = "BULK_OPERATION_STOPPED"
+	// CodeSyncStopped is record-level only, like CodeBulkStopped, for the
+	// items of a sync job that stopped before reaching them.
+	CodeSyncStopped Code = "SYNC_JOB_STOPPED"
 )
 
 // Info describes one catalog entry.
@@ -148,7 +155,12 @@ var catalog = map[Code]Info{
 	CodePairingState:       {CodePairingState, Conflict, "Store pairing state conflict"},
 	CodePairingNotActive:   {CodePairingNotActive, Forbidden, "Store pairing not active"},
 
+	CodeConflictVersion:  {CodeConflictVersion, Conflict, "Conflict record version conflict"},
+	CodeConflictState:    {CodeConflictState, Conflict, "Conflict record state conflict"},
+	CodeSyncRoleDisabled: {CodeSyncRoleDisabled, Conflict, "Connection role disabled for this sync"},
+
 	CodeBulkStopped: {CodeBulkStopped, Conflict, "Bulk operation stopped"},
+	CodeSyncStopped: {CodeSyncStopped, Conflict, "Sync job stopped"},
 }
 
 // Kind is the code's kind; an unknown code is Internal.

@@ -71,6 +71,12 @@ const (
 	StorePairingAccepted   = "store_pairing.accepted"
 	StorePairingReviewed   = "store_pairing.reviewed"
 	StorePairingRevoked    = "store_pairing.revoked"
+
+	SyncJobCompleted = "sync_job.completed"
+
+	ConflictOpened    = "conflict.opened"
+	ConflictResolved  = "conflict.resolved"
+	ConflictDismissed = "conflict.dismissed"
 )
 
 // Types lists every event type the service emits.
@@ -84,7 +90,8 @@ func Types() []string {
 		SellerOrderShipped, SellerOrderCancelled,
 		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
 		BulkOperationCompleted,
-		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked}
+		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked,
+		SyncJobCompleted, ConflictOpened, ConflictResolved, ConflictDismissed}
 }
 
 // Resource names what changed.

@@ -1,0 +1,274 @@
+package conflict
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Draft is a conflict about to be opened.
+type Draft struct {
+	Type         string
+	ConnectionID *string
+	Resource     Resource
+	// ServiceValue and ChannelValue are what each side holds, encoded as
+	// JSON objects.
+	ServiceValue any
+	ChannelValue any
+	Detail       string
+	Source       Source
+}
+
+// Opened is a conflict being opened and the operations that store it.
+type Opened struct {
+	Conflict Conflict
+	// Ops store the conflict, its open-index item and its event. They do
+	// not count it on the connection: a caller that writes the connection
+	// in the same transaction adds CountDelta to that write (one item, one
+	// action), any other caller appends Count.
+	Ops []store.Op
+}
+
+// CountDelta is what opening (+1) or closing (-1) a conflict adds to its
+// connection's counter.
+func CountDelta(n int64) map[string]int64 { return map[string]int64{connection.ConflictsAttr: n} }
+
+// Count is the write that counts an opened conflict on its connection.
+func Count(vendorID, connectionID string) store.Op {
+	return store.Add(connection.Key(vendorID, connectionID), CountDelta(1), 0, store.Cond{Exists: true})
+}
+
+// PrepareOpen builds a new open conflict. The open-index item is created
+// only if absent, so a transaction that would open a second conflict of
+// the same (type, connection, resource) fails its condition; callers look
+// for the open one first with FindOpen.
+func PrepareOpen(now time.Time, vendorID string, d Draft) (Opened, error) {
+	sv, err := json.Marshal(d.ServiceValue)
+	if err != nil {
+		return Opened{}, fmt.Errorf("conflict: encode service value: %w", err)
+	}
+	cv, err := json.Marshal(d.ChannelValue)
+	if err != nil {
+		return Opened{}, fmt.Errorf("conflict: encode channel value: %w", err)
+	}
+	c := Conflict{ID: ids.Sortable("cfl", now), VendorID: vendorID, Type: d.Type, ConnectionID: d.ConnectionID,
+		Resource: d.Resource, ServiceValue: sv, ChannelValue: cv, Detail: d.Detail, Source: d.Source,
+		Status: StatusOpen, Version: 1, CreatedAt: now, UpdatedAt: now}
+	it, err := c.item()
+	if err != nil {
+		return Opened{}, err
+	}
+	entry, err := json.Marshal(openEntry{ConflictID: c.ID})
+	if err != nil {
+		return Opened{}, fmt.Errorf("conflict: encode open index: %w", err)
+	}
+	ok := OpenKey(vendorID, c.Type, c.ConnectionID, c.Resource)
+	ev, err := event.Op(event.New(now, vendorID, event.ConflictOpened, "conflict", c.ID, map[string]any{
+		"version": c.Version, "type": c.Type, "connection_id": c.ConnectionID, "resource": c.Resource}))
+	if err != nil {
+		return Opened{}, err
+	}
+	return Opened{Conflict: c, Ops: []store.Op{
+		store.Put(it, store.IfAbsent()),
+		store.Put(store.Item{PK: ok.PK, SK: ok.SK, Version: 1, Data: entry}, store.IfAbsent()),
+		ev,
+	}}, nil
+}
+
+// Service reads, resolves and dismisses conflicts.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "conflict not found") }
+
+func unavailable(err error) error { return errs.Unavailablef(err, "conflicts could not be read") }
+
+func versionConflict(current int64) error {
+	return errs.Ef(errs.CodeConflictVersion, "expected_version: the conflict is at version %d; read it again and retry", current)
+}
+
+// FindOpen returns the id of the open conflict of (type, connection,
+// resource), if there is one.
+func (s Service) FindOpen(ctx context.Context, vendorID, typ string, connectionID *string, r Resource) (string, bool, error) {
+	it, err := s.Store.Get(ctx, OpenKey(vendorID, typ, connectionID, r))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, unavailable(err)
+	}
+	var e openEntry
+	if err := json.Unmarshal(it.Data, &e); err != nil {
+		return "", false, unavailable(fmt.Errorf("conflict: decode open index: %w", err))
+	}
+	return e.ConflictID, true, nil
+}
+
+// validID tells whether id can name a conflict; anything else is 404
+// without a read.
+func validID(id string) bool {
+	if len(id) < 1 || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Load reads a conflict.
+func (s Service) Load(ctx context.Context, vendorID, id string) (Conflict, error) {
+	if !validID(id) {
+		return Conflict{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Conflict{}, notFound()
+	}
+	if err != nil {
+		return Conflict{}, unavailable(err)
+	}
+	c, err := Decode(it)
+	if err != nil {
+		return Conflict{}, unavailable(err)
+	}
+	return c, nil
+}
+
+// Filter narrows a list; empty fields match everything.
+type Filter struct{ Status, Type, ConnectionID, ResourceID string }
+
+func (f Filter) keep(c Conflict) bool {
+	return (f.Status == "" || c.Status == f.Status) && (f.Type == "" || c.Type == f.Type) &&
+		(f.ConnectionID == "" || c.ConnectionID != nil && *c.ConnectionID == f.ConnectionID) &&
+		(f.ResourceID == "" || c.Resource.ID == f.ResourceID)
+}
+
+// List reads a page of conflicts, oldest first.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.keep)
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	return views, lastKey, more, nil
+}
+
+// Closing is the request to resolve or dismiss a conflict.
+type Closing struct {
+	ExpectedVersion int64
+	Reason          string
+}
+
+// MaxReason bounds a closing reason, in characters.
+const MaxReason = 1000
+
+// ParseClosing reads a resolve or dismiss body: expected_version and a
+// reason (1..1000 characters), both required.
+func ParseClosing(body []byte) (Closing, error) {
+	o, err := fields.Parse(body, "")
+	if err != nil {
+		return Closing{}, err
+	}
+	in := Closing{
+		ExpectedVersion: o.Int("expected_version", fields.Required, 0, 1<<53),
+		Reason:          o.String("reason", fields.Required, fields.StringRule{Min: 1, Max: MaxReason, Trim: true}),
+	}
+	return in, o.Err()
+}
+
+// closedBy tells which work closes a conflict of type typ on its own, if
+// any: such a conflict is closed by moving that resource, not by hand.
+func closedBy(c Conflict) (string, bool) {
+	if c.Type == TypeUnreservableOrder {
+		return fmt.Sprintf("the conflict closes when external order %s is reserved, rejected or cancelled", c.Resource.ID), true
+	}
+	return "", false
+}
+
+// Close builds the closing of an open conflict c with status (resolved or
+// dismissed): the conflict's new version, the removal of its open-index
+// item, the connection's counter and the event. The caller has checked c's
+// version.
+func Close(now time.Time, c Conflict, status, reason string, by Actor) (Conflict, []store.Op, error) {
+	prev := c.Version
+	c.Status, c.Version, c.UpdatedAt = status, c.Version+1, now
+	c.Resolution = &Resolution{Status: status, Reason: reason, By: by, At: now}
+	it, err := c.item()
+	if err != nil {
+		return Conflict{}, nil, err
+	}
+	typ := event.ConflictResolved
+	if status == StatusDismissed {
+		typ = event.ConflictDismissed
+	}
+	ev, err := event.Op(event.New(now, c.VendorID, typ, "conflict", c.ID, map[string]any{
+		"version": c.Version, "type": c.Type, "connection_id": c.ConnectionID, "resource": c.Resource}))
+	if err != nil {
+		return Conflict{}, nil, err
+	}
+	ops := []store.Op{
+		store.Put(it, store.IfVersion(prev)),
+		store.Delete(OpenKey(c.VendorID, c.Type, c.ConnectionID, c.Resource), store.Cond{}),
+		ev,
+	}
+	if c.ConnectionID != nil {
+		ops = append(ops, store.Add(connection.Key(c.VendorID, *c.ConnectionID), CountDelta(-1), 0,
+			store.Cond{Bounds: []store.Bound{{Attr: connection.ConflictsAttr, Cmp: store.GE, Value: 1}}}))
+	}
+	return c, ops, nil
+}
+
+// PrepareClose checks and builds a resolve or dismiss by a token.
+func (s Service) PrepareClose(ctx context.Context, vendorID, id, status string, in Closing, tokenID string) (View, []store.Op, error) {
+	c, err := s.Load(ctx, vendorID, id)
+	if err != nil {
+		return View{}, nil, err
+	}
+	if c.Version != in.ExpectedVersion {
+		return View{}, nil, versionConflict(c.Version)
+	}
+	if c.Status != StatusOpen {
+		return View{}, nil, errs.Ef(errs.CodeConflictState, "the conflict is already %s", c.Status)
+	}
+	if why, ok := closedBy(c); ok {
+		return View{}, nil, errs.E(errs.CodeConflictState, why)
+	}
+	return Close(s.Clock.Now(), c, status, in.Reason, Actor{Type: ActorToken, ID: &tokenID})
+}
+
+// Explain turns a failed close of conflict id into a reason.
+func (s Service) Explain(ctx context.Context, vendorID, id string, expected int64, err error) error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if !store.IsCondition(err) {
+		return errs.Unavailablef(err, "the conflict could not be stored")
+	}
+	cur, lerr := s.Load(ctx, vendorID, id)
+	if lerr != nil {
+		return lerr
+	}
+	if cur.Version != expected {
+		return versionConflict(cur.Version)
+	}
+	return errs.E(errs.CodeConflict, "the conflict's connection changed concurrently; read it and retry")
+}
