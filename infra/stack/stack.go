@@ -160,6 +160,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.Events},
 			{Group: httpapi.Webhooks},
 			{Group: httpapi.BulkOperations},
+			{Group: httpapi.Conflicts},
 			{Group: httpapi.Media, Media: true},
 			{Group: httpapi.StorePairings},
 		},

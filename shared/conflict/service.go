@@ -203,10 +203,22 @@ func closedBy(c Conflict) (string, bool) {
 	return "", false
 }
 
+// Uncount is the write that takes a closed conflict off its connection's
+// counter. Like Count, a caller that writes the connection in the same
+// transaction adds CountDelta(-1) and this bound to that write instead.
+func Uncount(vendorID, connectionID string) store.Op {
+	return store.Add(connection.Key(vendorID, connectionID), CountDelta(-1), 0, store.Cond{Bounds: []store.Bound{CountedBound()}})
+}
+
+// CountedBound is the condition that a conflict is still counted.
+func CountedBound() store.Bound {
+	return store.Bound{Attr: connection.ConflictsAttr, Cmp: store.GE, Value: 1}
+}
+
 // Close builds the closing of an open conflict c with status (resolved or
 // dismissed): the conflict's new version, the removal of its open-index
-// item, the connection's counter and the event. The caller has checked c's
-// version.
+// item and the event; not the connection's counter (see Uncount). The
+// caller has checked c's version.
 func Close(now time.Time, c Conflict, status, reason string, by Actor) (Conflict, []store.Op, error) {
 	prev := c.Version
 	c.Status, c.Version, c.UpdatedAt = status, c.Version+1, now
@@ -224,16 +236,11 @@ func Close(now time.Time, c Conflict, status, reason string, by Actor) (Conflict
 	if err != nil {
 		return Conflict{}, nil, err
 	}
-	ops := []store.Op{
+	return c, []store.Op{
 		store.Put(it, store.IfVersion(prev)),
 		store.Delete(OpenKey(c.VendorID, c.Type, c.ConnectionID, c.Resource), store.Cond{}),
 		ev,
-	}
-	if c.ConnectionID != nil {
-		ops = append(ops, store.Add(connection.Key(c.VendorID, *c.ConnectionID), CountDelta(-1), 0,
-			store.Cond{Bounds: []store.Bound{{Attr: connection.ConflictsAttr, Cmp: store.GE, Value: 1}}}))
-	}
-	return c, ops, nil
+	}, nil
 }
 
 // PrepareClose checks and builds a resolve or dismiss by a token.
@@ -251,7 +258,14 @@ func (s Service) PrepareClose(ctx context.Context, vendorID, id, status string, 
 	if why, ok := closedBy(c); ok {
 		return View{}, nil, errs.E(errs.CodeConflictState, why)
 	}
-	return Close(s.Clock.Now(), c, status, in.Reason, Actor{Type: ActorToken, ID: &tokenID})
+	closed, ops, err := Close(s.Clock.Now(), c, status, in.Reason, Actor{Type: ActorToken, ID: &tokenID})
+	if err != nil {
+		return View{}, nil, err
+	}
+	if c.ConnectionID != nil {
+		ops = append(ops, Uncount(vendorID, *c.ConnectionID))
+	}
+	return closed, ops, nil
 }
 
 // Explain turns a failed close of conflict id into a reason.

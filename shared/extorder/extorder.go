@@ -46,7 +46,8 @@ const (
 
 // Limits. At most MaxItems distinct inventory items keep the import's
 // transaction (per product one Add, per item one effect, plus the order,
-// its key, the connection, the event and the receipt) under 100 actions.
+// its key, the connection, the events, the receipt and, for an order that
+// cannot be held, its conflict) under 100 actions.
 const (
 	MaxLines     = 50
 	MaxItems     = 45
@@ -79,18 +80,21 @@ type Line struct {
 
 // Order is the stored record.
 type Order struct {
-	ID              string     `json:"id"`
-	VendorID        string     `json:"vendor_id"`
-	ConnectionID    string     `json:"connection_id"`
-	ExternalOrderID string     `json:"external_order_id"`
-	Fulfillment     string     `json:"fulfillment"`
-	Status          string     `json:"status"`
-	Lines           []Line     `json:"lines"`
-	Version         int64      `json:"version"`
-	CreatedAt       time.Time  `json:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-	CommittedAt     *time.Time `json:"committed_at"`
-	FulfilledAt     *time.Time `json:"fulfilled_at"`
+	ID              string `json:"id"`
+	VendorID        string `json:"vendor_id"`
+	ConnectionID    string `json:"connection_id"`
+	ExternalOrderID string `json:"external_order_id"`
+	Fulfillment     string `json:"fulfillment"`
+	Status          string `json:"status"`
+	Lines           []Line `json:"lines"`
+	// ConflictID is the conflict opened when the order could not be held;
+	// the order's next transition closes it.
+	ConflictID  *string    `json:"conflict_id"`
+	Version     int64      `json:"version"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CommittedAt *time.Time `json:"committed_at"`
+	FulfilledAt *time.Time `json:"fulfilled_at"`
 }
 
 // View is the order as the API shows it (the stored record is the view).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
@@ -255,9 +256,68 @@ func eventOp(o Order, typ string) (store.Op, error) {
 		"fulfillment": o.Fulfillment, "status": o.Status, "lines": o.Lines}))
 }
 
+// duplicate records a second import of an external order id with other
+// content as a conflict (one per order while open) and returns the 409
+// that names it. The record is written even though the import is refused:
+// a connector that disagrees with itself is for the seller to look at.
+func (s Service) duplicate(ctx context.Context, vendorID, orderID string, in ImportInput) error {
+	refused := func(id string) error {
+		return errs.Ef(errs.CodeExternalOrderDuplicate, "external_order_id: the connection already imported this order with different content (external order %s); recorded as conflict %s", orderID, id)
+	}
+	first, err := s.Load(ctx, vendorID, orderID)
+	if err != nil {
+		return err
+	}
+	conns := conflict.Service{Store: s.Store, Clock: s.Clock}
+	conn := in.ConnectionID
+	res := conflict.Resource{Type: conflict.ResourceExternalOrder, ID: orderID}
+	for attempt := 0; attempt < 3; attempt++ {
+		id, open, err := conns.FindOpen(ctx, vendorID, conflict.TypeDuplicateExternalID, &conn, res)
+		if err != nil {
+			return err
+		}
+		if open {
+			return refused(id)
+		}
+		c, err := conflict.PrepareOpen(s.Clock.Now(), vendorID, conflict.Draft{Type: conflict.TypeDuplicateExternalID, ConnectionID: &conn, Resource: res,
+			ServiceValue: map[string]any{"external_order_id": first.ExternalOrderID, "lines": first.Lines},
+			ChannelValue: map[string]any{"external_order_id": in.ExternalOrderID, "lines": in.Lines},
+			Detail:       "the connection imported this external order id again with different content; the first import stands",
+			Source:       conflict.Source{Type: conflict.SourceExternalOrder, ID: orderID}})
+		if err != nil {
+			return err
+		}
+		err = s.Store.Transact(ctx, append(c.Ops, conflict.Count(vendorID, conn))...)
+		if err == nil {
+			return refused(c.Conflict.ID)
+		}
+		if !store.IsCondition(err) {
+			return unavailable(err)
+		}
+		// Another import opened it first: find it.
+	}
+	return errs.E(errs.CodeConflict, "the duplicate import could not be recorded; retry")
+}
+
+// unreservableDraft is the conflict of an order that cannot be held: what
+// the channel asks for against why the service cannot hold it.
+func unreservableDraft(o Order, problems map[string]string) conflict.Draft {
+	conn := o.ConnectionID
+	asked := make([]map[string]any, len(o.Lines))
+	for i, l := range o.Lines {
+		asked[i] = map[string]any{"line_id": l.LineID, "inventory_item_id": l.InventoryItemID, "quantity": l.Quantity}
+	}
+	return conflict.Draft{Type: conflict.TypeUnreservableOrder, ConnectionID: &conn,
+		Resource:     conflict.Resource{Type: conflict.ResourceExternalOrder, ID: o.ID},
+		ServiceValue: map[string]any{"problems": problems},
+		ChannelValue: map[string]any{"external_order_id": o.ExternalOrderID, "lines": asked},
+		Detail:       "the order's lines cannot all be held; fix the stock and reserve the order again, or reject or cancel it",
+		Source:       conflict.Source{Type: conflict.SourceExternalOrder, ID: o.ID}}
+}
+
 // PrepareImport checks and builds an import. A repeat with the same
 // content answers with the first order (created false).
-func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportInput) (v View, created bool, ops []store.Op, conflict func(*store.ConditionError) error, err error) {
+func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportInput) (v View, created bool, ops []store.Op, explain func(*store.ConditionError) error, err error) {
 	uk := uniqueKey(vendorID, in.ConnectionID, in.ExternalOrderID)
 	items, err := s.Store.GetMany(ctx, []store.Key{connection.Key(vendorID, in.ConnectionID), uk})
 	if err != nil {
@@ -273,7 +333,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 			return View{}, false, nil, nil, unavailable(err)
 		}
 		if e.Fingerprint != fp {
-			return View{}, false, nil, nil, errs.E(errs.CodeExternalOrderDuplicate, "external_order_id: the connection already imported this order with different content")
+			return View{}, false, nil, nil, s.duplicate(ctx, vendorID, e.OrderID, in)
 		}
 		o, err := s.Load(ctx, vendorID, e.OrderID)
 		if err != nil {
@@ -300,9 +360,17 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 	}
 	typ := event.ExternalOrderReserved
 	o.Status = StatusReserved
+	connDeltas := map[string]int64{connection.OrdersAttr: 1}
+	var opened []store.Op
 	if len(problems) > 0 {
 		o.Status, typ = StatusUnreservable, event.ExternalOrderUnreservable
 		setProblems(&o, problems)
+		c, err := conflict.PrepareOpen(now, vendorID, unreservableDraft(o, problems))
+		if err != nil {
+			return View{}, false, nil, nil, err
+		}
+		o.ConflictID, opened = &c.Conflict.ID, c.Ops
+		connDeltas[connection.ConflictsAttr] = 1
 	}
 	it, err := o.item()
 	if err != nil {
@@ -326,14 +394,14 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 		store.Put(store.Item{PK: uk.PK, SK: uk.SK, Version: 1, Data: key}, store.IfAbsent()),
 		// Concurrent imports leave the version alone; a disconnect or a
 		// role change moves it, and the import decides again.
-		store.Add(connection.Key(vendorID, conn.ID), map[string]int64{connection.OrdersAttr: 1}, 0, store.IfVersion(conn.Version)),
+		store.Add(connection.Key(vendorID, conn.ID), connDeltas, 0, store.IfVersion(conn.Version)),
 		imported, outcome,
 	}
-	ops = append(ops, stockOps...)
-	conflict = func(*store.ConditionError) error {
+	ops = append(append(ops, stockOps...), opened...)
+	explain = func(*store.ConditionError) error {
 		return idempotency.Retry(errs.E(errs.CodeConflict, "the stock, the connection or the order key changed concurrently; retry"))
 	}
-	return o, true, ops, conflict, nil
+	return o, true, ops, explain, nil
 }
 
 // Load reads an order.
@@ -435,12 +503,20 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 		return View{}, nil, nil, err
 	}
 	ops := []store.Op{store.Put(it, store.IfVersion(prev.Version)), ev}
+	closing, err := s.closeConflict(ctx, prev, action, now)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ops = append(ops, closing...)
 	deltas := map[string]int64{}
 	if d := b2i(Unresolved(o.Status, o.Fulfillment)) - b2i(Unresolved(prev.Status, prev.Fulfillment)); d != 0 {
 		deltas[connection.OrdersAttr] = d
 	}
 	if d := b2i(ChannelFulfilling(o.Status, o.Fulfillment)) - b2i(ChannelFulfilling(prev.Status, prev.Fulfillment)); d != 0 {
 		deltas[connection.FulfillmentsAttr] = d
+	}
+	if len(closing) > 0 {
+		deltas[connection.ConflictsAttr] = -1
 	}
 	if len(deltas) > 0 {
 		cond := store.Cond{Exists: true}
@@ -452,7 +528,7 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 		ops = append(ops, store.Add(connection.Key(vendorID, o.ConnectionID), deltas, 0, cond))
 	}
 	ops = append(ops, stockOps...)
-	conflict := func(*store.ConditionError) error {
+	explain := func(*store.ConditionError) error {
 		cur, err := s.Load(ctx, vendorID, id)
 		if err != nil {
 			return err
@@ -463,7 +539,30 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 		// The order did not move, so the stock did: decide again.
 		return idempotency.Retry(errs.E(errs.CodeExternalOrderState, "the order's stock changed concurrently; read it and retry"))
 	}
-	return o, ops, conflict, nil
+	return o, ops, explain, nil
+}
+
+// closeConflict closes the conflict of an unreservable order that moves
+// on (reserved, rejected or cancelled): the service resolves it, since the
+// order's own transition settled the disagreement. It returns no
+// operations when there is nothing to close; the caller takes the conflict
+// off the connection's counter in its own write of the connection.
+func (s Service) closeConflict(ctx context.Context, prev Order, action string, now time.Time) ([]store.Op, error) {
+	if prev.Status != StatusUnreservable || prev.ConflictID == nil {
+		return nil, nil
+	}
+	c, err := conflict.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, prev.VendorID, *prev.ConflictID)
+	if errs.Is(err, errs.CodeNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.Status != conflict.StatusOpen {
+		return nil, nil
+	}
+	_, ops, err := conflict.Close(now, c, conflict.StatusResolved, "the external order was "+pastTense[action], conflict.Actor{Type: conflict.ActorSystem})
+	return ops, err
 }
 
 func b2i(b bool) int64 {

@@ -20,6 +20,7 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/errs"
@@ -121,6 +122,7 @@ type Server struct {
 	effects      stockeffect.Service
 	listings     listing.Service
 	extorders    extorder.Service
+	conflicts    conflict.Service
 	sellerorders sellerorder.Service
 	pairings     pairing.Service
 	// discovery checks discovery credentials on the ungated store, as auth
@@ -160,6 +162,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		effects:      stockeffect.Service{Store: gated},
 		listings:     listing.Service{Store: gated, Clock: d.Clock},
 		extorders:    extorder.Service{Store: gated, Clock: d.Clock},
+		conflicts:    conflict.Service{Store: gated, Clock: d.Clock},
 		sellerorders: sellerorder.Service{Store: gated, Clock: d.Clock},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),

@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/conflict"
+	"github.com/moku/sellerapi/shared/errs"
+)
+
+// Conflicts is the Conflicts group: disagreements the service recorded
+// instead of deciding them. They belong to a connection's reconciliation,
+// so they take the connections scopes.
+var Conflicts = Group{Name: "conflicts", Routes: func(s *Server) []Route {
+	read, write := []auth.Scope{auth.ConnectionsRead}, []auth.Scope{auth.ConnectionsWrite}
+	base := "/vendors/{vendor_id}/conflicts"
+	one := base + "/{conflict_id}"
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listConflicts", Scopes: read, Handle: s.listConflicts},
+		{Method: http.MethodGet, Path: one, Operation: "getConflict", Scopes: read, Handle: s.getConflict},
+		{Method: http.MethodPost, Path: one + "/resolve", Operation: "resolveConflict", Scopes: write, Handle: s.closeConflict(conflict.StatusResolved)},
+		{Method: http.MethodPost, Path: one + "/dismiss", Operation: "dismissConflict", Scopes: write, Handle: s.closeConflict(conflict.StatusDismissed)},
+	}
+}}
+
+func (s *Server) listConflicts(c *Call) error {
+	c.AllowFilters("status", "type", "connection_id", "resource_id")
+	q := c.R.URL.Query()
+	f := conflict.Filter{Status: q.Get("status"), Type: q.Get("type"), ConnectionID: q.Get("connection_id"), ResourceID: q.Get("resource_id")}
+	if f.Status != "" && !slices.Contains([]string{conflict.StatusOpen, conflict.StatusResolved, conflict.StatusDismissed}, f.Status) {
+		return errs.E(errs.CodeInvalidParameter, "status: must be open, resolved or dismissed")
+	}
+	if f.Type != "" && !slices.Contains(conflict.Types(), f.Type) {
+		return errs.Ef(errs.CodeInvalidParameter, "type: must be one of %v", conflict.Types())
+	}
+	pr, err := c.PageParams("conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID)
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.conflicts.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+func (s *Server) getConflict(c *Call) error {
+	v, err := s.conflicts.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("conflict_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+// closeConflict resolves or dismisses a conflict. expected_version makes a
+// repeat fail instead of closing twice, so no Idempotency-Key is needed.
+func (s *Server) closeConflict(status string) func(*Call) error {
+	return func(c *Call) error {
+		body, err := c.Body(0)
+		if err != nil {
+			return err
+		}
+		in, err := conflict.ParseClosing(body)
+		if err != nil {
+			return err
+		}
+		vendorID, id := c.Principal.Vendor.ID, c.R.PathValue("conflict_id")
+		v, ops, err := s.conflicts.PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
+		if err != nil {
+			return err
+		}
+		if err := s.conflicts.Store.Transact(c.Ctx, ops...); err != nil {
+			return s.conflicts.Explain(c.Ctx, vendorID, id, in.ExpectedVersion, err)
+		}
+		return c.Data(http.StatusOK, v)
+	}
+}

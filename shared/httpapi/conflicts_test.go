@@ -1,0 +1,246 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
+)
+
+type conflictBody struct {
+	ID           string
+	Type         string
+	ConnectionID *string `json:"connection_id"`
+	Resource     struct{ Type, ID string }
+	Status       string
+	Version      int64
+	Resolution   *struct {
+		Status, Reason string
+		By             struct {
+			Type string
+			ID   *string
+		}
+	}
+	ServiceValue map[string]any `json:"service_value"`
+	ChannelValue map[string]any `json:"channel_value"`
+}
+
+func listConflicts(t *testing.T, e *apitest.Env, query string) []conflictBody {
+	t.Helper()
+	var page struct{ Data []conflictBody }
+	r := e.Get("/vendors/" + e.Vendor.ID + "/conflicts?" + query)
+	if r.Status != 200 {
+		t.Fatalf("list conflicts: %d %s", r.Status, r.Body)
+	}
+	r.JSON(t, &page)
+	return page.Data
+}
+
+func closeConflict(e *apitest.Env, id, action string, body any) *apitest.Resp {
+	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/conflicts/" + id + "/" + action, Token: e.Token, Body: body})
+}
+
+func mustConflict(t *testing.T, r *apitest.Resp, status string) conflictBody {
+	t.Helper()
+	if r.Status != 200 {
+		t.Fatalf("conflict: %d %s", r.Status, r.Body)
+	}
+	var c struct{ Data conflictBody }
+	r.JSON(t, &c)
+	if c.Data.Status != status {
+		t.Fatalf("conflict status %q, want %q: %s", c.Data.Status, status, r.Body)
+	}
+	return c.Data
+}
+
+func replaceRoles(e *apitest.Env, connID string, version int64, roles any) *apitest.Resp {
+	return e.Do(apitest.Req{Method: http.MethodPut, Path: "/connections/" + connID + "/roles", Token: e.Token,
+		Body: map[string]any{"expected_version": version, "roles": roles}})
+}
+
+func connectionVersion(t *testing.T, e *apitest.Env, connID string) int64 {
+	t.Helper()
+	var c connBody
+	e.Get("/vendors/"+e.Vendor.ID+"/connections/"+connID).JSON(t, &c)
+	return c.Data.Version
+}
+
+// TestDuplicateImportOpensAConflictThatBlocksTheConnection: a second
+// import of an external id with other content is refused and recorded once;
+// while it is open, role changes and disconnect answer 409 naming it;
+// dismissing it (versioned, with a reason) lifts the block.
+func TestDuplicateImportOpensAConflictThatBlocksTheConnection(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		f := newStock(t, kind, 10)
+		e := f.e
+		o := mustXO(t, importXO(e, "cfl-import-1", f.conn, "EXT-1", xoLine("a", f.item, 3)), 201, "reserved")
+		mustXO(t, moveXO(e, o.Data.ID, "cancel", 1), 200, "cancelled")
+
+		p := importXO(e, "cfl-import-2", f.conn, "EXT-1", xoLine("a", f.item, 4)).WantProblem(t, 409, "EXTERNAL_ORDER_DUPLICATE")
+		open := listConflicts(t, e, "status=open")
+		if len(open) != 1 || open[0].Type != "duplicate_external_id" || open[0].Resource.ID != o.Data.ID ||
+			open[0].ConnectionID == nil || *open[0].ConnectionID != f.conn || open[0].Version != 1 {
+			t.Fatalf("open conflicts: %+v", open)
+		}
+		if !strings.Contains(p.Detail, open[0].ID) {
+			t.Fatalf("the 409 does not name the conflict: %s", p.Detail)
+		}
+		if open[0].ChannelValue["external_order_id"] != "EXT-1" || open[0].ServiceValue["lines"] == nil {
+			t.Fatalf("values: %+v", open[0])
+		}
+		// The same disagreement again is the same conflict.
+		importXO(e, "cfl-import-3", f.conn, "EXT-1", xoLine("a", f.item, 5)).WantProblem(t, 409, "EXTERNAL_ORDER_DUPLICATE")
+		if n := len(listConflicts(t, e, "")); n != 1 {
+			t.Fatalf("%d conflicts after a repeat, want 1", n)
+		}
+		id := open[0].ID
+
+		// The open conflict blocks role changes and disconnect.
+		ver := connectionVersion(t, e, f.conn)
+		busy := replaceRoles(e, f.conn, ver, channelRoles()).WantProblem(t, 409, "CONNECTION_BUSY")
+		if !strings.Contains(busy.Detail, "1 open conflicts") {
+			t.Fatalf("the 409 does not say why: %s", busy.Detail)
+		}
+		e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
+			Body: map[string]any{"expected_version": ver}}).WantProblem(t, 409, "CONNECTION_BUSY")
+
+		// Bad closings change nothing.
+		closeConflict(e, id, "dismiss", map[string]any{"expected_version": 1}).WantProblem(t, 400, "INVALID_REQUEST")
+		closeConflict(e, id, "dismiss", map[string]any{"expected_version": 1, "reason": "  "}).WantProblem(t, 400, "INVALID_REQUEST")
+		closeConflict(e, id, "dismiss", map[string]any{"expected_version": 7, "reason": "x"}).WantProblem(t, 409, "CONFLICT_RECORD_VERSION_CONFLICT")
+		closeConflict(e, "cfl_missing", "dismiss", map[string]any{"expected_version": 1, "reason": "x"}).WantProblem(t, 404, "NOT_FOUND")
+		e.Get("/vendors/"+e.Vendor.ID+"/conflicts?status=closed").WantProblem(t, 400, "INVALID_PARAMETER")
+		e.Get("/vendors/"+e.Vendor.ID+"/conflicts?type=other").WantProblem(t, 400, "INVALID_PARAMETER")
+		if open := listConflicts(t, e, "status=open&type=duplicate_external_id&connection_id="+f.conn+"&resource_id="+o.Data.ID); len(open) != 1 {
+			t.Fatalf("filters lost the conflict: %+v", open)
+		}
+
+		c := mustConflict(t, closeConflict(e, id, "dismiss", map[string]any{"expected_version": 1, "reason": "the channel resent a corrected order by mistake"}), "dismissed")
+		if c.Version != 2 || c.Resolution == nil || c.Resolution.Status != "dismissed" || c.Resolution.By.Type != "token" ||
+			c.Resolution.By.ID == nil || *c.Resolution.By.ID == "" || c.Resolution.Reason != "the channel resent a corrected order by mistake" {
+			t.Fatalf("dismissed: %+v", c)
+		}
+		closeConflict(e, id, "resolve", map[string]any{"expected_version": 2, "reason": "again"}).WantProblem(t, 409, "CONFLICT_RECORD_STATE_CONFLICT")
+		if got := mustConflict(t, e.Get("/vendors/"+e.Vendor.ID+"/conflicts/"+id), "dismissed"); got.Version != 2 {
+			t.Fatalf("get: %+v", got)
+		}
+		if open := listConflicts(t, e, "status=open"); len(open) != 0 {
+			t.Fatalf("still open: %+v", open)
+		}
+		if r := replaceRoles(e, f.conn, ver, channelRoles()); r.Status != 200 {
+			t.Fatalf("roles after dismissal: %d %s", r.Status, r.Body)
+		}
+		wantEvents(t, e, "conflict.opened", "conflict.dismissed")
+	})
+}
+
+// TestUnreservableOrderConflictClosesWithTheOrder: an order that cannot be
+// held opens a conflict that only the order's own transition closes.
+func TestUnreservableOrderConflictClosesWithTheOrder(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		f := newStock(t, kind, 10)
+		e := f.e
+		var o struct {
+			Data struct {
+				ID         string
+				ConflictID *string `json:"conflict_id"`
+			}
+		}
+		mustXO(t, importXO(e, "cfl-short-1", f.conn, "EXT-S", xoLine("a", f.item, 12)), 201, "unreservable")
+		importXO(e, "cfl-short-1", f.conn, "EXT-S", xoLine("a", f.item, 12)).JSON(t, &o)
+		if o.Data.ConflictID == nil {
+			t.Fatalf("the unreservable order names no conflict")
+		}
+		c := mustConflict(t, e.Get("/vendors/"+e.Vendor.ID+"/conflicts/"+*o.Data.ConflictID), "open")
+		if c.Type != "unreservable_external_order" || c.Resource.Type != "external_order" || c.Resource.ID != o.Data.ID {
+			t.Fatalf("conflict: %+v", c)
+		}
+		if probs, _ := c.ServiceValue["problems"].(map[string]any); probs[f.item] != "insufficient_stock" {
+			t.Fatalf("service value: %+v", c.ServiceValue)
+		}
+		closeConflict(e, c.ID, "resolve", map[string]any{"expected_version": 1, "reason": "done"}).WantProblem(t, 409, "CONFLICT_RECORD_STATE_CONFLICT")
+
+		_, _, _, v := f.buckets(t)
+		if r := adjust(e, f.item, "cfl-restock", map[string]any{"target_on_hand": 20, "expected_version": v}); r.Status != 200 {
+			t.Fatalf("restock: %d %s", r.Status, r.Body)
+		}
+		mustXO(t, moveXO(e, o.Data.ID, "reserve", 1), 200, "reserved")
+		c = mustConflict(t, e.Get("/vendors/"+e.Vendor.ID+"/conflicts/"+c.ID), "resolved")
+		if c.Resolution == nil || c.Resolution.By.Type != "system" || !strings.Contains(c.Resolution.Reason, "reserved") {
+			t.Fatalf("resolution: %+v", c.Resolution)
+		}
+		// A second unreservable order, rejected: its conflict closes too.
+		o2 := mustXO(t, importXO(e, "cfl-short-2", f.conn, "EXT-T", xoLine("a", f.item, 50)), 201, "unreservable")
+		mustXO(t, moveXO(e, o2.Data.ID, "reject", 1), 200, "rejected")
+		mustXO(t, moveXO(e, o.Data.ID, "cancel", 2), 200, "cancelled")
+		if open := listConflicts(t, e, "status=open"); len(open) != 0 {
+			t.Fatalf("open conflicts after the orders moved on: %+v", open)
+		}
+		// Nothing left on the connection: it disconnects.
+		ver := connectionVersion(t, e, f.conn)
+		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
+			Body: map[string]any{"expected_version": ver}}); r.Status != 200 {
+			t.Fatalf("disconnect: %d %s", r.Status, r.Body)
+		}
+		wantEvents(t, e, "conflict.opened", "conflict.resolved")
+	})
+}
+
+// TestConcurrentClosesOfOneConflict: of racing closes at the same version,
+// exactly one wins and the connection's count moves once.
+func TestConcurrentClosesOfOneConflict(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		f := newStock(t, kind, 10)
+		e := f.e
+		o := mustXO(t, importXO(e, "cfl-race-1", f.conn, "EXT-R", xoLine("a", f.item, 1)), 201, "reserved")
+		mustXO(t, moveXO(e, o.Data.ID, "cancel", 1), 200, "cancelled")
+		importXO(e, "cfl-race-2", f.conn, "EXT-R", xoLine("a", f.item, 2)).WantProblem(t, 409, "EXTERNAL_ORDER_DUPLICATE")
+		id := listConflicts(t, e, "status=open")[0].ID
+		var wg sync.WaitGroup
+		statuses := make([]int, 6)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				action := "resolve"
+				if i%2 == 1 {
+					action = "dismiss"
+				}
+				statuses[i] = closeConflict(e, id, action, map[string]any{"expected_version": 1, "reason": "race"}).Status
+			}()
+		}
+		wg.Wait()
+		wins := 0
+		for _, s := range statuses {
+			switch s {
+			case 200:
+				wins++
+			case 409:
+			default:
+				t.Fatalf("statuses %v", statuses)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("%d closes won, want 1: %v", wins, statuses)
+		}
+		// The count went to zero exactly once: the connection disconnects.
+		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
+			Body: map[string]any{"expected_version": connectionVersion(t, e, f.conn)}}); r.Status != 200 {
+			t.Fatalf("disconnect: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// wantEvents checks that the vendor's log holds each event type.
+func wantEvents(t *testing.T, e *apitest.Env, types ...string) {
+	t.Helper()
+	for _, typ := range types {
+		var page struct{ Data []struct{ Type string } }
+		e.Get("/vendors/"+e.Vendor.ID+"/events?type="+typ).JSON(t, &page)
+		if len(page.Data) == 0 {
+			t.Errorf("no %s event", typ)
+		}
+	}
+}
