@@ -149,7 +149,7 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 
 // AllGroups is every operation group, in the contract's order.
 func AllGroups() []httpapi.Group {
-	return []httpapi.Group{httpapi.Vendors, httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Listings, httpapi.Reservations, httpapi.ExternalOrders, httpapi.SellerOrders, httpapi.Events, httpapi.Webhooks, httpapi.BulkOperations, httpapi.Conflicts, httpapi.Media, httpapi.StorePairings}
+	return []httpapi.Group{httpapi.Vendors, httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Listings, httpapi.Reservations, httpapi.ExternalOrders, httpapi.SellerOrders, httpapi.Events, httpapi.Webhooks, httpapi.SyncJobs, httpapi.BulkOperations, httpapi.Conflicts, httpapi.Media, httpapi.StorePairings}
 }
 
 var _ http.Handler = (*httpapi.Server)(nil)

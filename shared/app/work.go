@@ -31,6 +31,7 @@ func (a *App) Works(q queue.Sender) []Work {
 		a.replayWork(q),
 		a.bulkWork(q),
 		a.sellerOrderWork(),
+		a.syncWork(q),
 	}
 }
 

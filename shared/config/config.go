@@ -42,6 +42,7 @@ const (
 	EnvQueueURLBulkOperations    = "SELLERAPI_QUEUE_URL_BULK_OPERATIONS"
 	EnvQueueURLEventReplays      = "SELLERAPI_QUEUE_URL_EVENT_REPLAYS"
 	EnvQueueURLSellerOrders      = "SELLERAPI_QUEUE_URL_SELLER_ORDERS"
+	EnvQueueURLSyncJobs          = "SELLERAPI_QUEUE_URL_SYNC_JOBS"
 )
 
 // QueueURLEnv names the variable holding each work queue's SQS URL, by the
@@ -52,6 +53,7 @@ func QueueURLEnv() map[string]string {
 		queue.BulkOperations:    EnvQueueURLBulkOperations,
 		queue.EventReplays:      EnvQueueURLEventReplays,
 		queue.SellerOrders:      EnvQueueURLSellerOrders,
+		queue.SyncJobs:          EnvQueueURLSyncJobs,
 	}
 }
 

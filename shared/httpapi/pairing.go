@@ -27,6 +27,9 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 		{Method: http.MethodPost, Path: "/store-pairings/exchange", Operation: "exchangeStorePairingCode", Handle: s.exchangePairing},
 		{Method: http.MethodGet, Path: "/store-pairings/current", Operation: "getCurrentStorePairing", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.currentPairing},
 		{Method: http.MethodPost, Path: "/store-pairings/current/discovery", Operation: "postStorePairingDiscovery", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.postDiscovery},
+		// Operational routes of an active pairing (sync_jobs.go).
+		{Method: http.MethodPost, Path: "/store-pairings/current/sync-jobs", Operation: "createStorePairingSyncJob", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.createPluginSyncJob},
+		{Method: http.MethodGet, Path: "/store-pairings/current/sync-jobs/{sync_job_id}", Operation: "getStorePairingSyncJob", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.getPluginSyncJob},
 	}
 }}
 

@@ -20,10 +20,13 @@ const (
 	BulkOperations    = "bulk-operations"
 	EventReplays      = "event-replays"
 	SellerOrders      = "seller-orders"
+	SyncJobs          = "sync-jobs"
 )
 
 // Names lists every queue.
-func Names() []string { return []string{WebhookDeliveries, BulkOperations, EventReplays, SellerOrders} }
+func Names() []string {
+	return []string{WebhookDeliveries, BulkOperations, EventReplays, SellerOrders, SyncJobs}
+}
 
 // MaxDelay is the longest delay a message can be sent with (SQS's limit).
 const MaxDelay = 15 * time.Minute

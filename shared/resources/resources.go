@@ -90,5 +90,6 @@ func Workers() []Worker {
 		{Function: "replay-worker", Queue: queue.EventReplays, URLEnv: config.EnvQueueURLEventReplays},
 		{Function: "bulk-worker", Queue: queue.BulkOperations, URLEnv: config.EnvQueueURLBulkOperations},
 		{Function: "seller-order-worker", Queue: queue.SellerOrders, URLEnv: config.EnvQueueURLSellerOrders},
+		{Function: "sync-worker", Queue: queue.SyncJobs, URLEnv: config.EnvQueueURLSyncJobs},
 	}
 }

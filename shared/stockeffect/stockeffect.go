@@ -27,12 +27,17 @@ const (
 	CauseReservation   = "reservation"
 	CauseBulkOperation = "bulk_operation"
 	CauseExternalOrder = "external_order"
+	// CauseSyncJob is a sync job that set on_hand to what the connection
+	// mastering the Stock Pool reported (action reconciled, record key the
+	// inventory item).
+	CauseSyncJob = "sync_job"
 
-	ActionAdjusted  = "adjusted"
-	ActionReserved  = "reserved"
-	ActionCommitted = "committed"
-	ActionReleased  = "released"
-	ActionExpired   = "expired"
+	ActionAdjusted   = "adjusted"
+	ActionReserved   = "reserved"
+	ActionCommitted  = "committed"
+	ActionReleased   = "released"
+	ActionExpired    = "expired"
+	ActionReconciled = "reconciled"
 )
 
 // Cause names what moved the stock: a resource type, its id (null for a

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/syncjob"
+)
+
+// SyncJobs is the Sync jobs group: a connector's reports of one
+// connection's channel, accepted at once and compared with the source of
+// truth by the sync worker. The store plugin's own routes live in the
+// store-pairings group.
+var SyncJobs = Group{Name: "sync-jobs", Routes: func(s *Server) []Route {
+	base := "/vendors/{vendor_id}/sync-jobs"
+	read := []auth.Scope{auth.JobsRead}
+	return []Route{
+		{Method: http.MethodGet, Path: base, Operation: "listSyncJobs", Scopes: read, Handle: s.listSyncJobs},
+		{Method: http.MethodPost, Path: base, Operation: "createSyncJob", Scopes: []auth.Scope{auth.JobsWrite, auth.ConnectionsWrite}, Handle: s.createSyncJob},
+		{Method: http.MethodGet, Path: base + "/{sync_job_id}", Operation: "getSyncJob", Scopes: read, Handle: s.getSyncJob},
+	}
+}}
+
+// syncJobs is the sync job service; its writes wait for the request's rate decision.
+func (s *Server) syncJobs() syncjob.Service {
+	return syncjob.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock}
+}
+
+// createSyncJob stores the job with its receipt and answers 202: the
+// comparison happens later, in the worker. The whole job is checked first;
+// any structural error rejects it before anything is stored.
+func (s *Server) createSyncJob(c *Call) error {
+	body, err := c.Body(syncjob.MaxBody)
+	if err != nil {
+		return err
+	}
+	sub, err := syncjob.Parse(body, true)
+	if err != nil {
+		return err
+	}
+	by := syncjob.StartedBy{Type: syncjob.StartedByToken, ID: c.Principal.Token.ID}
+	return c.Mutate("sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.Principal.Vendor.ID, by, sub))
+}
+
+func (s *Server) prepareSyncJob(vendorID string, by syncjob.StartedBy, sub syncjob.Submission) func(context.Context) (idempotency.Mutation, error) {
+	return func(ctx context.Context) (idempotency.Mutation, error) {
+		v, ops, conflict, err := s.syncJobs().PrepareCreate(ctx, vendorID, by, sub)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusAccepted, Body: Envelope(v), Conflict: conflict}, nil
+	}
+}
+
+func (s *Server) getSyncJob(c *Call) error {
+	v, err := s.syncJobs().Get(c.Ctx, c.Principal.Vendor.ID, "", c.R.PathValue("sync_job_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+func oneOf(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, v := range list {
+		m[v] = true
+	}
+	return m
+}
+
+func (s *Server) listSyncJobs(c *Call) error {
+	c.AllowFilters("connection_id", "kind", "status")
+	q := c.R.URL.Query()
+	f := syncjob.Filter{ConnectionID: q.Get("connection_id"), Kind: q.Get("kind"), Status: q.Get("status")}
+	if f.Kind != "" && !oneOf(syncjob.Kinds())[f.Kind] {
+		return errs.E(errs.CodeInvalidParameter, "kind: must be inventory, price or catalog")
+	}
+	if f.Status != "" && !oneOf(syncjob.Statuses())[f.Status] {
+		return errs.E(errs.CodeInvalidParameter, "status: must be queued, running, completed or failed")
+	}
+	pr, err := c.PageParams("sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status)
+	if err != nil {
+		return err
+	}
+	views, last, more, err := s.syncJobs().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, views, last, more)
+}
+
+// createPluginSyncJob is the store plugin's create: the pairing must pass
+// the operational gate, which names the connection the job is for. The
+// receipt is scoped to the pairing, as a token's is to the token.
+func (s *Server) createPluginSyncJob(c *Call) error {
+	body, err := c.Body(syncjob.MaxBody)
+	if err != nil {
+		return err
+	}
+	sub, err := syncjob.Parse(body, false)
+	if err != nil {
+		return err
+	}
+	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	if err != nil {
+		return err
+	}
+	sub.ConnectionID = connID
+	by := syncjob.StartedBy{Type: syncjob.StartedByPairing, ID: c.Discovery.PairingID}
+	sc := idempotency.Scope{VendorID: c.Discovery.VendorID, TokenID: c.Discovery.PairingID}
+	return c.mutateIn(sc, "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.Discovery.VendorID, by, sub))
+}
+
+// getPluginSyncJob reads a job of the pairing's own connection; any other
+// is 404.
+func (s *Server) getPluginSyncJob(c *Call) error {
+	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	if err != nil {
+		return err
+	}
+	v, err := s.syncJobs().Get(c.Ctx, c.Discovery.VendorID, connID, c.R.PathValue("sync_job_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+// mutateIn is Mutate for a caller whose receipts are not a token's: sc
+// names the vendor and the credential (here a pairing) they belong to.
+func (c *Call) mutateIn(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
+	key, err := idempotency.HeaderKey(c.R.Header.Get("Idempotency-Key"), pattern)
+	if err != nil {
+		return err
+	}
+	sc.Operation, sc.Key = operation, key
+	res, err := c.s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
+	if err != nil {
+		return err
+	}
+	if res.Replayed {
+		c.W.Header().Set("Idempotent-Replayed", "true")
+	}
+	c.raw(res.Status, res.Body)
+	return nil
+}

@@ -1,0 +1,511 @@
+// Package syncjob holds sync jobs: a connector reports what one
+// connection's channel holds (stock counts, prices, titles) and the service
+// compares each report with its source of truth, the vendor authority. It
+// holds the job record, the submission's rules, the view the API shows, the
+// pipeline rule that starts the work and the worker that does it. It speaks
+// neither HTTP nor a queue transport.
+//
+// A report of a domain the connection masters moves the service (stock
+// only: on_hand follows the channel with a stock effect) or opens a
+// conflict; a report of a domain the connection does not master is the
+// channel's staleness, answered with the service's value. Each item's
+// verdict is written in one transaction with the job, conditioned on the
+// job's version and on the state it was decided on, so a worker that dies
+// resumes at the first pending item and never repeats an effect.
+package syncjob
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/conflict"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/ids"
+	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// Kinds of sync job: the domain the connector reports on.
+const (
+	KindInventory = "inventory"
+	KindPrice     = "price"
+	KindCatalog   = "catalog"
+)
+
+// Kinds lists every kind.
+func Kinds() []string { return []string{KindInventory, KindPrice, KindCatalog} }
+
+// Job statuses: queued on acceptance, running once the worker wrote its
+// first verdict, then completed (every item has a verdict) or failed (the
+// job stopped before some items).
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
+
+// Statuses lists the job statuses.
+func Statuses() []string {
+	return []string{StatusQueued, StatusRunning, StatusCompleted, StatusFailed}
+}
+
+// Item statuses.
+const (
+	ItemPending      = "pending"
+	ItemInSync       = "in_sync"
+	ItemUpdated      = "updated"
+	ItemChannelStale = "channel_stale"
+	ItemConflict     = "conflict"
+	ItemFailed       = "failed"
+	ItemNotAttempted = "not_attempted"
+)
+
+// Who started a job.
+const (
+	StartedByToken   = "token"
+	StartedByPairing = "store_pairing"
+)
+
+// Limits of a submission.
+const (
+	MinItems = 1
+	MaxItems = 100
+	// MaxBody is the largest request body, in bytes (128 KiB: 100 catalog
+	// items with 120-character names fit).
+	MaxBody = 128 << 10
+	// MaxIDLength bounds a resource id, as the path rules do.
+	MaxIDLength = 1000
+	// MaxName is the longest product name, as the catalog's rule.
+	MaxName = 120
+)
+
+// Retention is how long a finished job is kept: 30 days after completion,
+// plus a day of margin, like bulk operations.
+const Retention = 31 * 24 * time.Hour
+
+// Prefix is the sort-key prefix of jobs in the vendor partition.
+const Prefix = "SYNCJOB#"
+
+// Key is a job's key.
+func Key(vendorID, id string) store.Key {
+	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+}
+
+// Resource is what an item reports on: an inventory item or a product.
+type Resource = conflict.Resource
+
+// Value holds compared fields; only those of the item's kind are set.
+type Value struct {
+	OnHand        *int64  `json:"on_hand,omitempty"`
+	Reserved      *int64  `json:"reserved,omitempty"`
+	Available     *int64  `json:"available,omitempty"`
+	Price         *int64  `json:"price,omitempty"`
+	Name          *string `json:"name,omitempty"`
+	CatalogStatus *string `json:"catalog_status,omitempty"`
+}
+
+// Item is one reported resource and its verdict.
+type Item struct {
+	Resource      Resource `json:"resource"`
+	VariationID   *string  `json:"variation_id"`
+	Status        string   `json:"status"`
+	ChannelValue  Value    `json:"channel_value"`
+	ServiceValue  *Value   `json:"service_value"`
+	ConflictID    *string  `json:"conflict_id"`
+	StockEffectID *string  `json:"stock_effect_id"`
+	Code          *string  `json:"code"`
+	Detail        *string  `json:"detail"`
+	// Attempts counts tries of this item that failed for reasons of the
+	// service; after MaxAttempts the job stops.
+	Attempts int `json:"attempts"`
+}
+
+// StartedBy is the credential that started a job: a token, or a store
+// plugin's pairing.
+type StartedBy struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// Job is the stored record of a sync job.
+type Job struct {
+	ID           string     `json:"id"`
+	VendorID     string     `json:"vendor_id"`
+	ConnectionID string     `json:"connection_id"`
+	Kind         string     `json:"kind"`
+	Status       string     `json:"status"`
+	StartedBy    StartedBy  `json:"started_by"`
+	Items        []Item     `json:"items"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at"`
+	CompletedAt  *time.Time `json:"completed_at"`
+}
+
+// Counts are the items per status.
+type Counts struct {
+	Total        int `json:"total"`
+	InSync       int `json:"in_sync"`
+	Updated      int `json:"updated"`
+	ChannelStale int `json:"channel_stale"`
+	Conflicts    int `json:"conflicts"`
+	Failed       int `json:"failed"`
+	Pending      int `json:"pending"`
+	NotAttempted int `json:"not_attempted"`
+}
+
+// ItemView is an item as the API shows it.
+type ItemView struct {
+	Resource      Resource `json:"resource"`
+	VariationID   *string  `json:"variation_id"`
+	Status        string   `json:"status"`
+	ChannelValue  Value    `json:"channel_value"`
+	ServiceValue  *Value   `json:"service_value"`
+	ConflictID    *string  `json:"conflict_id"`
+	StockEffectID *string  `json:"stock_effect_id"`
+	Code          *string  `json:"code"`
+	Detail        *string  `json:"detail"`
+}
+
+// View is a sync job as the API shows it.
+type View struct {
+	ID           string     `json:"id"`
+	VendorID     string     `json:"vendor_id"`
+	ConnectionID string     `json:"connection_id"`
+	Kind         string     `json:"kind"`
+	Status       string     `json:"status"`
+	Counts       Counts     `json:"counts"`
+	Items        []ItemView `json:"items"`
+	StartedBy    StartedBy  `json:"started_by"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at"`
+	CompletedAt  *time.Time `json:"completed_at"`
+}
+
+// Counts tallies the items.
+func (j Job) Counts() Counts {
+	c := Counts{Total: len(j.Items)}
+	for _, it := range j.Items {
+		switch it.Status {
+		case ItemInSync:
+			c.InSync++
+		case ItemUpdated:
+			c.Updated++
+		case ItemChannelStale:
+			c.ChannelStale++
+		case ItemConflict:
+			c.Conflicts++
+		case ItemFailed:
+			c.Failed++
+		case ItemPending:
+			c.Pending++
+		case ItemNotAttempted:
+			c.NotAttempted++
+		}
+	}
+	return c
+}
+
+// View returns the API representation.
+func (j Job) View() View {
+	v := View{ID: j.ID, VendorID: j.VendorID, ConnectionID: j.ConnectionID, Kind: j.Kind, Status: j.Status, Counts: j.Counts(),
+		Items: make([]ItemView, len(j.Items)), StartedBy: j.StartedBy, CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
+	for i, it := range j.Items {
+		v.Items[i] = ItemView{Resource: it.Resource, VariationID: it.VariationID, Status: it.Status, ChannelValue: it.ChannelValue,
+			ServiceValue: it.ServiceValue, ConflictID: it.ConflictID, StockEffectID: it.StockEffectID, Code: it.Code, Detail: it.Detail}
+	}
+	return v
+}
+
+// Finished reports whether the job reached its final status.
+func (j Job) Finished() bool { return j.CompletedAt != nil }
+
+// next is the index of the first pending item, or -1.
+func (j Job) next() int {
+	return slices.IndexFunc(j.Items, func(it Item) bool { return it.Status == ItemPending })
+}
+
+// outcome is the final status of a job whose items all have a result: a
+// stop leaves items not attempted and fails the job; failed items do not.
+func (j Job) outcome() string {
+	if j.Counts().NotAttempted > 0 {
+		return StatusFailed
+	}
+	return StatusCompleted
+}
+
+// clone copies the job deeply enough to change its items.
+func (j Job) clone() Job {
+	j.Items = slices.Clone(j.Items)
+	return j
+}
+
+func (j Job) item(version int64) (store.Item, error) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return store.Item{}, fmt.Errorf("syncjob: encode %s: %w", j.ID, err)
+	}
+	k := Key(j.VendorID, j.ID)
+	it := store.Item{PK: k.PK, SK: k.SK, Version: version, Data: b}
+	if j.CompletedAt != nil {
+		it.ExpiresAt = j.CompletedAt.Add(Retention).Unix()
+	}
+	return it, nil
+}
+
+// Decode reads a job item.
+func Decode(it store.Item) (Job, error) {
+	var j Job
+	if err := json.Unmarshal(it.Data, &j); err != nil {
+		return Job{}, fmt.Errorf("syncjob: decode %s: %w", it.SK, err)
+	}
+	return j, nil
+}
+
+// Submission is a parsed, structurally valid job.
+type Submission struct {
+	// ConnectionID is empty for the plugin's route, which acts for its
+	// pairing's connection.
+	ConnectionID string
+	Kind         string
+	Items        []Item
+}
+
+var (
+	kindRule    = fields.StringRule{OneOf: Kinds()}
+	idRule      = fields.StringRule{Min: 1, Max: MaxIDLength}
+	connIDRule  = fields.StringRule{Min: 1, Max: 160, Pattern: connection.IDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	nameRule    = fields.StringRule{Min: 1, Max: MaxName, SingleLine: true}
+	catalogRule = fields.StringRule{OneOf: []string{catalog.CatalogActive, catalog.CatalogArchived}}
+)
+
+// Parse reads a submission body; withConnection says whether the body
+// names the connection (the vendor's route) or not (the plugin's). Any
+// structural error rejects the whole job and names the field, e.g.
+// "items[3].on_hand: must be from 0 to 1000000000".
+func Parse(body []byte, withConnection bool) (Submission, error) {
+	o, err := fields.Parse(body, "")
+	if err != nil {
+		return Submission{}, err
+	}
+	var sub Submission
+	if withConnection {
+		sub.ConnectionID = o.String("connection_id", fields.Required, connIDRule)
+	}
+	sub.Kind = o.String("kind", fields.Required, kindRule)
+	if sub.Kind == "" {
+		// The kind's error is recorded; the items' shape depends on it.
+		o.Raw("items")
+		return Submission{}, o.Err()
+	}
+	list := o.Objects("items", fields.Required, MaxItems)
+	if o.Err() == nil && len(list) < MinItems {
+		o.Fail("items", "must have at least %d item", MinItems)
+	}
+	seen := map[string]int{}
+	for i, in := range list {
+		it, key, field := readItem(in, sub.Kind)
+		o.Child(in)
+		if o.Err() != nil {
+			break
+		}
+		if first, dup := seen[key]; dup {
+			o.Fail(fmt.Sprintf("items[%d].%s", i, field), "repeats the resource of items[%d]; a resource may appear once per job", first)
+			break
+		}
+		seen[key] = i
+		sub.Items = append(sub.Items, it)
+	}
+	if err := o.Err(); err != nil {
+		return Submission{}, err
+	}
+	return sub, nil
+}
+
+// readItem reads one item of kind; key identifies its resource within the
+// job and field names the field a repeat is reported on.
+func readItem(in *fields.Object, kind string) (it Item, key, field string) {
+	it.Status = ItemPending
+	switch kind {
+	case KindInventory:
+		id := in.String("inventory_item_id", fields.Required, idRule)
+		n := in.Int("on_hand", fields.Required, 0, inventory.MaxOnHand)
+		it.Resource, it.ChannelValue = Resource{Type: conflict.ResourceInventoryItem, ID: id}, Value{OnHand: &n}
+		return it, id, "inventory_item_id"
+	case KindPrice:
+		id := in.String("product_id", fields.Required, idRule)
+		it.VariationID, _ = in.StringPtr("variation_id", fields.OptionalNullable, idRule)
+		p := in.Int("price", fields.Required, 0, catalog.MaxPrice)
+		it.Resource, it.ChannelValue = Resource{Type: conflict.ResourceProduct, ID: id}, Value{Price: &p}
+		key, field = id+"\x00", "product_id"
+		if it.VariationID != nil {
+			key, field = id+"\x00"+*it.VariationID, "variation_id"
+		}
+		return it, key, field
+	default:
+		id := in.String("product_id", fields.Required, idRule)
+		name := in.String("name", fields.Required, nameRule)
+		st := in.String("catalog_status", fields.Required, catalogRule)
+		it.Resource, it.ChannelValue = Resource{Type: conflict.ResourceProduct, ID: id}, Value{Name: &name, CatalogStatus: &st}
+		return it, id, "product_id"
+	}
+}
+
+// RoleOf is the connection's role for the domain a kind reports on.
+func RoleOf(r connection.Roles, kind string) string {
+	switch kind {
+	case KindInventory:
+		return r.Inventory
+	case KindPrice:
+		return r.BasePrice
+	}
+	return r.Catalog
+}
+
+// masterOf is the domain's master in the authority; nil is the service.
+func masterOf(a connection.Authority, kind string) *string {
+	switch kind {
+	case KindInventory:
+		return a.Inventory
+	case KindPrice:
+		return a.BasePrice
+	}
+	return a.Catalog
+}
+
+// domainName names a kind's domain in messages.
+func domainName(kind string) string {
+	if kind == KindPrice {
+		return "base_price"
+	}
+	return kind
+}
+
+// Service stores and reads sync jobs.
+type Service struct {
+	Store store.Store
+	Clock clock.Clock
+}
+
+func notFound() error { return errs.E(errs.CodeNotFound, "sync job not found") }
+
+func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs could not be read") }
+
+// PrepareCreate checks a submission against its connection and builds the
+// job and the operations that store it, conditioned on the connection as
+// read; the caller commits them with its receipt. conflict explains a lost
+// race on the connection as worth another run.
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (View, []store.Op, func(*store.ConditionError) error, error) {
+	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, vendorID, sub.ConnectionID)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	if err := Admissible(c, sub.Kind); err != nil {
+		return View{}, nil, nil, err
+	}
+	now := s.Clock.Now()
+	j := Job{ID: ids.Sortable("syn", now), VendorID: vendorID, ConnectionID: c.ID, Kind: sub.Kind, Status: StatusQueued,
+		StartedBy: by, Items: slices.Clone(sub.Items), CreatedAt: now}
+	it, err := j.item(1)
+	if err != nil {
+		return View{}, nil, nil, err
+	}
+	ops := []store.Op{store.Put(it, store.IfAbsent()), store.Check(connection.Key(vendorID, c.ID), store.IfVersion(c.Version))}
+	lost := func(*store.ConditionError) error {
+		return idempotency.Retry(errs.E(errs.CodeConflict, "the connection changed while the sync job was stored; retry"))
+	}
+	return j.View(), ops, lost, nil
+}
+
+// Admissible tells whether connection c may sync kind: it is not
+// disconnected and its role for the kind's domain is not disabled. Active
+// and paused connections both sync (a paused one is reconciling).
+func Admissible(c connection.Connection, kind string) error {
+	if c.Status == connection.StatusDisconnected {
+		return errs.E(errs.CodeConnectionState, "connection_id: a disconnected connection does not sync")
+	}
+	if RoleOf(c.Roles, kind) == connection.Disabled {
+		return errs.Ef(errs.CodeSyncRoleDisabled, "the connection's %s role is disabled; it has nothing to sync for %s", domainName(kind), kind)
+	}
+	return nil
+}
+
+// validID tells whether id can name a job; anything else is 404 without a read.
+func validID(id string) bool {
+	if len(id) < 1 || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Load reads a job and its stored version.
+func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64, error) {
+	if !validID(id) {
+		return Job{}, 0, notFound()
+	}
+	it, err := st.Get(ctx, Key(vendorID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Job{}, 0, notFound()
+	}
+	if err != nil {
+		return Job{}, 0, unavailable(err)
+	}
+	j, err := Decode(it)
+	if err != nil {
+		return Job{}, 0, unavailable(err)
+	}
+	return j, it.Version, nil
+}
+
+// Get reads a sync job; a non-empty connectionID hides the jobs of other
+// connections (the plugin sees its own only).
+func (s Service) Get(ctx context.Context, vendorID, connectionID, id string) (View, error) {
+	j, _, err := Load(ctx, s.Store, vendorID, id)
+	if err != nil {
+		return View{}, err
+	}
+	if connectionID != "" && j.ConnectionID != connectionID {
+		return View{}, notFound()
+	}
+	return j.View(), nil
+}
+
+// Filter narrows a list; empty fields match everything.
+type Filter struct{ ConnectionID, Kind, Status string }
+
+func (f Filter) keep(j Job) bool {
+	return (f.ConnectionID == "" || j.ConnectionID == f.ConnectionID) && (f.Kind == "" || j.Kind == f.Kind) &&
+		(f.Status == "" || j.Status == f.Status)
+}
+
+// List reads a page of sync jobs, oldest first.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
+	if after != "" && !strings.HasPrefix(after, Prefix) {
+		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	}
+	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.keep)
+	if err != nil {
+		return nil, "", false, unavailable(err)
+	}
+	views = make([]View, len(jobs))
+	for i, j := range jobs {
+		views[i] = j.View()
+	}
+	return views, lastKey, more, nil
+}

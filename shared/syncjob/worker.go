@@ -1,0 +1,643 @@
+package syncjob
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/conflict"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/pairing"
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/stockeffect"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/vendor"
+)
+
+// MaxAttempts is how many tries an item gets when the service cannot
+// decide it (its store or credential state cannot be read or written);
+// the job then stops.
+const MaxAttempts = 5
+
+// MaxRaces is how many times in a row an item is decided again because
+// the state it was decided on moved before its write; past it the try
+// counts as a failed attempt and the job continues after a backoff.
+const MaxRaces = 20
+
+// Message is the work item of one sync job on queue.SyncJobs.
+type Message struct {
+	VendorID string `json:"vendor_id"`
+	ID       string `json:"sync_job_id"`
+}
+
+// Rule starts a job: the insert of a job item makes one message. Later
+// writes of the job (its verdicts) make none.
+func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, Prefix) {
+		return nil, nil
+	}
+	vendorID, ok := strings.CutPrefix(c.Key.PK, vendor.Partition(""))
+	if !ok {
+		return nil, nil
+	}
+	b, err := json.Marshal(Message{VendorID: vendorID, ID: strings.TrimPrefix(c.Key.SK, Prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("syncjob: encode message: %w", err)
+	}
+	return []pipeline.Outgoing{{Queue: queue.SyncJobs, Body: b}}, nil
+}
+
+// Worker decides the items of sync jobs.
+type Worker struct {
+	Store     store.Store
+	Clock     clock.Clock
+	Auth      auth.Service
+	Pairings  pairing.Service
+	Inventory inventory.Service
+	Conflicts conflict.Service
+	Log       *slog.Logger
+	// Queue, when set, takes the job's continuation after a failed
+	// attempt; without it the message itself is retried.
+	Queue queue.Sender
+}
+
+// NewWorker builds a worker over st, sending continuations to q (may be nil).
+func NewWorker(st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) Worker {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	conns := connection.Service{Store: st, Clock: c}
+	return Worker{
+		Store:     st,
+		Clock:     c,
+		Auth:      auth.Service{Store: st, Clock: c},
+		Pairings:  pairing.Service{Store: st, Clock: c, Connections: conns},
+		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
+		Conflicts: conflict.Service{Store: st, Clock: c},
+		Log:       log,
+		Queue:     q,
+	}
+}
+
+// later is a pause with progress kept: an item's failed attempt was
+// counted on the job, which goes on after the delay.
+type later struct {
+	after time.Duration
+	err   error
+}
+
+func (l *later) Error() string { return fmt.Sprintf("continue after %s: %v", l.after, l.err) }
+func (l *later) Unwrap() error { return l.err }
+
+// errReload says the job changed under the worker (another delivery of the
+// same message, or a write whose outcome was not reported): read it again.
+var errReload = errors.New("syncjob: the job changed; reload it")
+
+// errRace says the state an item was decided on moved before its write:
+// decide it again.
+var errRace = errors.New("syncjob: the state moved; decide again")
+
+// Handle is the queue handler. It decides the job's pending items in order
+// until the job ends (nil: the message is done) or an item met a failure
+// of the service: the attempt is counted on the job and a fresh message
+// continues it after a backoff, so that attempts are bounded on the job
+// (MaxAttempts) rather than by the queue's receive limit. When the
+// continuation cannot be sent, or the attempt could not even be counted,
+// the message itself is retried after the delay.
+func (w Worker) Handle(ctx context.Context, m queue.Message) error {
+	var msg Message
+	if err := json.Unmarshal(m.Body, &msg); err != nil || msg.VendorID == "" || msg.ID == "" {
+		// Retried until the dead-letter queue, where operators see it.
+		return fmt.Errorf("syncjob: malformed message %s: %q", m.ID, m.Body)
+	}
+	err := w.run(ctx, msg.VendorID, msg.ID)
+	var l *later
+	if !errors.As(err, &l) {
+		return err
+	}
+	if w.Queue != nil {
+		serr := w.Queue.Send(ctx, queue.SyncJobs, m.Body, l.after)
+		if serr == nil {
+			return nil
+		}
+		w.Log.ErrorContext(ctx, "sync job continuation not sent; retrying the message", "sync_job_id", msg.ID, "error", serr)
+	}
+	return queue.RetryAfter(l.after, l.err)
+}
+
+// run works one job, as Handle does.
+func (w Worker) run(ctx context.Context, vendorID, id string) error {
+	j, ver, err := Load(ctx, w.Store, vendorID, id)
+	if errs.Is(err, errs.CodeNotFound) {
+		w.Log.WarnContext(ctx, "sync job gone", "vendor_id", vendorID, "sync_job_id", id)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// Each step settles an item or stops; a reload is rare (a concurrent
+	// delivery), so the bound only guards against a loop.
+	for steps := 0; steps < 4*len(j.Items)+8; steps++ {
+		if j.Finished() {
+			return nil
+		}
+		i := j.next()
+		if i < 0 {
+			// Unreachable in practice: the last verdict is written with the
+			// final status. Finish a job left otherwise.
+			err = w.write(ctx, &j, &ver, func(*Job) {}, nil)
+		} else {
+			err = w.step(ctx, &j, &ver, i)
+		}
+		if errors.Is(err, errReload) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("syncjob: job %s did not settle", id)
+}
+
+// step settles item i: re-verify the credential, then decide the item on
+// the current state and write the verdict with what it changes, again
+// while the state moves under it.
+func (w Worker) step(ctx context.Context, j *Job, ver *int64, i int) error {
+	if n := j.Items[i].Attempts; n >= MaxAttempts {
+		return w.stop(ctx, j, ver, i, errs.Ef(errs.CodeServiceUnavailable, "the item could not be decided after %d attempts", n))
+	}
+	if err := w.recheck(ctx, *j); err != nil {
+		if transient(err) {
+			return w.retry(ctx, j, ver, i, err)
+		}
+		return w.stop(ctx, j, ver, i, err)
+	}
+	var err error
+	for race := 0; race < MaxRaces; race++ {
+		err = w.settle(ctx, j, ver, i)
+		if !errors.Is(err, errRace) {
+			return err
+		}
+	}
+	return w.retry(ctx, j, ver, i, err)
+}
+
+// recheck verifies the job's original credential again. A token must be
+// valid, unexpired, unrevoked, hold both scopes and still be the vendor
+// owner's; a store plugin's pairing must still pass the operational gate
+// for the job's connection.
+func (w Worker) recheck(ctx context.Context, j Job) error {
+	if j.StartedBy.Type == StartedByPairing {
+		connID, err := w.Pairings.AuthorizeOperationalWrite(ctx, pairing.Principal{PairingID: j.StartedBy.ID, VendorID: j.VendorID})
+		if err != nil {
+			return err
+		}
+		if connID != j.ConnectionID {
+			return errs.E(errs.CodePairingNotActive, "the pairing no longer acts for the job's connection")
+		}
+		return nil
+	}
+	p, err := w.Auth.Recheck(ctx, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite)
+	if err != nil {
+		return err
+	}
+	if p.Vendor.ID != j.VendorID {
+		return errs.E(errs.CodeUnauthenticated, "the credential is no longer granted this vendor")
+	}
+	return nil
+}
+
+// transient tells failures of the service (worth another attempt) from
+// verdicts about the item or the credential.
+func transient(err error) bool {
+	switch errs.As(err).Kind {
+	case errs.Unavailable, errs.Internal:
+		return true
+	}
+	return false
+}
+
+// state is what an item is decided on, with the versions its write is
+// conditioned on.
+type state struct {
+	conn       connection.Connection
+	authority  connection.Authority
+	authItem   store.Item // zero PK when the vendor has no authority record
+	product    catalog.Product
+	prodItem   store.Item // zero PK when the product does not exist
+	hasProduct bool
+}
+
+// read loads the connection, the vendor authority and the item's product
+// in one round trip.
+func (w Worker) read(ctx context.Context, j Job, productID string) (state, error) {
+	keys := []store.Key{connection.Key(j.VendorID, j.ConnectionID), connection.AuthorityKey(j.VendorID)}
+	if productID != "" {
+		keys = append(keys, catalog.Key(j.VendorID, productID))
+	}
+	items, err := w.Store.GetMany(ctx, keys)
+	if err != nil {
+		return state{}, errs.Unavailablef(err, "the sync state could not be read")
+	}
+	var st state
+	if items[0].PK == "" {
+		return state{}, errs.E(errs.CodeNotFound, "the job's connection no longer exists")
+	}
+	if st.conn, err = connection.Decode(items[0]); err != nil {
+		return state{}, errs.Unavailablef(err, "the sync state could not be read")
+	}
+	if st.authItem = items[1]; st.authItem.PK != "" && len(st.authItem.Data) > 0 {
+		if err := json.Unmarshal(st.authItem.Data, &st.authority); err != nil {
+			return state{}, errs.Unavailablef(fmt.Errorf("syncjob: decode authority: %w", err), "the sync state could not be read")
+		}
+	}
+	if productID != "" && items[2].PK != "" {
+		st.prodItem, st.hasProduct = items[2], true
+		if st.product, err = catalog.Decode(items[2]); err != nil {
+			return state{}, errs.Unavailablef(err, "the sync state could not be read")
+		}
+	}
+	return st, nil
+}
+
+// guards are the conditions every verdict is written under: the
+// connection and the authority as read, and the product as read (or its
+// absence). A verdict that writes one of these items itself replaces its
+// guard with a write under the same condition.
+type guards struct {
+	conn, authority, product *store.Op
+}
+
+func (g guards) ops() []store.Op {
+	var out []store.Op
+	for _, op := range []*store.Op{g.conn, g.authority, g.product} {
+		if op != nil {
+			out = append(out, *op)
+		}
+	}
+	return out
+}
+
+func newGuards(j Job, st state, productID string, seq int) guards {
+	conn := store.Check(connection.Key(j.VendorID, j.ConnectionID), store.IfVersion(st.conn.Version))
+	auth := store.Check(connection.AuthorityKey(j.VendorID), store.IfAbsent())
+	if st.authItem.PK != "" {
+		auth = store.Check(connection.AuthorityKey(j.VendorID), store.IfVersion(st.authItem.Version))
+	}
+	g := guards{conn: &conn, authority: &auth}
+	if productID == "" {
+		return g
+	}
+	prod := store.Check(catalog.Key(j.VendorID, productID), store.IfAbsent())
+	if st.hasProduct {
+		cond := store.IfVersion(st.prodItem.Version)
+		if seq >= 0 {
+			// An inventory verdict also rests on the item's buckets.
+			if b, ok := inventory.BucketsOf(st.prodItem.Nums, seq); ok {
+				cond.Bounds = []store.Bound{{Attr: catalog.VersionAttr(seq), Cmp: store.EQ, Value: b.Version}}
+			}
+		}
+		prod = store.Check(catalog.Key(j.VendorID, productID), cond)
+	}
+	g.product = &prod
+	return g
+}
+
+// verdict is an item's decision and what writing it takes.
+type verdict struct {
+	status   string
+	service  *Value
+	code     errs.Code
+	detail   string
+	conflict string // the conflict type to open or link, for status conflict
+	effectID *string
+	ops      []store.Op
+	guards   guards
+}
+
+// settle decides item i on the state as it is now and writes the verdict.
+func (w Worker) settle(ctx context.Context, j *Job, ver *int64, i int) error {
+	it := j.Items[i]
+	productID, seq := it.Resource.ID, -1
+	if j.Kind == KindInventory {
+		pid, s, ok := catalog.ParseInventoryItemID(it.Resource.ID)
+		if !ok || len(it.Resource.ID) > MaxIDLength {
+			return w.decided(ctx, j, ver, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "inventory item not found"})
+		}
+		productID, seq = pid, s
+	} else if !catalog.ValidProductID(productID) {
+		return w.decided(ctx, j, ver, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"})
+	}
+	st, err := w.read(ctx, *j, productID)
+	if err != nil {
+		if transient(err) {
+			return w.retry(ctx, j, ver, i, err)
+		}
+		return w.stop(ctx, j, ver, i, err)
+	}
+	if err := Admissible(st.conn, j.Kind); errs.Is(err, errs.CodeConnectionState) {
+		return w.stop(ctx, j, ver, i, err)
+	}
+	g := newGuards(*j, st, productID, seq)
+	var v verdict
+	switch {
+	case RoleOf(st.conn.Roles, j.Kind) == connection.Disabled:
+		v = verdict{status: ItemFailed, code: errs.CodeSyncRoleDisabled,
+			detail: fmt.Sprintf("the connection's %s role was disabled before this item was decided", domainName(j.Kind))}
+	case j.Kind == KindInventory:
+		v, err = w.decideInventory(ctx, *j, it, st, seq, g)
+	case j.Kind == KindPrice:
+		v = decidePrice(*j, it, st)
+	default:
+		v = decideCatalog(*j, it, st)
+	}
+	if err != nil {
+		if transient(err) {
+			return w.retry(ctx, j, ver, i, err)
+		}
+		return err
+	}
+	if v.guards == (guards{}) {
+		v.guards = g
+	}
+	if v.status == ItemConflict {
+		if err := w.openOrLink(ctx, *j, it, st, &v); err != nil {
+			if transient(err) {
+				return w.retry(ctx, j, ver, i, err)
+			}
+			return err
+		}
+	}
+	return w.decided(ctx, j, ver, i, v)
+}
+
+// masters tells whether the job's connection masters the kind's domain.
+func masters(j Job, st state) bool {
+	m := masterOf(st.authority, j.Kind)
+	return m != nil && *m == j.ConnectionID
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// decideInventory compares a reported on_hand with the item.
+func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, seq int, g guards) (verdict, error) {
+	if !st.hasProduct {
+		return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "inventory item not found"}, nil
+	}
+	p := st.product
+	if _, ok := p.VariationBySeq(seq); (p.Kind == catalog.KindSimple && seq != 0) || (p.Kind == catalog.KindVariable && !ok) {
+		return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "inventory item not found"}, nil
+	}
+	b, ok := inventory.BucketsOf(st.prodItem.Nums, seq)
+	if !ok {
+		return verdict{}, errs.Unavailablef(fmt.Errorf("syncjob: buckets of %s are missing", it.Resource.ID), "inventory state could not be read safely")
+	}
+	if v, ok := p.VariationBySeq(seq); ok && v.Status == catalog.VariationRetired {
+		return verdict{status: ItemFailed, code: errs.CodeInventoryItemRetired, detail: "the item's variation is retired; its stock stays at zero"}, nil
+	}
+	reported := *it.ChannelValue.OnHand
+	if !masters(j, st) {
+		sv := &Value{Available: ptr(b.Available)}
+		if reported == b.Available {
+			return verdict{status: ItemInSync, service: sv}, nil
+		}
+		return verdict{status: ItemChannelStale, service: sv,
+			detail: fmt.Sprintf("the channel shows %d; the service has %d available: push the service's value", reported, b.Available)}, nil
+	}
+	sv := &Value{OnHand: ptr(b.OnHand), Reserved: ptr(b.Reserved), Available: ptr(b.Available)}
+	switch {
+	case reported == b.OnHand:
+		return verdict{status: ItemInSync, service: sv}, nil
+	case reported < b.Reserved:
+		return verdict{status: ItemConflict, service: sv, conflict: conflict.TypeStockMismatch,
+			detail: fmt.Sprintf("the channel reports on_hand %d, below the %d units the service holds reserved", reported, b.Reserved)}, nil
+	}
+	jobID, itemID, conn := j.ID, it.Resource.ID, j.ConnectionID
+	_, ops, _, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, itemID, inventory.Adjustment{
+		TargetOnHand: reported, ExpectedVersion: b.Version, Authority: &conn,
+		Cause: &stockeffect.Cause{Type: stockeffect.CauseSyncJob, ID: &jobID, Action: stockeffect.ActionReconciled, RecordKey: &itemID}})
+	if err != nil {
+		if transient(err) {
+			return verdict{}, err
+		}
+		// The item or the authority moved since it was read: decide again.
+		return verdict{}, fmt.Errorf("%w: %v", errRace, err)
+	}
+	// The adjustment's add is conditioned on the item's version and floor;
+	// it stands for the product's guard.
+	g.product = nil
+	return verdict{status: ItemUpdated, service: sv, ops: ops, guards: g,
+		effectID: ptr(stockeffect.ID(itemID, b.Version+1))}, nil
+}
+
+// decidePrice compares a reported price with the product's or variation's.
+func decidePrice(j Job, it Item, st state) verdict {
+	if !st.hasProduct {
+		return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"}
+	}
+	price := st.product.Price
+	if it.VariationID != nil {
+		found := false
+		for _, v := range st.product.Variations {
+			if v.ID == *it.VariationID {
+				price, found = v.Price, true
+			}
+		}
+		if !found {
+			return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "the product has no such variation"}
+		}
+	}
+	reported := *it.ChannelValue.Price
+	sv := &Value{Price: ptr(price)}
+	switch {
+	case reported == price:
+		return verdict{status: ItemInSync, service: sv}
+	case masters(j, st):
+		return verdict{status: ItemConflict, service: sv, conflict: conflict.TypePriceMismatch,
+			detail: fmt.Sprintf("the channel, which masters the base price, reports %d; the service has %d: write the product with the channel's authority, then resolve", reported, price)}
+	}
+	return verdict{status: ItemChannelStale, service: sv,
+		detail: fmt.Sprintf("the channel shows %d; the service's price is %d: push the service's value", reported, price)}
+}
+
+// decideCatalog compares a reported name and catalog status with the product's.
+func decideCatalog(j Job, it Item, st state) verdict {
+	if !st.hasProduct {
+		return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"}
+	}
+	name, status := st.product.Name, st.product.CatalogStatus()
+	sv := &Value{Name: ptr(name), CatalogStatus: ptr(status)}
+	switch {
+	case *it.ChannelValue.Name == name && *it.ChannelValue.CatalogStatus == status:
+		return verdict{status: ItemInSync, service: sv}
+	case masters(j, st):
+		return verdict{status: ItemConflict, service: sv, conflict: conflict.TypeCatalogMismatch,
+			detail: "the channel, which masters the catalog, reports another name or catalog status: write the product with the channel's authority, then resolve"}
+	}
+	return verdict{status: ItemChannelStale, service: sv, detail: "the channel shows another name or catalog status: push the service's values"}
+}
+
+// openOrLink makes v's conflict: the open conflict of the same (type,
+// connection, resource) if there is one, else a new one opened in the
+// verdict's transaction and counted on the connection under the
+// connection's guard. A conflict opened meanwhile by another job fails the
+// open index's condition, and the item is decided again.
+func (w Worker) openOrLink(ctx context.Context, j Job, it Item, st state, v *verdict) error {
+	conn := j.ConnectionID
+	id, open, err := w.Conflicts.FindOpen(ctx, j.VendorID, v.conflict, &conn, it.Resource)
+	if err != nil {
+		return err
+	}
+	if open {
+		// Linked while it stays open: its open index must still exist.
+		k := conflict.OpenKey(j.VendorID, v.conflict, &conn, it.Resource)
+		v.ops = append(v.ops, store.Check(k, store.Cond{Exists: true}))
+		v.detail = fmt.Sprintf("%s (conflict %s is already open)", v.detail, id)
+		v.effectID = nil
+		v.code = ""
+		v.conflict = id
+		return nil
+	}
+	var service, channel any = v.service, it.ChannelValue
+	if it.VariationID != nil {
+		service = map[string]any{"variation_id": it.VariationID, "price": v.service.Price}
+		channel = map[string]any{"variation_id": it.VariationID, "price": it.ChannelValue.Price}
+	}
+	o, err := conflict.PrepareOpen(w.Clock.Now(), j.VendorID, conflict.Draft{Type: v.conflict, ConnectionID: &conn, Resource: it.Resource,
+		ServiceValue: service, ChannelValue: channel, Detail: v.detail, Source: conflict.Source{Type: conflict.SourceSyncJob, ID: j.ID}})
+	if err != nil {
+		return err
+	}
+	v.ops = append(v.ops, o.Ops...)
+	// The count rides on the connection's guard: one action on that item.
+	count := store.Add(connection.Key(j.VendorID, conn), conflict.CountDelta(1), 0, store.IfVersion(st.conn.Version))
+	v.guards.conn = &count
+	v.conflict = o.Conflict.ID
+	return nil
+}
+
+// decided writes item i's verdict v with its operations and guards. A
+// failed condition that is not the job's own means the state moved.
+func (w Worker) decided(ctx context.Context, j *Job, ver *int64, i int, v verdict) error {
+	ops := append(v.guards.ops(), v.ops...)
+	err := w.write(ctx, j, ver, func(n *Job) {
+		r := &n.Items[i]
+		r.Status, r.ServiceValue, r.StockEffectID = v.status, v.service, v.effectID
+		r.Code, r.Detail, r.ConflictID = nil, nil, nil
+		if v.code != "" {
+			r.Code = ptr(string(v.code))
+		}
+		if v.detail != "" {
+			r.Detail = ptr(v.detail)
+		}
+		if v.status == ItemConflict {
+			r.ConflictID = ptr(v.conflict)
+		}
+	}, ops)
+	if err == nil || errors.Is(err, errReload) {
+		return err
+	}
+	if store.IsCondition(err) {
+		return fmt.Errorf("%w: %v", errRace, err)
+	}
+	// The transaction failed without a verdict: it either committed or
+	// not, effect and verdict together; the conditioned count of the
+	// attempt tells which (a committed one moved the job's version).
+	return w.retry(ctx, j, ver, i, err)
+}
+
+// stop ends the job at item i: it and every later item become
+// not_attempted, naming the cause. Earlier verdicts and effects stay.
+func (w Worker) stop(ctx context.Context, j *Job, ver *int64, i int, cause error) error {
+	e := errs.As(cause)
+	w.Log.WarnContext(ctx, "sync job stopped", "vendor_id", j.VendorID, "sync_job_id", j.ID, "item", i, "code", e.Code, "error", cause)
+	detail := fmt.Sprintf("The job stopped at items[%d] (%s: %s); start a new job once the cause is fixed.", i, e.Code, e.Detail)
+	return w.write(ctx, j, ver, func(n *Job) {
+		for k := i; k < len(n.Items); k++ {
+			if n.Items[k].Status == ItemPending {
+				n.Items[k].Status, n.Items[k].Code, n.Items[k].Detail = ItemNotAttempted, ptr(string(errs.CodeSyncStopped)), ptr(detail)
+			}
+		}
+	}, nil)
+}
+
+// retry counts a failed attempt of item i and asks for the job to go on
+// after a backoff. Counting is a write conditioned on the job's version:
+// when it loses, the job moved (possibly by the very transaction that
+// reported failure), so the worker reads it again at once.
+func (w Worker) retry(ctx context.Context, j *Job, ver *int64, i int, cause error) error {
+	w.Log.ErrorContext(ctx, "sync item attempt failed", "vendor_id", j.VendorID, "sync_job_id", j.ID,
+		"item", i, "attempt", j.Items[i].Attempts+1, "error", cause)
+	err := w.write(ctx, j, ver, func(n *Job) { n.Items[i].Attempts++ }, nil)
+	switch {
+	case errors.Is(err, errReload):
+		return err
+	case err != nil:
+		// Not counted: let the queue's receive limit bound this instead.
+		return queue.RetryAfter(backoff(j.Items[i].Attempts+1), cause)
+	}
+	return &later{after: backoff(j.Items[i].Attempts), err: cause}
+}
+
+// backoff is the wait before attempt n+1: 2^n seconds, at most a minute.
+func backoff(n int) time.Duration {
+	return min(time.Duration(1<<min(n, 6))*time.Second, time.Minute)
+}
+
+// write applies change to a copy of the job and stores it with ops in one
+// transaction conditioned on the job's version; on success j and ver are
+// the stored job. The first write marks the job running; a write that
+// leaves no item pending ends it, with its final status, its expiry and
+// the sync_job.completed event, in the same transaction. A job that moved
+// meanwhile is errReload; any other failure is returned as is.
+func (w Worker) write(ctx context.Context, j *Job, ver *int64, change func(*Job), ops []store.Op) error {
+	n := j.clone()
+	change(&n)
+	now := w.Clock.Now()
+	if n.StartedAt == nil {
+		n.StartedAt, n.Status = &now, StatusRunning
+	}
+	if n.next() < 0 {
+		n.Status, n.CompletedAt = n.outcome(), &now
+		ev, err := event.Op(event.New(now, n.VendorID, event.SyncJobCompleted, "sync_job", n.ID,
+			map[string]any{"connection_id": n.ConnectionID, "kind": n.Kind, "status": n.Status, "counts": n.Counts()}))
+		if err != nil {
+			return err
+		}
+		ops = append(ops, ev)
+	}
+	it, err := n.item(*ver + 1)
+	if err != nil {
+		return err
+	}
+	jobAt := len(ops)
+	err = w.Store.Transact(ctx, append(ops, store.Put(it, store.IfVersion(*ver)))...)
+	if ce, ok := store.AsCondition(err); ok && (ce.Has(jobAt) || len(ops) == 0) {
+		// Which condition failed is not always reported: read the job to
+		// tell a moved job from a lost race on the state.
+		cur, curVer, lerr := Load(ctx, w.Store, j.VendorID, j.ID)
+		if lerr != nil {
+			return lerr
+		}
+		if curVer != *ver {
+			*j, *ver = cur, curVer
+			return errReload
+		}
+	}
+	if err != nil {
+		return err
+	}
+	*j, *ver = n, *ver+1
+	return nil
+}
