@@ -159,6 +159,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.SellerOrders},
 			{Group: httpapi.Events},
 			{Group: httpapi.Webhooks},
+			{Group: httpapi.SyncJobs},
 			{Group: httpapi.BulkOperations},
 			{Group: httpapi.Conflicts},
 			{Group: httpapi.Media, Media: true},
@@ -183,6 +184,9 @@ func Default(stage string) Definition {
 			{Name: "bulk-worker", QueueURLEnv: config.EnvQueueURLBulkOperations, SendsTo: []string{"bulk-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
 			// Projects committed moku external orders into seller orders.
 			{Name: "seller-order-worker", QueueURLEnv: config.EnvQueueURLSellerOrders},
+			// Decides sync jobs item by item; continues a job after a failed
+			// attempt by sending it again with a backoff.
+			{Name: "sync-worker", QueueURLEnv: config.EnvQueueURLSyncJobs, SendsTo: []string{"sync-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
 		},
 		LogRetention: awslogs.RetentionDays_ONE_MONTH,
 	}

@@ -1,0 +1,12 @@
+// Command sync-jobs is the Lambda of the Sync jobs operation group behind
+// API Gateway's HTTP API: a connector's reports of one connection's
+// channel, compared with the source of truth by the sync worker. It only
+// wires; the routes live in shared/httpapi.
+package main
+
+import (
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/lambdaapi"
+)
+
+func main() { lambdaapi.Main("sync-jobs", httpapi.SyncJobs) }
