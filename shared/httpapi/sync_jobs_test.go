@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/event"
@@ -595,7 +597,8 @@ func TestSyncJobPlugin(t *testing.T) {
 }
 
 // TestSyncJobStops: a disconnected connection or a revoked token stops the
-// job before the next item; earlier verdicts stay.
+// job before the next item. A paused connection syncs, and a role disabled
+// meanwhile fails the items instead of stopping the job.
 func TestSyncJobStops(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		e := catalogEnv(t, kind)
@@ -627,8 +630,32 @@ func TestSyncJobStops(t *testing.T) {
 		if got.Data.Status != "failed" || !strings.Contains(*got.Data.Items[1].Detail, "CONNECTION_STATE_CONFLICT") || *got.Data.Items[1].Code != "SYNC_JOB_STOPPED" {
 			t.Fatalf("disconnected: %s %+v", got.Data.Status, got.Data.Items)
 		}
-		if n := len(syncEvents(t, e)); n != 2 {
-			t.Fatalf("%d completion events, want 2", n)
+
+		// A paused connection still syncs; a role disabled after the
+		// submission fails the items it covers.
+		paused := mustConnection(t, e, "sync-stop-conn-2", connectionBody("marketplace_b", destinationRoles)).Data.ID
+		j3 := mustSync(t, syncSubmit(e, e.Token, "sync-stop-0003", map[string]any{"connection_id": paused, "kind": "inventory", "items": items}))
+		if r := post(e, "/connections/"+paused+"/pause", map[string]any{"expected_version": 1}); r.Status != 200 {
+			t.Fatalf("pause: %d %s", r.Status, r.Body)
+		}
+		noStock := map[string]string{"catalog": "destination", "base_price": "destination", "inventory": "disabled", "order_ingress": "enabled", "external_order_fulfillment": "moku"}
+		if r := e.Do(apitest.Req{Method: http.MethodPut, Path: "/connections/" + paused + "/roles", Token: e.Token, Body: map[string]any{"expected_version": 2, "roles": noStock}}); r.Status != 200 {
+			t.Fatalf("roles: %d %s", r.Status, r.Body)
+		}
+		j4 := mustSync(t, syncSubmit(e, e.Token, "sync-stop-0004", map[string]any{"connection_id": paused, "kind": "catalog",
+			"items": []any{map[string]any{"product_id": "prd_a", "name": "Shirt", "catalog_status": "active"}}}))
+		syncWork(t, f, j3.Data.ID)
+		syncWork(t, f, j4.Data.ID)
+		got = getSync(t, e, j3.Data.ID)
+		if got.Data.Status != "completed" || !slices.Equal(syncStatuses(got), []string{"failed", "failed"}) || *got.Data.Items[0].Code != "SYNC_ROLE_DISABLED" {
+			t.Fatalf("role disabled meanwhile: %s %+v", got.Data.Status, got.Data.Items)
+		}
+		if got = getSync(t, e, j4.Data.ID); got.Data.Status != "completed" || *got.Data.Items[0].Code != "NOT_FOUND" {
+			t.Fatalf("paused connection: %s %+v", got.Data.Status, got.Data.Items)
+		}
+		syncSubmit(e, e.Token, "sync-stop-0005", map[string]any{"connection_id": paused, "kind": "inventory", "items": items}).WantProblem(t, 409, "SYNC_ROLE_DISABLED")
+		if n := len(syncEvents(t, e)); n != 4 {
+			t.Fatalf("%d completion events, want 4", n)
 		}
 	})
 }
@@ -715,6 +742,45 @@ func TestSyncJobDecidesAgainOnRace(t *testing.T) {
 		last := list[len(list)-1]
 		if last.Cause.Type != "sync_job" || last.Before.OnHand != 20 || last.After.OnHand != 12 || last.Version != 4 || *got.Data.Items[0].StockEffectID != last.ID {
 			t.Fatalf("effect: %+v", last)
+		}
+	})
+}
+
+// TestSyncJobAttemptsRunOut: an item the store cannot take gets
+// syncjob.MaxAttempts tries, each continued in a fresh, later message;
+// then the job stops there.
+func TestSyncJobAttemptsRunOut(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		f := newSyncFixture(t, kind)
+		e := f.e
+		b := mustSync(t, syncSubmit(e, e.Token, "sync-attempts-1", map[string]any{"connection_id": f.master, "kind": "inventory",
+			"items": stockItems(f.items[1], 5, f.items[0], 12, f.items[2], 7)}))
+		productID, seq, _ := catalog.ParseInventoryItemID(f.items[0])
+		sent := &sender{}
+		w := syncjob.NewWorker(failingStore{Store: e.App.Store, productKey: catalog.Key(e.Vendor.ID, productID).SK, attr: catalog.OnHandAttr(seq)}, e.Clock, sent, nil)
+		msg := syncMessage(t, e, b.Data.ID)
+		var last time.Duration
+		for i := 1; i <= syncjob.MaxAttempts; i++ {
+			if err := w.Handle(context.Background(), msg); err != nil {
+				t.Fatalf("attempt %d: %v", i, err)
+			}
+			if len(sent.sent) != 1 || sent.sent[0].queue != queue.SyncJobs || !bytes.Equal(sent.sent[0].body, msg.Body) || sent.sent[0].delay <= last {
+				t.Fatalf("attempt %d: sent %+v after %v, want one later continuation", i, sent.sent, last)
+			}
+			last, sent.sent = sent.sent[0].delay, nil
+		}
+		if err := w.Handle(context.Background(), msg); err != nil {
+			t.Fatalf("giving up: %v", err)
+		}
+		got := getSync(t, e, b.Data.ID)
+		if got.Data.Status != "failed" || !slices.Equal(syncStatuses(got), []string{"in_sync", "not_attempted", "not_attempted"}) {
+			t.Fatalf("ran out: %s %v", got.Data.Status, syncStatuses(got))
+		}
+		if it := got.Data.Items[1]; *it.Code != "SYNC_JOB_STOPPED" || !strings.Contains(*it.Detail, "SERVICE_UNAVAILABLE") {
+			t.Fatalf("item: %+v", it)
+		}
+		if oh, _ := itemState(t, e, f.items[0]); oh != 10 {
+			t.Fatalf("the failing item moved: %d", oh)
 		}
 	})
 }
