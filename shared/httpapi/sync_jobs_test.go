@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -714,36 +715,66 @@ func TestSyncJobCrashResumes(t *testing.T) {
 	}
 }
 
+// readRacingStore lets a competing change land right after the worker read
+// an item's state (its one three-key read), once.
+type readRacingStore struct {
+	store.Store
+	race func()
+	once sync.Once
+}
+
+func (s *readRacingStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
+	items, err := s.Store.GetMany(ctx, keys)
+	if len(keys) == 3 {
+		s.once.Do(s.race)
+	}
+	return items, err
+}
+
 // TestSyncJobDecidesAgainOnRace: a stock movement that lands between an
-// item's decision and its write fails the write's condition, and the item
-// is decided again on the new stock: the effect starts from it.
+// item's decision and its write (or between its read and the adjustment's
+// own checks) does not decide the item on stale stock nor cost an attempt:
+// the item is decided again at once, and the effect starts from the new
+// stock.
 func TestSyncJobDecidesAgainOnRace(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
-		f := newSyncFixture(t, kind)
-		e := f.e
-		b := mustSync(t, syncSubmit(e, e.Token, "sync-race-1", map[string]any{"connection_id": f.master, "kind": "inventory",
-			"items": stockItems(f.items[0], 12)}))
-		race := func() {
-			r := adjust(e, f.items[0], "sync-race-adjust", map[string]any{"target_on_hand": 20, "expected_version": 2, "authority_connection_id": f.master})
-			if r.Status != 200 {
-				t.Errorf("competing adjustment: %d %s", r.Status, r.Body)
-			}
-		}
-		w := syncjob.NewWorker(&racingStore{Store: e.App.Store, race: race}, e.Clock, nil, nil)
-		if err := w.Handle(context.Background(), syncMessage(t, e, b.Data.ID)); err != nil {
-			t.Fatalf("worker: %v", err)
-		}
-		got := getSync(t, e, b.Data.ID)
-		if !slices.Equal(syncStatuses(got), []string{"updated"}) {
-			t.Fatalf("%v", syncStatuses(got))
-		}
-		rawEq(t, got.Data.Items[0].ServiceValue, `{"available":20,"on_hand":20,"reserved":0}`)
-		list := effects(t, e, f.items[0])
-		last := list[len(list)-1]
-		if last.Cause.Type != "sync_job" || last.Before.OnHand != 20 || last.After.OnHand != 12 || last.Version != 4 || *got.Data.Items[0].StockEffectID != last.ID {
-			t.Fatalf("effect: %+v", last)
-		}
-	})
+	wraps := map[string]func(st store.Store, race func()) store.Store{
+		"at write": func(st store.Store, race func()) store.Store { return &racingStore{Store: st, race: race} },
+		"at read":  func(st store.Store, race func()) store.Store { return &readRacingStore{Store: st, race: race} },
+	}
+	for name, wrap := range wraps {
+		t.Run(name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+				f := newSyncFixture(t, kind)
+				e := f.e
+				b := mustSync(t, syncSubmit(e, e.Token, "sync-race-1", map[string]any{"connection_id": f.master, "kind": "inventory",
+					"items": stockItems(f.items[0], 12)}))
+				race := func() {
+					r := adjust(e, f.items[0], "sync-race-adjust", map[string]any{"target_on_hand": 20, "expected_version": 2, "authority_connection_id": f.master})
+					if r.Status != 200 {
+						t.Errorf("competing adjustment: %d %s", r.Status, r.Body)
+					}
+				}
+				sent := &sender{}
+				w := syncjob.NewWorker(wrap(e.App.Store, race), e.Clock, sent, nil)
+				if err := w.Handle(context.Background(), syncMessage(t, e, b.Data.ID)); err != nil {
+					t.Fatalf("worker: %v", err)
+				}
+				if len(sent.sent) != 0 {
+					t.Fatalf("the race cost an attempt: %+v", sent.sent)
+				}
+				got := getSync(t, e, b.Data.ID)
+				if !slices.Equal(syncStatuses(got), []string{"updated"}) || got.Data.Status != "completed" {
+					t.Fatalf("%s %v", got.Data.Status, syncStatuses(got))
+				}
+				rawEq(t, got.Data.Items[0].ServiceValue, `{"available":20,"on_hand":20,"reserved":0}`)
+				list := effects(t, e, f.items[0])
+				last := list[len(list)-1]
+				if last.Cause.Type != "sync_job" || last.Before.OnHand != 20 || last.After.OnHand != 12 || last.Version != 4 || *got.Data.Items[0].StockEffectID != last.ID {
+					t.Fatalf("effect: %+v", last)
+				}
+			})
+		})
+	}
 }
 
 // TestSyncJobAttemptsRunOut: an item the store cannot take gets

@@ -363,23 +363,26 @@ func (w Worker) settle(ctx context.Context, j *Job, ver *int64, i int) error {
 		v = decideCatalog(*j, it, st)
 	}
 	if err != nil {
-		if transient(err) {
-			return w.retry(ctx, j, ver, i, err)
-		}
-		return err
+		return w.failed(ctx, j, ver, i, err)
 	}
 	if v.guards == (guards{}) {
 		v.guards = g
 	}
 	if v.status == ItemConflict {
 		if err := w.openOrLink(ctx, *j, it, st, &v); err != nil {
-			if transient(err) {
-				return w.retry(ctx, j, ver, i, err)
-			}
-			return err
+			return w.failed(ctx, j, ver, i, err)
 		}
 	}
 	return w.decided(ctx, j, ver, i, v)
+}
+
+// failed handles an error met while deciding item i: a race is decided
+// again by the caller, anything else is a failed attempt.
+func (w Worker) failed(ctx context.Context, j *Job, ver *int64, i int, err error) error {
+	if errors.Is(err, errRace) {
+		return err
+	}
+	return w.retry(ctx, j, ver, i, err)
 }
 
 // masters tells whether the job's connection masters the kind's domain.
