@@ -160,13 +160,25 @@ var (
 )
 
 // ParseImport reads an import body.
-func ParseImport(body []byte) (ImportInput, error) {
+func ParseImport(body []byte) (ImportInput, error) { return parseImport(body, "") }
+
+// ParsePluginImport reads an import posted by a store plugin for its own
+// connection: the body has no connection_id (the pairing names it).
+func ParsePluginImport(body []byte, connectionID string) (ImportInput, error) {
+	return parseImport(body, connectionID)
+}
+
+// parseImport reads an import; connectionID, when set, stands for the
+// body's connection_id, which must then be absent.
+func parseImport(body []byte, connectionID string) (ImportInput, error) {
 	o, err := fields.Parse(body, "")
 	if err != nil {
 		return ImportInput{}, err
 	}
-	var in ImportInput
-	in.ConnectionID = o.String("connection_id", fields.Required, connIDRule)
+	in := ImportInput{ConnectionID: connectionID}
+	if connectionID == "" {
+		in.ConnectionID = o.String("connection_id", fields.Required, connIDRule)
+	}
 	in.ExternalOrderID = o.String("external_order_id", fields.Required, externalIDRule)
 	lines := o.Objects("lines", fields.Required, MaxLines)
 	if o.Err() == nil && len(lines) == 0 {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
@@ -70,17 +69,7 @@ func (s *Server) importExternalOrder(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("external_orders.import", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		v, created, ops, conflict, err := s.extorders.PrepareImport(ctx, c.Principal.Vendor.ID, in)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		if !created {
-			// The same order imported before: answer with it.
-			return idempotency.Mutation{Status: http.StatusOK, Body: Envelope(v)}, nil
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
-	})
+	return c.Mutate("external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.Principal.Vendor.ID, in))
 }
 
 func (s *Server) externalOrderTransition(action string) func(*Call) error {

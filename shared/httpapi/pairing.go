@@ -30,6 +30,10 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 		// Operational routes of an active pairing (sync_jobs.go).
 		{Method: http.MethodPost, Path: "/store-pairings/current/sync-jobs", Operation: "createStorePairingSyncJob", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.createPluginSyncJob},
 		{Method: http.MethodGet, Path: "/store-pairings/current/sync-jobs/{sync_job_id}", Operation: "getStorePairingSyncJob", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.getPluginSyncJob},
+		// Orders and health of an active pairing (plugin_orders.go).
+		{Method: http.MethodPost, Path: "/store-pairings/current/external-orders", Operation: "importStorePairingExternalOrder", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.importPluginOrder},
+		{Method: http.MethodGet, Path: "/store-pairings/current/external-orders/{external_order_id}", Operation: "getStorePairingExternalOrder", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.getPluginOrder},
+		{Method: http.MethodPost, Path: "/store-pairings/current/health", Operation: "reportStorePairingHealth", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.reportPluginHealth},
 	}
 }}
 

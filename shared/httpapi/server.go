@@ -280,7 +280,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	c.log = c.log.With("vendor_id", d.VendorID, "pairing_id", d.PairingID)
 	if rt.Credential != DiscoveryCredential {
 		c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope"`)
-		return errs.E(errs.CodeInsufficientScope, "A discovery credential can only read its store pairing and post discovery data.")
+		return errs.E(errs.CodeInsufficientScope, "A store-plugin discovery credential reaches only the /store-pairings/current routes of its own pairing.")
 	}
 	c.Discovery = d
 	s.spendRate(c, rt, d.VendorID)

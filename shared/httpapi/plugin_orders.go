@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/extorder"
+	"github.com/moku/sellerapi/shared/idempotency"
+)
+
+// The store plugin's operational routes besides sync jobs: it imports its
+// store's orders, reads them back and reports its health, always for the
+// pairing's own connection and only while pairing.Service.
+// AuthorizeOperationalWrite allows it (accepted, reviewed, connection
+// active).
+
+// pluginScope is where a plugin's idempotency receipts live: its vendor
+// and its pairing, apart from any token's.
+func pluginScope(c *Call) idempotency.Scope {
+	return idempotency.Scope{VendorID: c.Discovery.VendorID, TokenID: c.Discovery.PairingID}
+}
+
+// importPluginOrder imports an order of the plugin's store, exactly as the
+// external-orders import does for a token.
+func (s *Server) importPluginOrder(c *Call) error {
+	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	if err != nil {
+		return err
+	}
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	in, err := extorder.ParsePluginImport(body, connID)
+	if err != nil {
+		return err
+	}
+	return c.mutateIn(pluginScope(c), "external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.Discovery.VendorID, in))
+}
+
+// getPluginOrder reads an order of the pairing's connection; any other is 404.
+func (s *Server) getPluginOrder(c *Call) error {
+	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	if err != nil {
+		return err
+	}
+	o, err := s.extorders.Load(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
+	if err != nil {
+		return err
+	}
+	if o.ConnectionID != connID {
+		return errs.E(errs.CodeNotFound, "external order not found")
+	}
+	return c.Data(http.StatusOK, o)
+}
+
+// reportPluginHealth records the plugin's health report on its connection.
+func (s *Server) reportPluginHealth(c *Call) error {
+	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	if err != nil {
+		return err
+	}
+	body, err := c.Body(0)
+	if err != nil {
+		return err
+	}
+	h, err := connection.ParseHealth(body)
+	if err != nil {
+		return err
+	}
+	v, err := s.connections.ReportHealth(c.Ctx, c.Discovery.VendorID, connID, h)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v.Health)
+}
+
+// prepareImport is the import mutation of both import routes.
+func (s *Server) prepareImport(vendorID string, in extorder.ImportInput) func(context.Context) (idempotency.Mutation, error) {
+	return func(ctx context.Context) (idempotency.Mutation, error) {
+		v, created, ops, explain, err := s.extorders.PrepareImport(ctx, vendorID, in)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		if !created {
+			// The same order imported before: answer with it.
+			return idempotency.Mutation{Status: http.StatusOK, Body: Envelope(v)}, nil
+		}
+		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: explain}, nil
+	}
+}
