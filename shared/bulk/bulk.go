@@ -22,6 +22,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
@@ -185,9 +186,32 @@ func (j Job) View() View {
 // Finished reports whether the job reached its final status.
 func (j Job) Finished() bool { return j.CompletedAt != nil }
 
-// next is the index of the first pending record, or -1.
-func (j Job) next() int {
+// Next is the index of the first pending record, or -1.
+func (j Job) Next() int {
 	return slices.IndexFunc(j.Records, func(r Record) bool { return r.Status == RecordPending })
+}
+
+// Ref is the job's vendor and id.
+func (j Job) Ref() (vendorID, id string) { return j.VendorID, j.ID }
+
+// Len is the number of records.
+func (j Job) Len() int { return len(j.Records) }
+
+// Attempts is record i's count of failed attempts.
+func (j *Job) Attempts(i int) *int { return &j.Records[i].Attempts }
+
+// Start marks the job running at now unless it started before.
+func (j *Job) Start(now time.Time) {
+	if j.StartedAt == nil {
+		j.StartedAt, j.Status = &now, StatusRunning
+	}
+}
+
+// Complete gives the job its final status at now and returns the
+// bulk_operation.completed event.
+func (j *Job) Complete(now time.Time) event.Event {
+	j.Status, j.CompletedAt = j.outcome(), &now
+	return event.New(now, j.VendorID, event.BulkOperationCompleted, "bulk_operation", j.ID, map[string]any{"status": j.Status})
 }
 
 // outcome is the final status of a job whose records all have a result.
@@ -202,13 +226,14 @@ func (j Job) outcome() string {
 	return StatusCompleted
 }
 
-// clone copies the job deeply enough to change its records.
-func (j Job) clone() Job {
+// Clone copies the job deeply enough to change its records.
+func (j Job) Clone() Job {
 	j.Records = slices.Clone(j.Records)
 	return j
 }
 
-func (j Job) item(version int64) (store.Item, error) {
+// Item encodes the job at version, expiring Retention after completion.
+func (j Job) Item(version int64) (store.Item, error) {
 	b, err := json.Marshal(j)
 	if err != nil {
 		return store.Item{}, fmt.Errorf("bulk: encode %s: %w", j.ID, err)
@@ -293,7 +318,7 @@ func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (View, 
 	now := s.Clock.Now()
 	j := Job{ID: ids.Sortable("bop", now), VendorID: vendorID, Kind: KindInventoryAdjustment, Status: StatusQueued,
 		TokenID: tokenID, Records: slices.Clone(sub.Records), CreatedAt: now}
-	it, err := j.item(1)
+	it, err := j.Item(1)
 	if err != nil {
 		return View{}, nil, err
 	}
