@@ -85,7 +85,9 @@ func NewWorker(st store.Store, c clock.Clock, writes int, q queue.Sender, log *s
 // jobs is the runner of bulk operations.
 func (w Worker) jobs() jobrun.Runner[Job, *Job] {
 	return jobrun.Runner[Job, *Job]{Store: w.Store, Clock: w.Clock, Log: w.Log, Queue: w.Queue, QueueName: queue.BulkOperations,
-		Load: func(ctx context.Context, vendorID, id string) (Job, int64, error) { return Load(ctx, w.Store, vendorID, id) }}
+		Load: func(ctx context.Context, vendorID, id string) (Job, int64, error) {
+			return Load(ctx, w.Store, vendorID, id)
+		}}
 }
 
 // state is a job as the worker last read or wrote it.
