@@ -28,6 +28,7 @@ import (
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
@@ -231,9 +232,33 @@ func (j Job) View() View {
 // Finished reports whether the job reached its final status.
 func (j Job) Finished() bool { return j.CompletedAt != nil }
 
-// next is the index of the first pending item, or -1.
-func (j Job) next() int {
+// Next is the index of the first pending item, or -1.
+func (j Job) Next() int {
 	return slices.IndexFunc(j.Items, func(it Item) bool { return it.Status == ItemPending })
+}
+
+// Ref is the job's vendor and id.
+func (j Job) Ref() (vendorID, id string) { return j.VendorID, j.ID }
+
+// Len is the number of items.
+func (j Job) Len() int { return len(j.Items) }
+
+// Attempts is item i's count of failed attempts.
+func (j *Job) Attempts(i int) *int { return &j.Items[i].Attempts }
+
+// Start marks the job running at now unless it started before.
+func (j *Job) Start(now time.Time) {
+	if j.StartedAt == nil {
+		j.StartedAt, j.Status = &now, StatusRunning
+	}
+}
+
+// Complete gives the job its final status at now and returns the
+// sync_job.completed event.
+func (j *Job) Complete(now time.Time) event.Event {
+	j.Status, j.CompletedAt = j.outcome(), &now
+	return event.New(now, j.VendorID, event.SyncJobCompleted, "sync_job", j.ID,
+		map[string]any{"connection_id": j.ConnectionID, "kind": j.Kind, "status": j.Status, "counts": j.Counts()})
 }
 
 // outcome is the final status of a job whose items all have a result: a
@@ -245,13 +270,14 @@ func (j Job) outcome() string {
 	return StatusCompleted
 }
 
-// clone copies the job deeply enough to change its items.
-func (j Job) clone() Job {
+// Clone copies the job deeply enough to change its items.
+func (j Job) Clone() Job {
 	j.Items = slices.Clone(j.Items)
 	return j
 }
 
-func (j Job) item(version int64) (store.Item, error) {
+// Item encodes the job at version, expiring Retention after completion.
+func (j Job) Item(version int64) (store.Item, error) {
 	b, err := json.Marshal(j)
 	if err != nil {
 		return store.Item{}, fmt.Errorf("syncjob: encode %s: %w", j.ID, err)
@@ -417,7 +443,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedB
 	now := s.Clock.Now()
 	j := Job{ID: ids.Sortable("syn", now), VendorID: vendorID, ConnectionID: c.ID, Kind: sub.Kind, Status: StatusQueued,
 		StartedBy: by, Items: slices.Clone(sub.Items), CreatedAt: now}
-	it, err := j.item(1)
+	it, err := j.Item(1)
 	if err != nil {
 		return View{}, nil, nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
@@ -15,8 +14,8 @@ import (
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
-	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
@@ -90,107 +89,56 @@ func NewWorker(st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) 
 	}
 }
 
-// later is a pause with progress kept: an item's failed attempt was
-// counted on the job, which goes on after the delay.
-type later struct {
-	after time.Duration
-	err   error
-}
-
-func (l *later) Error() string { return fmt.Sprintf("continue after %s: %v", l.after, l.err) }
-func (l *later) Unwrap() error { return l.err }
-
-// errReload says the job changed under the worker (another delivery of the
-// same message, or a write whose outcome was not reported): read it again.
-var errReload = errors.New("syncjob: the job changed; reload it")
-
 // errRace says the state an item was decided on moved before its write:
 // decide it again.
 var errRace = errors.New("syncjob: the state moved; decide again")
 
+// jobs is the runner of sync jobs.
+func (w Worker) jobs() jobrun.Runner[Job, *Job] {
+	return jobrun.Runner[Job, *Job]{Store: w.Store, Clock: w.Clock, Log: w.Log, Queue: w.Queue, QueueName: queue.SyncJobs,
+		Load: func(ctx context.Context, vendorID, id string) (Job, int64, error) {
+			return Load(ctx, w.Store, vendorID, id)
+		}}
+}
+
+// progress is a job as the worker last read or wrote it.
+type progress = jobrun.State[Job]
+
 // Handle is the queue handler. It decides the job's pending items in order
 // until the job ends (nil: the message is done) or an item met a failure
-// of the service: the attempt is counted on the job and a fresh message
-// continues it after a backoff, so that attempts are bounded on the job
-// (MaxAttempts) rather than by the queue's receive limit. When the
-// continuation cannot be sent, or the attempt could not even be counted,
-// the message itself is retried after the delay.
+// of the service: the attempt is counted on the job and the job goes on
+// after a backoff (see jobrun.Runner.Handle).
 func (w Worker) Handle(ctx context.Context, m queue.Message) error {
 	var msg Message
 	if err := json.Unmarshal(m.Body, &msg); err != nil || msg.VendorID == "" || msg.ID == "" {
 		// Retried until the dead-letter queue, where operators see it.
 		return fmt.Errorf("syncjob: malformed message %s: %q", m.ID, m.Body)
 	}
-	err := w.run(ctx, msg.VendorID, msg.ID)
-	var l *later
-	if !errors.As(err, &l) {
-		return err
-	}
-	if w.Queue != nil {
-		serr := w.Queue.Send(ctx, queue.SyncJobs, m.Body, l.after)
-		if serr == nil {
-			return nil
-		}
-		w.Log.ErrorContext(ctx, "sync job continuation not sent; retrying the message", "sync_job_id", msg.ID, "error", serr)
-	}
-	return queue.RetryAfter(l.after, l.err)
-}
-
-// run works one job, as Handle does.
-func (w Worker) run(ctx context.Context, vendorID, id string) error {
-	j, ver, err := Load(ctx, w.Store, vendorID, id)
-	if errs.Is(err, errs.CodeNotFound) {
-		w.Log.WarnContext(ctx, "sync job gone", "vendor_id", vendorID, "sync_job_id", id)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	// Each step settles an item or stops; a reload is rare (a concurrent
-	// delivery), so the bound only guards against a loop.
-	for steps := 0; steps < 4*len(j.Items)+8; steps++ {
-		if j.Finished() {
-			return nil
-		}
-		i := j.next()
-		if i < 0 {
-			// Unreachable in practice: the last verdict is written with the
-			// final status. Finish a job left otherwise.
-			err = w.write(ctx, &j, &ver, func(*Job) {}, nil)
-		} else {
-			err = w.step(ctx, &j, &ver, i)
-		}
-		if errors.Is(err, errReload) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("syncjob: job %s did not settle", id)
+	return w.jobs().Handle(ctx, m.Body, msg.VendorID, msg.ID, w.step)
 }
 
 // step settles item i: re-verify the credential, then decide the item on
 // the current state and write the verdict with what it changes, again
 // while the state moves under it.
-func (w Worker) step(ctx context.Context, j *Job, ver *int64, i int) error {
+func (w Worker) step(ctx context.Context, s *progress, i int) error {
+	j := &s.Job
 	if n := j.Items[i].Attempts; n >= MaxAttempts {
-		return w.stop(ctx, j, ver, i, errs.Ef(errs.CodeServiceUnavailable, "the item could not be decided after %d attempts", n))
+		return w.stop(ctx, s, i, errs.Ef(errs.CodeServiceUnavailable, "the item could not be decided after %d attempts", n))
 	}
 	if err := w.recheck(ctx, *j); err != nil {
-		if transient(err) {
-			return w.retry(ctx, j, ver, i, err)
+		if jobrun.Transient(err) {
+			return w.jobs().Retry(ctx, s, i, err)
 		}
-		return w.stop(ctx, j, ver, i, err)
+		return w.stop(ctx, s, i, err)
 	}
 	var err error
 	for race := 0; race < MaxRaces; race++ {
-		err = w.settle(ctx, j, ver, i)
+		err = w.settle(ctx, s, i)
 		if !errors.Is(err, errRace) {
 			return err
 		}
 	}
-	return w.retry(ctx, j, ver, i, err)
+	return w.jobs().Retry(ctx, s, i, err)
 }
 
 // recheck verifies the job's original credential again. A token must be
@@ -216,16 +164,6 @@ func (w Worker) recheck(ctx context.Context, j Job) error {
 		return errs.E(errs.CodeUnauthenticated, "the credential is no longer granted this vendor")
 	}
 	return nil
-}
-
-// transient tells failures of the service (worth another attempt) from
-// verdicts about the item or the credential.
-func transient(err error) bool {
-	switch errs.As(err).Kind {
-	case errs.Unavailable, errs.Internal:
-		return true
-	}
-	return false
 }
 
 // state is what an item is decided on, with the versions its write is
@@ -327,27 +265,28 @@ type verdict struct {
 }
 
 // settle decides item i on the state as it is now and writes the verdict.
-func (w Worker) settle(ctx context.Context, j *Job, ver *int64, i int) error {
+func (w Worker) settle(ctx context.Context, s *progress, i int) error {
+	j := &s.Job
 	it := j.Items[i]
 	productID, seq := it.Resource.ID, -1
 	if j.Kind == KindInventory {
-		pid, s, ok := catalog.ParseInventoryItemID(it.Resource.ID)
+		pid, n, ok := catalog.ParseInventoryItemID(it.Resource.ID)
 		if !ok || len(it.Resource.ID) > MaxIDLength {
-			return w.decided(ctx, j, ver, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "inventory item not found"})
+			return w.decided(ctx, s, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "inventory item not found"})
 		}
-		productID, seq = pid, s
+		productID, seq = pid, n
 	} else if !catalog.ValidProductID(productID) {
-		return w.decided(ctx, j, ver, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"})
+		return w.decided(ctx, s, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"})
 	}
 	st, err := w.read(ctx, *j, productID)
 	if err != nil {
-		if transient(err) {
-			return w.retry(ctx, j, ver, i, err)
+		if jobrun.Transient(err) {
+			return w.jobs().Retry(ctx, s, i, err)
 		}
-		return w.stop(ctx, j, ver, i, err)
+		return w.stop(ctx, s, i, err)
 	}
 	if err := Admissible(st.conn, j.Kind); errs.Is(err, errs.CodeConnectionState) {
-		return w.stop(ctx, j, ver, i, err)
+		return w.stop(ctx, s, i, err)
 	}
 	g := newGuards(*j, st, productID, seq)
 	var v verdict
@@ -363,26 +302,26 @@ func (w Worker) settle(ctx context.Context, j *Job, ver *int64, i int) error {
 		v = decideCatalog(*j, it, st)
 	}
 	if err != nil {
-		return w.failed(ctx, j, ver, i, err)
+		return w.failed(ctx, s, i, err)
 	}
 	if v.guards == (guards{}) {
 		v.guards = g
 	}
 	if v.status == ItemConflict {
 		if err := w.openOrLink(ctx, *j, it, st, &v); err != nil {
-			return w.failed(ctx, j, ver, i, err)
+			return w.failed(ctx, s, i, err)
 		}
 	}
-	return w.decided(ctx, j, ver, i, v)
+	return w.decided(ctx, s, i, v)
 }
 
 // failed handles an error met while deciding item i: a race is decided
 // again by the caller, anything else is a failed attempt.
-func (w Worker) failed(ctx context.Context, j *Job, ver *int64, i int, err error) error {
+func (w Worker) failed(ctx context.Context, s *progress, i int, err error) error {
 	if errors.Is(err, errRace) {
 		return err
 	}
-	return w.retry(ctx, j, ver, i, err)
+	return w.jobs().Retry(ctx, s, i, err)
 }
 
 // masters tells whether the job's connection masters the kind's domain.
@@ -431,7 +370,7 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 		TargetOnHand: reported, ExpectedVersion: b.Version, Authority: &conn,
 		Cause: &stockeffect.Cause{Type: stockeffect.CauseSyncJob, ID: &jobID, Action: stockeffect.ActionReconciled, RecordKey: &itemID}})
 	if err != nil {
-		if transient(err) {
+		if jobrun.Transient(err) {
 			return verdict{}, err
 		}
 		// The item or the authority moved since it was read: decide again.
@@ -532,9 +471,9 @@ func (w Worker) openOrLink(ctx context.Context, j Job, it Item, st state, v *ver
 
 // decided writes item i's verdict v with its operations and guards. A
 // failed condition that is not the job's own means the state moved.
-func (w Worker) decided(ctx context.Context, j *Job, ver *int64, i int, v verdict) error {
+func (w Worker) decided(ctx context.Context, s *progress, i int, v verdict) error {
 	ops := append(v.guards.ops(), v.ops...)
-	err := w.write(ctx, j, ver, func(n *Job) {
+	err := w.jobs().Write(ctx, s, func(n *Job) {
 		r := &n.Items[i]
 		r.Status, r.ServiceValue, r.StockEffectID = v.status, v.service, v.effectID
 		r.Code, r.Detail, r.ConflictID = nil, nil, nil
@@ -548,7 +487,7 @@ func (w Worker) decided(ctx context.Context, j *Job, ver *int64, i int, v verdic
 			r.ConflictID = ptr(v.conflict)
 		}
 	}, ops)
-	if err == nil || errors.Is(err, errReload) {
+	if err == nil || errors.Is(err, jobrun.ErrReload) {
 		return err
 	}
 	if store.IsCondition(err) {
@@ -557,90 +496,20 @@ func (w Worker) decided(ctx context.Context, j *Job, ver *int64, i int, v verdic
 	// The transaction failed without a verdict: it either committed or
 	// not, effect and verdict together; the conditioned count of the
 	// attempt tells which (a committed one moved the job's version).
-	return w.retry(ctx, j, ver, i, err)
+	return w.jobs().Retry(ctx, s, i, err)
 }
 
 // stop ends the job at item i: it and every later item become
 // not_attempted, naming the cause. Earlier verdicts and effects stay.
-func (w Worker) stop(ctx context.Context, j *Job, ver *int64, i int, cause error) error {
-	e := errs.As(cause)
+func (w Worker) stop(ctx context.Context, s *progress, i int, cause error) error {
+	j, e := s.Job, errs.As(cause)
 	w.Log.WarnContext(ctx, "sync job stopped", "vendor_id", j.VendorID, "sync_job_id", j.ID, "item", i, "code", e.Code, "error", cause)
 	detail := fmt.Sprintf("The job stopped at items[%d] (%s: %s); start a new job once the cause is fixed.", i, e.Code, e.Detail)
-	return w.write(ctx, j, ver, func(n *Job) {
+	return w.jobs().Write(ctx, s, func(n *Job) {
 		for k := i; k < len(n.Items); k++ {
 			if n.Items[k].Status == ItemPending {
 				n.Items[k].Status, n.Items[k].Code, n.Items[k].Detail = ItemNotAttempted, ptr(string(errs.CodeSyncStopped)), ptr(detail)
 			}
 		}
 	}, nil)
-}
-
-// retry counts a failed attempt of item i and asks for the job to go on
-// after a backoff. Counting is a write conditioned on the job's version:
-// when it loses, the job moved (possibly by the very transaction that
-// reported failure), so the worker reads it again at once.
-func (w Worker) retry(ctx context.Context, j *Job, ver *int64, i int, cause error) error {
-	w.Log.ErrorContext(ctx, "sync item attempt failed", "vendor_id", j.VendorID, "sync_job_id", j.ID,
-		"item", i, "attempt", j.Items[i].Attempts+1, "error", cause)
-	err := w.write(ctx, j, ver, func(n *Job) { n.Items[i].Attempts++ }, nil)
-	switch {
-	case errors.Is(err, errReload):
-		return err
-	case err != nil:
-		// Not counted: let the queue's receive limit bound this instead.
-		return queue.RetryAfter(backoff(j.Items[i].Attempts+1), cause)
-	}
-	return &later{after: backoff(j.Items[i].Attempts), err: cause}
-}
-
-// backoff is the wait before attempt n+1: 2^n seconds, at most a minute.
-func backoff(n int) time.Duration {
-	return min(time.Duration(1<<min(n, 6))*time.Second, time.Minute)
-}
-
-// write applies change to a copy of the job and stores it with ops in one
-// transaction conditioned on the job's version; on success j and ver are
-// the stored job. The first write marks the job running; a write that
-// leaves no item pending ends it, with its final status, its expiry and
-// the sync_job.completed event, in the same transaction. A job that moved
-// meanwhile is errReload; any other failure is returned as is.
-func (w Worker) write(ctx context.Context, j *Job, ver *int64, change func(*Job), ops []store.Op) error {
-	n := j.clone()
-	change(&n)
-	now := w.Clock.Now()
-	if n.StartedAt == nil {
-		n.StartedAt, n.Status = &now, StatusRunning
-	}
-	if n.next() < 0 {
-		n.Status, n.CompletedAt = n.outcome(), &now
-		ev, err := event.Op(event.New(now, n.VendorID, event.SyncJobCompleted, "sync_job", n.ID,
-			map[string]any{"connection_id": n.ConnectionID, "kind": n.Kind, "status": n.Status, "counts": n.Counts()}))
-		if err != nil {
-			return err
-		}
-		ops = append(ops, ev)
-	}
-	it, err := n.item(*ver + 1)
-	if err != nil {
-		return err
-	}
-	jobAt := len(ops)
-	err = w.Store.Transact(ctx, append(ops, store.Put(it, store.IfVersion(*ver)))...)
-	if ce, ok := store.AsCondition(err); ok && (ce.Has(jobAt) || len(ops) == 0) {
-		// Which condition failed is not always reported: read the job to
-		// tell a moved job from a lost race on the state.
-		cur, curVer, lerr := Load(ctx, w.Store, j.VendorID, j.ID)
-		if lerr != nil {
-			return lerr
-		}
-		if curVer != *ver {
-			*j, *ver = cur, curVer
-			return errReload
-		}
-	}
-	if err != nil {
-		return err
-	}
-	*j, *ver = n, *ver+1
-	return nil
 }
