@@ -74,6 +74,9 @@ const Retention = 31 * 24 * time.Hour
 // Prefix is the sort-key prefix of jobs in the vendor partition.
 const Prefix = "BULK#"
 
+// IDPrefix starts every bulk operation id (bop_ and 26 characters, see ids.Issued).
+const IDPrefix = "bop"
+
 // Key is a job's key.
 func Key(vendorID, id string) store.Key {
 	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
@@ -316,7 +319,7 @@ type Service struct {
 // the operation that stores it; the caller commits it with its receipt.
 func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (View, []store.Op, error) {
 	now := s.Clock.Now()
-	j := Job{ID: ids.Sortable("bop", now), VendorID: vendorID, Kind: KindInventoryAdjustment, Status: StatusQueued,
+	j := Job{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Kind: KindInventoryAdjustment, Status: StatusQueued,
 		TokenID: tokenID, Records: slices.Clone(sub.Records), CreatedAt: now}
 	it, err := j.Item(1)
 	if err != nil {
@@ -325,24 +328,11 @@ func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (View, 
 	return j.View(), []store.Op{store.Put(it, store.IfAbsent())}, nil
 }
 
-// validID tells whether id can name a job; anything else is 404 without a read.
-func validID(id string) bool {
-	if len(id) < 1 || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 func notFound() error { return errs.E(errs.CodeNotFound, "bulk operation not found") }
 
 // Load reads a job and its stored version.
 func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64, error) {
-	if !validID(id) {
+	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
 	it, err := st.Get(ctx, Key(vendorID, id))

@@ -127,6 +127,9 @@ const Retention = 90 * 24 * time.Hour
 // Prefix is the sort-key prefix of conflicts in the vendor partition.
 const Prefix = "CONFLICT#"
 
+// IDPrefix starts every conflict id (cfl_ and 26 characters, see ids.Issued).
+const IDPrefix = "cfl"
+
 // Key is a conflict's key.
 func Key(vendorID, id string) store.Key {
 	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}

@@ -62,7 +62,7 @@ func PrepareOpen(now time.Time, vendorID string, d Draft) (Opened, error) {
 	if err != nil {
 		return Opened{}, fmt.Errorf("conflict: encode channel value: %w", err)
 	}
-	c := Conflict{ID: ids.Sortable("cfl", now), VendorID: vendorID, Type: d.Type, ConnectionID: d.ConnectionID,
+	c := Conflict{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Type: d.Type, ConnectionID: d.ConnectionID,
 		Resource: d.Resource, ServiceValue: sv, ChannelValue: cv, Detail: d.Detail, Source: d.Source,
 		Status: StatusOpen, Version: 1, CreatedAt: now, UpdatedAt: now}
 	it, err := c.item()
@@ -117,23 +117,9 @@ func (s Service) FindOpen(ctx context.Context, vendorID, typ string, connectionI
 	return e.ConflictID, true, nil
 }
 
-// validID tells whether id can name a conflict; anything else is 404
-// without a read.
-func validID(id string) bool {
-	if len(id) < 1 || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // Load reads a conflict.
 func (s Service) Load(ctx context.Context, vendorID, id string) (Conflict, error) {
-	if !validID(id) {
+	if !ids.Issued(IDPrefix, id) {
 		return Conflict{}, notFound()
 	}
 	it, err := s.Store.Get(ctx, Key(vendorID, id))

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
+	"strings"
 	"time"
 )
 
@@ -43,6 +44,22 @@ func Sortable(prefix string, t time.Time) string {
 	// The "extended hex" alphabet (0-9 then a-v) is in ASCII order, so the
 	// encoded ids sort exactly like the bytes.
 	return prefix + "_" + sortable.EncodeToString(b[:])
+}
+
+// Issued reports whether id has the shape of an id New or Sortable made
+// with prefix: prefix_ and 26 lowercase base32 characters. Routes use it to
+// answer 404 for any other path id without a read.
+func Issued(prefix, id string) bool {
+	suffix, ok := strings.CutPrefix(id, prefix+"_")
+	if !ok || len(suffix) != 26 {
+		return false
+	}
+	for _, r := range suffix {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 type requestIDKey struct{}

@@ -31,3 +31,20 @@ func TestSortableOrdersByTime(t *testing.T) {
 		prev = id
 	}
 }
+
+func TestIssued(t *testing.T) {
+	now := time.Now()
+	for _, id := range []string{New("cfl"), Sortable("cfl", now)} {
+		if !Issued("cfl", id) {
+			t.Errorf("Issued(cfl, %s) = false", id)
+		}
+		if Issued("bop", id) || Issued("cf", id) {
+			t.Errorf("%s passes for another prefix", id)
+		}
+		for _, bad := range []string{id + "a", id[:len(id)-1], id[:len(id)-1] + "_", id[:len(id)-1] + "A", id[:len(id)-1] + "#"} {
+			if Issued("cfl", bad) {
+				t.Errorf("Issued(cfl, %q) = true", bad)
+			}
+		}
+	}
+}

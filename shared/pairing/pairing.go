@@ -148,6 +148,9 @@ func (p Pairing) View(now time.Time) View {
 // Prefix is the sort-key prefix of pairings in the vendor partition.
 const Prefix = "PAIRING#"
 
+// IDPrefix starts every pairing id (pair_ and 26 characters, see ids.Issued).
+const IDPrefix = "pair"
+
 // Key is a pairing's key.
 func Key(vendorID, id string) store.Key {
 	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}

@@ -97,7 +97,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, [
 	now := s.Clock.Now()
 	code := newCode()
 	norm, _ := normalizeCode(code)
-	p := Pairing{ID: ids.Sortable("pair", now), VendorID: vendorID, Status: StatusPendingExchange,
+	p := Pairing{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusPendingExchange,
 		CodeExpiresAt: now.Add(CodeTTL), CreatedAt: now, UpdatedAt: now, Version: 1}
 	data, err := encode(p)
 	if err != nil {
@@ -129,7 +129,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, [
 
 // Get reads a pairing of a vendor.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Pairing, error) {
-	if !validID(id) {
+	if !ids.Issued(IDPrefix, id) {
 		return Pairing{}, notFound()
 	}
 	it, err := s.Store.Get(ctx, Key(vendorID, id))
@@ -144,11 +144,6 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Pairing, error) 
 		return Pairing{}, unavailable(err)
 	}
 	return p, nil
-}
-
-func validID(id string) bool {
-	suffix, ok := strings.CutPrefix(id, "pair_")
-	return ok && len(suffix) == 26 && connection.IDPattern.MatchString(id)
 }
 
 // View reads a pairing's view.
@@ -435,7 +430,7 @@ func (s Service) connectionVersion(ctx context.Context, vendorID, id string) int
 // then may the plugin make operational writes. Reviewing an active pairing
 // again changes nothing.
 func (s Service) Review(ctx context.Context, id, reviewer string) (View, error) {
-	if !validID(id) {
+	if !ids.Issued(IDPrefix, id) {
 		return View{}, notFound()
 	}
 	it, err := s.Store.Get(ctx, secretKey(id))

@@ -99,6 +99,9 @@ const Retention = 31 * 24 * time.Hour
 // Prefix is the sort-key prefix of jobs in the vendor partition.
 const Prefix = "SYNCJOB#"
 
+// IDPrefix starts every sync job id (syn_ and 26 characters, see ids.Issued).
+const IDPrefix = "syn"
+
 // Key is a job's key.
 func Key(vendorID, id string) store.Key {
 	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
@@ -441,7 +444,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedB
 		return View{}, nil, nil, err
 	}
 	now := s.Clock.Now()
-	j := Job{ID: ids.Sortable("syn", now), VendorID: vendorID, ConnectionID: c.ID, Kind: sub.Kind, Status: StatusQueued,
+	j := Job{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, ConnectionID: c.ID, Kind: sub.Kind, Status: StatusQueued,
 		StartedBy: by, Items: slices.Clone(sub.Items), CreatedAt: now}
 	it, err := j.Item(1)
 	if err != nil {
@@ -467,22 +470,9 @@ func Admissible(c connection.Connection, kind string) error {
 	return nil
 }
 
-// validID tells whether id can name a job; anything else is 404 without a read.
-func validID(id string) bool {
-	if len(id) < 1 || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // Load reads a job and its stored version.
 func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64, error) {
-	if !validID(id) {
+	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
 	it, err := st.Get(ctx, Key(vendorID, id))
