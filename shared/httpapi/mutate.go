@@ -12,11 +12,17 @@ import (
 // original of an exact replay, marked with Idempotent-Replayed: true.
 // operation names the operation in the receipt; body is the request body.
 func (c *Call) Mutate(operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
+	return c.mutateIn(idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID}, operation, pattern, body, prepare)
+}
+
+// mutateIn is Mutate for a caller whose receipts are not a token's: sc
+// names the vendor and the credential (here a pairing) they belong to.
+func (c *Call) mutateIn(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
 	key, err := idempotency.HeaderKey(c.R.Header.Get("Idempotency-Key"), pattern)
 	if err != nil {
 		return err
 	}
-	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID, Operation: operation, Key: key}
+	sc.Operation, sc.Key = operation, key
 	res, err := c.s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"regexp"
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
@@ -111,8 +110,7 @@ func (s *Server) createPluginSyncJob(c *Call) error {
 	}
 	sub.ConnectionID = connID
 	by := syncjob.StartedBy{Type: syncjob.StartedByPairing, ID: c.Discovery.PairingID}
-	sc := idempotency.Scope{VendorID: c.Discovery.VendorID, TokenID: c.Discovery.PairingID}
-	return c.mutateIn(sc, "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.Discovery.VendorID, by, sub))
+	return c.mutateIn(pluginScope(c), "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.Discovery.VendorID, by, sub))
 }
 
 // getPluginSyncJob reads a job of the pairing's own connection; any other
@@ -127,23 +125,4 @@ func (s *Server) getPluginSyncJob(c *Call) error {
 		return err
 	}
 	return c.Data(http.StatusOK, v)
-}
-
-// mutateIn is Mutate for a caller whose receipts are not a token's: sc
-// names the vendor and the credential (here a pairing) they belong to.
-func (c *Call) mutateIn(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
-	key, err := idempotency.HeaderKey(c.R.Header.Get("Idempotency-Key"), pattern)
-	if err != nil {
-		return err
-	}
-	sc.Operation, sc.Key = operation, key
-	res, err := c.s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
-	if err != nil {
-		return err
-	}
-	if res.Replayed {
-		c.W.Header().Set("Idempotent-Replayed", "true")
-	}
-	c.raw(res.Status, res.Body)
-	return nil
 }

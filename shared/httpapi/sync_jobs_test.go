@@ -532,31 +532,20 @@ func TestSyncJobPlugin(t *testing.T) {
 		e := catalogEnv(t, kind)
 		f := syncFixture{e: e, kind: kind}
 		p := mustCreate(t, e, "sync-plugin-product", simpleProduct("sync-plugin"))
-		pr := createPairing(t, e, "sync-plugin-pairing")
-		token := mustExchange(t, e, *pr.Data.Code)
-		if r := discover(e, token, discoveryReport); r.Status != 200 {
-			t.Fatalf("discover: %d %s", r.Status, r.Body)
-		}
-		r := accept(e, pr.Data.ID, map[string]any{"expected_version": 3, "preset": "store_catalog_source"})
-		var acc pairingBody
-		r.JSON(t, &acc)
-		if r.Status != 200 {
-			t.Fatalf("accept: %d %s", r.Status, r.Body)
-		}
-		connID := acc.Data.Acceptance.ConnectionID
+		token, pairingID, connID := acceptedPlugin(t, e, "sync-plugin-pairing", "store_catalog_source")
 		plugin := func(key string, body any) *apitest.Resp {
 			return e.Do(apitest.Req{Method: http.MethodPost, Path: "/store-pairings/current/sync-jobs", Token: token, Body: body,
 				Headers: map[string]string{"Idempotency-Key": key}})
 		}
 		body := map[string]any{"kind": "catalog", "items": []any{map[string]any{"product_id": p.Data.ID, "name": "Linen shirt", "catalog_status": "active"}}}
 		plugin("sync-plugin-0001", body).WantProblem(t, 403, "PAIRING_NOT_ACTIVE")
-		if err := review(t, e, pr.Data.ID); err != nil {
+		if err := review(t, e, pairingID); err != nil {
 			t.Fatal(err)
 		}
 		plugin("sync-plugin-0001", map[string]any{"connection_id": connID, "kind": "catalog", "items": body["items"]}).WantProblem(t, 400, "INVALID_REQUEST")
 		first := plugin("sync-plugin-0001", body)
 		job := mustSync(t, first)
-		if job.Data.ConnectionID != connID || job.Data.StartedBy.Type != "store_pairing" || job.Data.StartedBy.ID != pr.Data.ID {
+		if job.Data.ConnectionID != connID || job.Data.StartedBy.Type != "store_pairing" || job.Data.StartedBy.ID != pairingID {
 			t.Fatalf("plugin job: %s", first.Body)
 		}
 		if again := plugin("sync-plugin-0001", body); !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
@@ -581,7 +570,7 @@ func TestSyncJobPlugin(t *testing.T) {
 
 		// A job whose pairing is revoked before it runs stops.
 		stopped := mustSync(t, plugin("sync-plugin-0002", body))
-		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/store-pairings/" + pr.Data.ID + "/revoke", Token: e.Token}); r.Status != 200 {
+		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/store-pairings/" + pairingID + "/revoke", Token: e.Token}); r.Status != 200 {
 			t.Fatalf("revoke: %d %s", r.Status, r.Body)
 		}
 		syncWork(t, f, stopped.Data.ID)
