@@ -7,6 +7,8 @@ package lambdatest
 
 import (
 	"encoding/json"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,8 +17,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
@@ -179,4 +184,26 @@ func WantProblem(t testing.TB, resp events.APIGatewayV2HTTPResponse, status int)
 		t.Errorf("request_id = %q, X-Request-Id = %q; want them equal", p.RequestID, rid)
 	}
 	return p
+}
+
+// ServesOnly is the test of an operation group's Lambda: it builds the
+// handler the group's main builds, on an embedded store, sends it the
+// group's sample event (its placeholders from Vars and extra) and wants
+// status; then a sample of another group must be 404, because only this
+// group is mounted.
+func ServesOnly(t *testing.T, group httpapi.Group, sample string, status int, extra map[string]string) {
+	t.Helper()
+	f := SQLite(t)
+	h, err := lambdaapi.New(t.Context(), config.Default(), []httpapi.Group{group}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := f.Vars()
+	maps.Copy(vars, extra)
+	WantStatus(t, Invoke(t, h, Event(t, sample, vars)), status)
+	other := "products/list-products.json"
+	if group.Name == "products" {
+		other = "vendors/get-vendor.json"
+	}
+	WantProblem(t, Invoke(t, h, Event(t, other, vars)), http.StatusNotFound)
 }
