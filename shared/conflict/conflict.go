@@ -40,11 +40,15 @@ const (
 	// TypeDuplicateExternalID: a connection imported an external order id a
 	// second time with different content.
 	TypeDuplicateExternalID = "duplicate_external_id"
+	// TypeAuthorityFence: a write claimed a connection as the master of a
+	// domain that connection does not master (a connector writing stock as
+	// if it were the source).
+	TypeAuthorityFence = "authority_fence"
 )
 
 // Types lists every conflict type.
 func Types() []string {
-	return []string{TypeStockMismatch, TypePriceMismatch, TypeCatalogMismatch, TypeUnreservableOrder, TypeDuplicateExternalID}
+	return []string{TypeStockMismatch, TypePriceMismatch, TypeCatalogMismatch, TypeUnreservableOrder, TypeDuplicateExternalID, TypeAuthorityFence}
 }
 
 // Statuses of a conflict: open, then resolved or dismissed (both final).
@@ -77,6 +81,8 @@ type Source struct {
 const (
 	SourceSyncJob       = "sync_job"
 	SourceExternalOrder = "external_order"
+	// SourceRequest is a refused request; the id is its request id.
+	SourceRequest = "request"
 )
 
 // Actor is who closed a conflict: a token, or the service itself when the

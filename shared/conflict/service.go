@@ -117,6 +117,37 @@ func (s Service) FindOpen(ctx context.Context, vendorID, typ string, connectionI
 	return e.ConflictID, true, nil
 }
 
+// Record opens a conflict in a transaction of its own, for work that
+// records a disagreement but changes nothing else (a refused write): the
+// open conflict of the same (type, connection, resource) if there is one,
+// else a new one counted on its connection, which must exist. It returns
+// the conflict's id.
+func (s Service) Record(ctx context.Context, vendorID string, d Draft) (string, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		id, open, err := s.FindOpen(ctx, vendorID, d.Type, d.ConnectionID, d.Resource)
+		if err != nil || open {
+			return id, err
+		}
+		o, err := PrepareOpen(s.Clock.Now(), vendorID, d)
+		if err != nil {
+			return "", err
+		}
+		ops := o.Ops
+		if d.ConnectionID != nil {
+			ops = append(ops, Count(vendorID, *d.ConnectionID))
+		}
+		err = s.Store.Transact(ctx, ops...)
+		if err == nil {
+			return o.Conflict.ID, nil
+		}
+		if !store.IsCondition(err) {
+			return "", errs.Unavailablef(err, "the conflict could not be recorded")
+		}
+		// Another request opened it first (or the connection is gone): look again.
+	}
+	return "", errs.E(errs.CodeConflict, "the conflict could not be recorded; retry")
+}
+
 // Load reads a conflict.
 func (s Service) Load(ctx context.Context, vendorID, id string) (Conflict, error) {
 	if !ids.Issued(IDPrefix, id) {

@@ -261,42 +261,22 @@ func eventOp(o Order, typ string) (store.Op, error) {
 // that names it. The record is written even though the import is refused:
 // a connector that disagrees with itself is for the seller to look at.
 func (s Service) duplicate(ctx context.Context, vendorID, orderID string, in ImportInput) error {
-	refused := func(id string) error {
-		return errs.Ef(errs.CodeExternalOrderDuplicate, "external_order_id: the connection already imported this order with different content (external order %s); recorded as conflict %s", orderID, id)
-	}
 	first, err := s.Load(ctx, vendorID, orderID)
 	if err != nil {
 		return err
 	}
-	conns := conflict.Service{Store: s.Store, Clock: s.Clock}
 	conn := in.ConnectionID
-	res := conflict.Resource{Type: conflict.ResourceExternalOrder, ID: orderID}
-	for attempt := 0; attempt < 3; attempt++ {
-		id, open, err := conns.FindOpen(ctx, vendorID, conflict.TypeDuplicateExternalID, &conn, res)
-		if err != nil {
-			return err
-		}
-		if open {
-			return refused(id)
-		}
-		c, err := conflict.PrepareOpen(s.Clock.Now(), vendorID, conflict.Draft{Type: conflict.TypeDuplicateExternalID, ConnectionID: &conn, Resource: res,
-			ServiceValue: map[string]any{"external_order_id": first.ExternalOrderID, "lines": first.Lines},
-			ChannelValue: map[string]any{"external_order_id": in.ExternalOrderID, "lines": in.Lines},
-			Detail:       "the connection imported this external order id again with different content; the first import stands",
-			Source:       conflict.Source{Type: conflict.SourceExternalOrder, ID: orderID}})
-		if err != nil {
-			return err
-		}
-		err = s.Store.Transact(ctx, append(c.Ops, conflict.Count(vendorID, conn))...)
-		if err == nil {
-			return refused(c.Conflict.ID)
-		}
-		if !store.IsCondition(err) {
-			return unavailable(err)
-		}
-		// Another import opened it first: find it.
+	id, err := conflict.Service{Store: s.Store, Clock: s.Clock}.Record(ctx, vendorID, conflict.Draft{
+		Type: conflict.TypeDuplicateExternalID, ConnectionID: &conn,
+		Resource:     conflict.Resource{Type: conflict.ResourceExternalOrder, ID: orderID},
+		ServiceValue: map[string]any{"external_order_id": first.ExternalOrderID, "lines": first.Lines},
+		ChannelValue: map[string]any{"external_order_id": in.ExternalOrderID, "lines": in.Lines},
+		Detail:       "the connection imported this external order id again with different content; the first import stands",
+		Source:       conflict.Source{Type: conflict.SourceExternalOrder, ID: orderID}})
+	if err != nil {
+		return err
 	}
-	return errs.E(errs.CodeConflict, "the duplicate import could not be recorded; retry")
+	return errs.Ef(errs.CodeExternalOrderDuplicate, "external_order_id: the connection already imported this order with different content (external order %s); recorded as conflict %s", orderID, id)
 }
 
 // unreservableDraft is the conflict of an order that cannot be held: what

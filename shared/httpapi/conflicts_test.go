@@ -244,3 +244,37 @@ func wantEvents(t *testing.T, e *apitest.Env, types ...string) {
 		}
 	}
 }
+
+// TestFenceViolationIsRecorded: an adjustment that claims a connection as
+// the Stock Pool's source when it is not is refused, changes no stock, and
+// is recorded once as that connection's authority_fence conflict; a claim
+// of an unknown connection is only refused.
+func TestFenceViolationIsRecorded(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		f := newStock(t, kind, 10)
+		e := f.e
+		_, _, _, v := f.buckets(t)
+		body := map[string]any{"target_on_hand": 3, "expected_version": v, "authority_connection_id": f.conn}
+		p := adjust(e, f.item, "fence-adjust-1", body).WantProblem(t, 409, "AUTHORITY_MISMATCH")
+		open := listConflicts(t, e, "status=open&type=authority_fence")
+		if len(open) != 1 || open[0].ConnectionID == nil || *open[0].ConnectionID != f.conn || open[0].Resource.ID != f.item ||
+			open[0].ChannelValue["authority_connection_id"] != f.conn || !strings.Contains(p.Detail, "recorded as conflict "+open[0].ID) {
+			t.Fatalf("fence conflict: %+v; 409: %s", open, p.Detail)
+		}
+		adjust(e, f.item, "fence-adjust-2", body).WantProblem(t, 409, "AUTHORITY_MISMATCH")
+		body["authority_connection_id"] = "conn_unknown"
+		if p := adjust(e, f.item, "fence-adjust-3", body).WantProblem(t, 409, "AUTHORITY_MISMATCH"); strings.Contains(p.Detail, "recorded") {
+			t.Fatalf("an unknown connection's claim was recorded: %s", p.Detail)
+		}
+		if all := listConflicts(t, e, ""); len(all) != 1 {
+			t.Fatalf("%d conflicts, want 1: %+v", len(all), all)
+		}
+		wantBuckets(t, f, 10, 0, 10)
+		ver := connectionVersion(t, e, f.conn)
+		replaceRoles(e, f.conn, ver, channelRoles()).WantProblem(t, 409, "CONNECTION_BUSY")
+		mustConflict(t, closeConflict(e, open[0].ID, "resolve", map[string]any{"expected_version": 1, "reason": "connector updated to read the authority"}), "resolved")
+		if r := replaceRoles(e, f.conn, ver, channelRoles()); r.Status != 200 {
+			t.Fatalf("roles after resolving: %d %s", r.Status, r.Body)
+		}
+	})
+}

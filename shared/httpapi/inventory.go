@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
 )
 
@@ -59,13 +61,48 @@ func (s *Server) adjustInventory(c *Call) error {
 		return err
 	}
 	id := c.R.PathValue("inventory_item_id")
-	return c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+	err = c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
 		it, ops, conflict, err := s.inventory.PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
 		return idempotency.Mutation{Ops: ops, Status: http.StatusOK, Body: Envelope(it), Conflict: conflict}, nil
 	})
+	if errs.As(err).Code == errs.CodeAuthorityMismatch && a.Authority != nil {
+		return s.fenceConflict(c.Ctx, c.Principal.Vendor.ID, *a.Authority, id, a, err)
+	}
+	return err
+}
+
+// fenceConflict records an adjustment refused because it claimed a
+// connection that does not master the Stock Pool, a connector writing
+// stock as if it were the source, as an authority_fence conflict of that
+// connection (one open per connection and item), and names it in the 409.
+// A claim of an unknown connection is only a wrong request: nothing is
+// recorded, and neither is anything when the conflict cannot be.
+func (s *Server) fenceConflict(ctx context.Context, vendorID, claimed, itemID string, a inventory.Adjustment, refusal error) error {
+	m, err := s.deps.Authority.Masters(ctx, vendorID)
+	if err != nil || m.Inventory != nil && *m.Inventory == claimed {
+		return refusal
+	}
+	if _, _, _, err := s.connections.Load(ctx, vendorID, claimed); err != nil {
+		return refusal
+	}
+	source := conflict.Source{Type: conflict.SourceRequest}
+	if rid := ids.RequestID(ctx); rid != nil {
+		source.ID = *rid
+	}
+	id, err := s.conflicts.Record(ctx, vendorID, conflict.Draft{Type: conflict.TypeAuthorityFence, ConnectionID: &claimed,
+		Resource:     conflict.Resource{Type: conflict.ResourceInventoryItem, ID: itemID},
+		ServiceValue: map[string]any{"inventory_master_connection_id": m.Inventory},
+		ChannelValue: map[string]any{"authority_connection_id": claimed, "target_on_hand": a.TargetOnHand},
+		Detail:       "the connection wrote stock as the Stock Pool's source, which it is not; its connector needs the current vendor authority",
+		Source:       source})
+	if err != nil {
+		return refusal
+	}
+	e := errs.As(refusal)
+	return errs.Ef(e.Code, "%s; recorded as conflict %s", e.Detail, id)
 }
 
 func (s *Server) listStockEffects(c *Call) error {
