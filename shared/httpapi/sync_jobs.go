@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
@@ -63,22 +64,14 @@ func (s *Server) getSyncJob(c *Call) error {
 	return c.Data(http.StatusOK, v)
 }
 
-func oneOf(list []string) map[string]bool {
-	m := make(map[string]bool, len(list))
-	for _, v := range list {
-		m[v] = true
-	}
-	return m
-}
-
 func (s *Server) listSyncJobs(c *Call) error {
 	c.AllowFilters("connection_id", "kind", "status")
 	q := c.R.URL.Query()
 	f := syncjob.Filter{ConnectionID: q.Get("connection_id"), Kind: q.Get("kind"), Status: q.Get("status")}
-	if f.Kind != "" && !oneOf(syncjob.Kinds())[f.Kind] {
+	if f.Kind != "" && !slices.Contains(syncjob.Kinds(), f.Kind) {
 		return errs.E(errs.CodeInvalidParameter, "kind: must be inventory, price or catalog")
 	}
-	if f.Status != "" && !oneOf(syncjob.Statuses())[f.Status] {
+	if f.Status != "" && !slices.Contains(syncjob.Statuses(), f.Status) {
 		return errs.E(errs.CodeInvalidParameter, "status: must be queued, running, completed or failed")
 	}
 	pr, err := c.PageParams("sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status)
