@@ -18,6 +18,8 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/syncjob"
 )
 
 // measure sends b.N requests built by req one after another over a
@@ -326,4 +328,85 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	mu.Unlock()
+}
+
+// BenchmarkSyncJob measures the sync worker: each op is one inventory sync
+// job of 100 items on the connection that masters the Stock Pool. In
+// "changed" every item is a new count, so every item writes its verdict
+// with a stock effect in its own transaction; in "in-sync" every count
+// agrees, so verdicts are written in batches. It reports items decided per
+// second.
+func BenchmarkSyncJob(b *testing.B) {
+	cases := []struct {
+		name  string
+		count func(i int) int
+		want  func(c syncCounts) int
+	}{
+		{"changed", func(i int) int { return i + 1 }, func(c syncCounts) int { return c.Updated }},
+		{"in-sync", func(int) int { return 0 }, func(c syncCounts) int { return c.InSync }},
+	}
+	for _, kind := range apitest.Stores() {
+		for _, tc := range cases {
+			b.Run("inventory-100-"+tc.name+"/"+string(kind), func(b *testing.B) { benchSyncJob(b, kind, tc.count, tc.want) })
+		}
+	}
+}
+
+type syncCounts struct {
+	Updated int
+	InSync  int `json:"in_sync"`
+}
+
+func benchSyncJob(b *testing.B, kind apitest.StoreKind, count func(int) int, want func(syncCounts) int) {
+	e, _ := benchEnv(b, kind)
+	// The product first: a source connection masters the catalog too.
+	product := seedVariable(b, e, "bench-sync", 100)
+	body, _ := json.Marshal(connectionBody("marketplace_a", sourceRoles))
+	res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/connections", body, "bench-sync-connection"))
+	if err != nil || res.StatusCode != 201 {
+		b.Fatalf("connection: %v", err)
+	}
+	var conn connBody
+	json.NewDecoder(res.Body).Decode(&conn)
+	res.Body.Close()
+	w, err := e.App.Work(nil, queue.SyncJobs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		items := make([]map[string]any, 100)
+		for k := range items {
+			items[k] = map[string]any{"inventory_item_id": catalog.InventoryItemID(product, k+1), "on_hand": count(i)}
+		}
+		body, _ := json.Marshal(map[string]any{"connection_id": conn.Data.ID, "kind": "inventory", "items": items})
+		res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/sync-jobs", body, fmt.Sprintf("bench-sync-%d", i)))
+		if err != nil || res.StatusCode != http.StatusAccepted {
+			b.Fatalf("submit %d: %v", i, err)
+		}
+		var job struct{ Data struct{ ID string } }
+		json.NewDecoder(res.Body).Decode(&job)
+		res.Body.Close()
+		msg, _ := json.Marshal(syncjob.Message{VendorID: e.Vendor.ID, ID: job.Data.ID})
+		if err := w.Handle(context.Background(), queue.Message{ID: job.Data.ID, Queue: queue.SyncJobs, Body: msg, Receives: 1}); err != nil {
+			b.Fatalf("work %d: %v", i, err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var last struct {
+		Data struct{ Counts syncCounts }
+	}
+	res, err = http.DefaultClient.Do(benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID+"/sync-jobs?limit=1&status=completed", nil, ""))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var page struct{ Data []json.RawMessage }
+	json.NewDecoder(res.Body).Decode(&page)
+	res.Body.Close()
+	if len(page.Data) == 0 || json.Unmarshal([]byte(`{"data":`+string(page.Data[0])+`}`), &last) != nil || want(last.Data.Counts) != 100 {
+		b.Fatalf("the first job did not decide its 100 items as expected: %s", page.Data)
+	}
+	b.ReportMetric(float64(100*b.N)/elapsed.Seconds(), "items/s")
 }

@@ -804,3 +804,34 @@ func TestSyncJobAttemptsRunOut(t *testing.T) {
 		}
 	})
 }
+
+// TestSyncJobBatchesAgreeingVerdicts: verdicts that write nothing but
+// themselves are written 25 at a time, each one still exact.
+func TestSyncJobBatchesAgreeingVerdicts(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		e := catalogEnv(t, kind)
+		p := mustCreate(t, e, "sync-batch-product", variableProduct("sync-batch", 30))
+		conn := mustConnection(t, e, "sync-batch-conn", connectionBody("marketplace_b", destinationRoles)).Data.ID
+		var pairs []any
+		for k := 1; k <= 30; k++ {
+			count := 0
+			if k == 27 {
+				count = 4
+			}
+			pairs = append(pairs, catalog.InventoryItemID(p.Data.ID, k), count)
+		}
+		job := mustSync(t, syncSubmit(e, e.Token, "sync-batch-0001", map[string]any{"connection_id": conn, "kind": "inventory", "items": stockItems(pairs...)}))
+		syncWork(t, syncFixture{e: e, kind: kind}, job.Data.ID)
+		got := getSync(t, e, job.Data.ID)
+		wantSyncCounts(t, got, map[string]int{"in_sync": 29, "channel_stale": 1})
+		if st := got.Data.Items[26]; st.Status != "channel_stale" {
+			t.Fatalf("item 27: %+v", st)
+		}
+		rawEq(t, got.Data.Items[26].ServiceValue, `{"available":0}`)
+		// Created at version 1, then one write per batch: 25 and 5.
+		it, err := e.Store.Get(context.Background(), syncjob.Key(e.Vendor.ID, job.Data.ID))
+		if err != nil || it.Version != 3 {
+			t.Fatalf("job written at version %d (%v), want 3: two batched writes", it.Version, err)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -28,6 +29,10 @@ import (
 // decide it (its store or credential state cannot be read or written);
 // the job then stops.
 const MaxAttempts = 5
+
+// MaxBatch is how many verdicts that write nothing but themselves are
+// written together.
+const MaxBatch = 25
 
 // MaxRaces is how many times in a row an item is decided again because
 // the state it was decided on moved before its write; past it the try
@@ -265,63 +270,99 @@ type verdict struct {
 }
 
 // settle decides item i on the state as it is now and writes the verdict.
+// A verdict that writes nothing but itself (in sync, stale, failed) is
+// batched with the next pending items' verdicts of the same kind, up to
+// MaxBatch, and written in one transaction under all their guards: most
+// items of a reconciliation agree, and one write for many saves rewriting
+// the job item for each.
 func (w Worker) settle(ctx context.Context, s *progress, i int) error {
-	j := &s.Job
+	v, err := w.decide(ctx, s.Job, i)
+	if err != nil {
+		return w.undecided(ctx, s, i, err)
+	}
+	batch := []decision{{i, v}}
+	if !v.writes() {
+		for k := i + 1; k < len(s.Job.Items) && len(batch) < MaxBatch && s.Job.Items[k].Status == ItemPending; k++ {
+			vk, err := w.decide(ctx, s.Job, k)
+			if err != nil || vk.writes() {
+				break // decided again, on its own, by a later step
+			}
+			batch = append(batch, decision{k, vk})
+		}
+	}
+	return w.decided(ctx, s, batch)
+}
+
+// stopping marks an error that ends the job rather than costing an attempt.
+type stopping struct{ err error }
+
+func (e stopping) Error() string { return e.err.Error() }
+func (e stopping) Unwrap() error { return e.err }
+
+// undecided handles an error met while deciding item i: a stop ends the
+// job, a race is decided again by the caller, anything else is a failed
+// attempt.
+func (w Worker) undecided(ctx context.Context, s *progress, i int, err error) error {
+	var stop stopping
+	switch {
+	case errors.As(err, &stop):
+		return w.stop(ctx, s, i, stop.err)
+	case errors.Is(err, errRace):
+		return err
+	}
+	return w.jobs().Retry(ctx, s, i, err)
+}
+
+// decide makes item i's verdict on the state as it is now, with the
+// operations and guards its write needs. Errors are a stopping cause, a
+// race (errRace) or a failure worth another attempt.
+func (w Worker) decide(ctx context.Context, j Job, i int) (verdict, error) {
 	it := j.Items[i]
 	productID, seq := it.Resource.ID, -1
 	if j.Kind == KindInventory {
 		pid, n, ok := catalog.ParseInventoryItemID(it.Resource.ID)
 		if !ok || len(it.Resource.ID) > MaxIDLength {
-			return w.decided(ctx, s, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "inventory item not found"})
+			return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "inventory item not found"}, nil
 		}
 		productID, seq = pid, n
 	} else if !catalog.ValidProductID(productID) {
-		return w.decided(ctx, s, i, verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"})
+		return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"}, nil
 	}
-	st, err := w.read(ctx, *j, productID)
+	st, err := w.read(ctx, j, productID)
 	if err != nil {
 		if jobrun.Transient(err) {
-			return w.jobs().Retry(ctx, s, i, err)
+			return verdict{}, err
 		}
-		return w.stop(ctx, s, i, err)
+		return verdict{}, stopping{err}
 	}
 	if err := Admissible(st.conn, j.Kind); errs.Is(err, errs.CodeConnectionState) {
-		return w.stop(ctx, s, i, err)
+		return verdict{}, stopping{err}
 	}
-	g := newGuards(*j, st, productID, seq)
+	g := newGuards(j, st, productID, seq)
 	var v verdict
 	switch {
 	case RoleOf(st.conn.Roles, j.Kind) == connection.Disabled:
 		v = verdict{status: ItemFailed, code: errs.CodeSyncRoleDisabled,
 			detail: fmt.Sprintf("the connection's %s role was disabled before this item was decided", domainName(j.Kind))}
 	case j.Kind == KindInventory:
-		v, err = w.decideInventory(ctx, *j, it, st, seq, g)
+		v, err = w.decideInventory(ctx, j, it, st, seq, g)
 	case j.Kind == KindPrice:
-		v = decidePrice(*j, it, st)
+		v = decidePrice(j, it, st)
 	default:
-		v = decideCatalog(*j, it, st)
+		v = decideCatalog(j, it, st)
 	}
 	if err != nil {
-		return w.failed(ctx, s, i, err)
+		return verdict{}, err
 	}
 	if v.guards == (guards{}) {
 		v.guards = g
 	}
 	if v.status == ItemConflict {
-		if err := w.openOrLink(ctx, *j, it, st, &v); err != nil {
-			return w.failed(ctx, s, i, err)
+		if err := w.openOrLink(ctx, j, it, st, &v); err != nil {
+			return verdict{}, err
 		}
 	}
-	return w.decided(ctx, s, i, v)
-}
-
-// failed handles an error met while deciding item i: a race is decided
-// again by the caller, anything else is a failed attempt.
-func (w Worker) failed(ctx context.Context, s *progress, i int, err error) error {
-	if errors.Is(err, errRace) {
-		return err
-	}
-	return w.jobs().Retry(ctx, s, i, err)
+	return v, nil
 }
 
 // masters tells whether the job's connection masters the kind's domain.
@@ -469,24 +510,32 @@ func (w Worker) openOrLink(ctx context.Context, j Job, it Item, st state, v *ver
 	return nil
 }
 
-// decided writes item i's verdict v with its operations and guards. A
-// failed condition that is not the job's own means the state moved.
-func (w Worker) decided(ctx context.Context, s *progress, i int, v verdict) error {
-	ops := append(v.guards.ops(), v.ops...)
+// decision is an item's verdict, before it is written.
+type decision struct {
+	i int
+	v verdict
+}
+
+// decided writes the verdicts of a batch with their operations, in one
+// transaction under their guards merged (one condition per item of the
+// store). A failed condition that is not the job's own means the state
+// moved: the batch is decided again.
+func (w Worker) decided(ctx context.Context, s *progress, batch []decision) error {
+	var ops []store.Op
+	gs := make([]guards, len(batch))
+	for k, d := range batch {
+		ops, gs[k] = append(ops, d.v.ops...), d.v.guards
+	}
+	merged, ok := mergeGuards(gs)
+	if !ok {
+		// The state moved between the batch's reads.
+		return errRace
+	}
 	err := w.jobs().Write(ctx, s, func(n *Job) {
-		r := &n.Items[i]
-		r.Status, r.ServiceValue, r.StockEffectID = v.status, v.service, v.effectID
-		r.Code, r.Detail, r.ConflictID = nil, nil, nil
-		if v.code != "" {
-			r.Code = ptr(string(v.code))
+		for _, d := range batch {
+			d.v.apply(&n.Items[d.i])
 		}
-		if v.detail != "" {
-			r.Detail = ptr(v.detail)
-		}
-		if v.status == ItemConflict {
-			r.ConflictID = ptr(v.conflict)
-		}
-	}, ops)
+	}, append(merged, ops...))
 	if err == nil || errors.Is(err, jobrun.ErrReload) {
 		return err
 	}
@@ -494,9 +543,59 @@ func (w Worker) decided(ctx context.Context, s *progress, i int, v verdict) erro
 		return fmt.Errorf("%w: %v", errRace, err)
 	}
 	// The transaction failed without a verdict: it either committed or
-	// not, effect and verdict together; the conditioned count of the
+	// not, effects and verdicts together; the conditioned count of the
 	// attempt tells which (a committed one moved the job's version).
-	return w.jobs().Retry(ctx, s, i, err)
+	return w.jobs().Retry(ctx, s, batch[0].i, err)
+}
+
+// apply records the verdict on its item.
+func (v verdict) apply(r *Item) {
+	r.Status, r.ServiceValue, r.StockEffectID = v.status, v.service, v.effectID
+	r.Code, r.Detail, r.ConflictID = nil, nil, nil
+	if v.code != "" {
+		r.Code = ptr(string(v.code))
+	}
+	if v.detail != "" {
+		r.Detail = ptr(v.detail)
+	}
+	if v.status == ItemConflict {
+		r.ConflictID = ptr(v.conflict)
+	}
+}
+
+// writes tells whether writing the verdict changes more than the job: an
+// effect, a conflict opened or linked.
+func (v verdict) writes() bool { return len(v.ops) > 0 || v.status == ItemConflict }
+
+// mergeGuards joins the guards of a batch into one operation per key: the
+// same key must carry the same condition but for its bounds, which add
+// up. Guards that disagree (the state moved between two reads) are not ok.
+func mergeGuards(gs []guards) ([]store.Op, bool) {
+	var out []store.Op
+	at := map[store.Key]int{}
+	for _, g := range gs {
+		for _, op := range g.ops() {
+			k := op.Item.Key()
+			i, seen := at[k]
+			if !seen {
+				at[k] = len(out)
+				op.Cond.Bounds = slices.Clone(op.Cond.Bounds)
+				out = append(out, op)
+				continue
+			}
+			prev := &out[i]
+			if prev.Kind != store.OpCheck || op.Kind != store.OpCheck || prev.Cond.Absent != op.Cond.Absent ||
+				prev.Cond.HasVersion != op.Cond.HasVersion || prev.Cond.Version != op.Cond.Version {
+				return nil, false
+			}
+			for _, b := range op.Cond.Bounds {
+				if !slices.Contains(prev.Cond.Bounds, b) {
+					prev.Cond.Bounds = append(prev.Cond.Bounds, b)
+				}
+			}
+		}
+	}
+	return out, true
 }
 
 // stop ends the job at item i: it and every later item become
