@@ -110,11 +110,21 @@ func (s Service) FindOpen(ctx context.Context, vendorID, typ string, connectionI
 	if err != nil {
 		return "", false, unavailable(err)
 	}
+	id, err := DecodeOpen(it)
+	if err != nil {
+		return "", false, unavailable(err)
+	}
+	return id, true, nil
+}
+
+// DecodeOpen reads the conflict id of an open-index item (see OpenKey), for
+// callers that read it with other items.
+func DecodeOpen(it store.Item) (string, error) {
 	var e openEntry
 	if err := json.Unmarshal(it.Data, &e); err != nil {
-		return "", false, unavailable(fmt.Errorf("conflict: decode open index: %w", err))
+		return "", fmt.Errorf("conflict: decode open index: %w", err)
 	}
-	return e.ConflictID, true, nil
+	return e.ConflictID, nil
 }
 
 // Record opens a conflict in a transaction of its own, for work that

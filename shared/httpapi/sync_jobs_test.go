@@ -705,7 +705,7 @@ func TestSyncJobCrashResumes(t *testing.T) {
 }
 
 // readRacingStore lets a competing change land right after the worker read
-// an item's state (its one three-key read), once.
+// an item's state (its one four-key read), once.
 type readRacingStore struct {
 	store.Store
 	race func()
@@ -714,7 +714,7 @@ type readRacingStore struct {
 
 func (s *readRacingStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
 	items, err := s.Store.GetMany(ctx, keys)
-	if len(keys) == 3 {
+	if len(keys) == 4 {
 		s.once.Do(s.race)
 	}
 	return items, err
@@ -832,6 +832,56 @@ func TestSyncJobBatchesAgreeingVerdicts(t *testing.T) {
 		it, err := e.Store.Get(context.Background(), syncjob.Key(e.Vendor.ID, job.Data.ID))
 		if err != nil || it.Version != 3 {
 			t.Fatalf("job written at version %d (%v), want 3: two batched writes", it.Version, err)
+		}
+	})
+}
+
+// TestSyncJobClosesSettledConflicts: once the master agrees with the
+// service (a count it may apply, a title the connector wrote), a later job
+// resolves the conflict it had opened, in the verdict's transaction; a
+// price conflict (about the whole product) stays open.
+func TestSyncJobClosesSettledConflicts(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		f := newSyncFixture(t, kind)
+		e := f.e
+		run := func(key, kind string, items ...map[string]any) syncBody {
+			b := mustSync(t, syncSubmit(e, e.Token, key, map[string]any{"connection_id": f.master, "kind": kind, "items": items}))
+			syncWork(t, f, b.Data.ID)
+			return getSync(t, e, b.Data.ID)
+		}
+		low := run("sync-settle-0001", "inventory", stockItems(f.items[2], 3)...)
+		cat := run("sync-settle-0002", "catalog", map[string]any{"product_id": f.product, "name": "Washed linen shirt", "catalog_status": "active"})
+		price := run("sync-settle-0003", "price", map[string]any{"product_id": f.product, "variation_id": f.variations[0], "price": 3999})
+		if n := openConflicts(t, e, f.master); n != 3 {
+			t.Fatalf("open conflicts %d, want 3", n)
+		}
+
+		// The store counted again: 8 covers the 6 reserved, so it applies
+		// and the stock conflict is settled.
+		up := run("sync-settle-0004", "inventory", stockItems(f.items[2], 8)...)
+		if it := up.Data.Items[0]; it.Status != "updated" || it.Detail == nil || !strings.Contains(*it.Detail, "resolves conflict "+*low.Data.Items[0].ConflictID) {
+			t.Fatalf("settling count: %+v", it)
+		}
+		if oh, _ := itemState(t, e, f.items[2]); oh != 8 {
+			t.Fatalf("on_hand %d, want 8", oh)
+		}
+		// The connector wrote the title: in sync now, and settled too.
+		run("sync-settle-0005", "catalog", map[string]any{"product_id": f.product, "name": "Linen shirt", "catalog_status": "active"})
+		// One variation agreeing says nothing of the product's other prices.
+		run("sync-settle-0006", "price", map[string]any{"product_id": f.product, "variation_id": f.variations[0], "price": 4500})
+
+		cs := conflict.Service{Store: e.Store, Clock: e.Clock}
+		for id, want := range map[string]string{*low.Data.Items[0].ConflictID: "resolved", *cat.Data.Items[0].ConflictID: "resolved", *price.Data.Items[0].ConflictID: "open"} {
+			c, err := cs.Load(context.Background(), e.Vendor.ID, id)
+			if err != nil || c.Status != want {
+				t.Fatalf("conflict %s: %+v %v, want %s", id, c, err, want)
+			}
+			if want == "resolved" && (c.Resolution == nil || c.Resolution.By.Type != "system" || c.Version != 2) {
+				t.Fatalf("resolution of %s: %+v", id, c.Resolution)
+			}
+		}
+		if n := openConflicts(t, e, f.master); n != 1 {
+			t.Fatalf("open conflicts %d, want the price one", n)
 		}
 	})
 }

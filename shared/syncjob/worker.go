@@ -180,15 +180,17 @@ type state struct {
 	product    catalog.Product
 	prodItem   store.Item // zero PK when the product does not exist
 	hasProduct bool
+	// openConflict is the open conflict of the item's kind for the job's
+	// connection and the item's resource, or "".
+	openConflict string
 }
 
-// read loads the connection, the vendor authority and the item's product
-// in one round trip.
-func (w Worker) read(ctx context.Context, j Job, productID string) (state, error) {
-	keys := []store.Key{connection.Key(j.VendorID, j.ConnectionID), connection.AuthorityKey(j.VendorID)}
-	if productID != "" {
-		keys = append(keys, catalog.Key(j.VendorID, productID))
-	}
+// read loads the connection, the vendor authority, the item's product and
+// the open-index entry of the item's conflict in one round trip.
+func (w Worker) read(ctx context.Context, j Job, it Item, productID string) (state, error) {
+	conn := j.ConnectionID
+	keys := []store.Key{connection.Key(j.VendorID, j.ConnectionID), connection.AuthorityKey(j.VendorID),
+		catalog.Key(j.VendorID, productID), conflict.OpenKey(j.VendorID, conflictType(j.Kind), &conn, it.Resource)}
 	items, err := w.Store.GetMany(ctx, keys)
 	if err != nil {
 		return state{}, errs.Unavailablef(err, "the sync state could not be read")
@@ -205,13 +207,29 @@ func (w Worker) read(ctx context.Context, j Job, productID string) (state, error
 			return state{}, errs.Unavailablef(fmt.Errorf("syncjob: decode authority: %w", err), "the sync state could not be read")
 		}
 	}
-	if productID != "" && items[2].PK != "" {
+	if items[2].PK != "" {
 		st.prodItem, st.hasProduct = items[2], true
 		if st.product, err = catalog.Decode(items[2]); err != nil {
 			return state{}, errs.Unavailablef(err, "the sync state could not be read")
 		}
 	}
+	if items[3].PK != "" {
+		if st.openConflict, err = conflict.DecodeOpen(items[3]); err != nil {
+			return state{}, errs.Unavailablef(err, "the sync state could not be read")
+		}
+	}
 	return st, nil
+}
+
+// conflictType is the conflict a kind's master can open.
+func conflictType(kind string) string {
+	switch kind {
+	case KindInventory:
+		return conflict.TypeStockMismatch
+	case KindPrice:
+		return conflict.TypePriceMismatch
+	}
+	return conflict.TypeCatalogMismatch
 }
 
 // guards are the conditions every verdict is written under: the
@@ -328,7 +346,7 @@ func (w Worker) decide(ctx context.Context, j Job, i int) (verdict, error) {
 	} else if !catalog.ValidProductID(productID) {
 		return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"}, nil
 	}
-	st, err := w.read(ctx, j, productID)
+	st, err := w.read(ctx, j, it, productID)
 	if err != nil {
 		if jobrun.Transient(err) {
 			return verdict{}, err
@@ -357,12 +375,45 @@ func (w Worker) decide(ctx context.Context, j Job, i int) (verdict, error) {
 	if v.guards == (guards{}) {
 		v.guards = g
 	}
-	if v.status == ItemConflict {
-		if err := w.openOrLink(ctx, j, it, st, &v); err != nil {
-			return verdict{}, err
-		}
+	switch {
+	case v.status == ItemConflict:
+		err = w.openOrLink(ctx, j, it, st, &v)
+	case st.openConflict != "" && masters(j, st) && (v.status == ItemInSync || v.status == ItemUpdated) && j.Kind != KindPrice:
+		err = w.closeSettled(ctx, j, st, &v)
+	}
+	if err != nil {
+		return verdict{}, err
 	}
 	return v, nil
+}
+
+// closeSettled resolves the open conflict of an item whose master now
+// agrees with the service (in sync, or a count it may apply): the
+// disagreement the conflict recorded is gone. It is closed by the service
+// in the verdict's transaction and taken off the connection's count under
+// the connection's guard. Price conflicts are about a whole product, so
+// one variation that agrees does not close them.
+func (w Worker) closeSettled(ctx context.Context, j Job, st state, v *verdict) error {
+	c, err := w.Conflicts.Load(ctx, j.VendorID, st.openConflict)
+	if err != nil {
+		return err
+	}
+	if c.Status != conflict.StatusOpen {
+		// Closed since its open index was read: decide again.
+		return fmt.Errorf("%w: conflict %s is %s", errRace, c.ID, c.Status)
+	}
+	_, ops, err := conflict.Close(w.Clock.Now(), c, conflict.StatusResolved,
+		fmt.Sprintf("sync job %s found the channel in agreement with the service", j.ID), conflict.Actor{Type: conflict.ActorSystem})
+	if err != nil {
+		return err
+	}
+	v.ops = append(v.ops, ops...)
+	cond := store.IfVersion(st.conn.Version)
+	cond.Bounds = []store.Bound{conflict.CountedBound()}
+	uncount := store.Add(connection.Key(j.VendorID, j.ConnectionID), conflict.CountDelta(-1), 0, cond)
+	v.guards.conn = &uncount
+	v.detail = strings.TrimPrefix(v.detail+"; ", "; ") + "resolves conflict " + c.ID
+	return nil
 }
 
 // masters tells whether the job's connection masters the kind's domain.
@@ -477,12 +528,8 @@ func decideCatalog(j Job, it Item, st state) verdict {
 // connection's guard. A conflict opened meanwhile by another job fails the
 // open index's condition, and the item is decided again.
 func (w Worker) openOrLink(ctx context.Context, j Job, it Item, st state, v *verdict) error {
-	conn := j.ConnectionID
-	id, open, err := w.Conflicts.FindOpen(ctx, j.VendorID, v.conflict, &conn, it.Resource)
-	if err != nil {
-		return err
-	}
-	if open {
+	conn, id := j.ConnectionID, st.openConflict
+	if id != "" {
 		// Linked while it stays open: its open index must still exist.
 		k := conflict.OpenKey(j.VendorID, v.conflict, &conn, it.Resource)
 		v.ops = append(v.ops, store.Check(k, store.Cond{Exists: true}))
