@@ -14,8 +14,6 @@ package bulk
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
 )
@@ -40,7 +39,7 @@ const KindInventoryAdjustment = "inventory_adjustment"
 // stopped or exhausted its attempts before every record had one).
 const (
 	StatusQueued              = "queued"
-	StatusRunning             = "running"
+	StatusRunning             = jobrun.StatusRunning
 	StatusCompleted           = "completed"
 	StatusCompletedWithErrors = "completed_with_errors"
 	StatusFailed              = "failed"
@@ -110,17 +109,12 @@ type Record struct {
 
 // Job is the stored record of a bulk operation.
 type Job struct {
-	ID       string `json:"id"`
-	VendorID string `json:"vendor_id"`
-	Kind     string `json:"kind"`
-	Status   string `json:"status"`
+	jobrun.Header
+	Kind string `json:"kind"`
 	// TokenID is the credential that submitted the batch; every record is
 	// applied on its behalf and only while it stays valid.
-	TokenID     string     `json:"token_id"`
-	Records     []Record   `json:"records"`
-	CreatedAt   time.Time  `json:"created_at"`
-	StartedAt   *time.Time `json:"started_at"`
-	CompletedAt *time.Time `json:"completed_at"`
+	TokenID string   `json:"token_id"`
+	Records []Record `json:"records"`
 }
 
 // Counts are the records per status.
@@ -186,29 +180,16 @@ func (j Job) View() View {
 	return v
 }
 
-// Finished reports whether the job reached its final status.
-func (j Job) Finished() bool { return j.CompletedAt != nil }
-
 // Next is the index of the first pending record, or -1.
 func (j Job) Next() int {
 	return slices.IndexFunc(j.Records, func(r Record) bool { return r.Status == RecordPending })
 }
-
-// Ref is the job's vendor and id.
-func (j Job) Ref() (vendorID, id string) { return j.VendorID, j.ID }
 
 // Len is the number of records.
 func (j Job) Len() int { return len(j.Records) }
 
 // Attempts is record i's count of failed attempts.
 func (j *Job) Attempts(i int) *int { return &j.Records[i].Attempts }
-
-// Start marks the job running at now unless it started before.
-func (j *Job) Start(now time.Time) {
-	if j.StartedAt == nil {
-		j.StartedAt, j.Status = &now, StatusRunning
-	}
-}
 
 // Complete gives the job its final status at now and returns the
 // bulk_operation.completed event.
@@ -237,26 +218,11 @@ func (j Job) Clone() Job {
 
 // Item encodes the job at version, expiring Retention after completion.
 func (j Job) Item(version int64) (store.Item, error) {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return store.Item{}, fmt.Errorf("bulk: encode %s: %w", j.ID, err)
-	}
-	k := Key(j.VendorID, j.ID)
-	it := store.Item{PK: k.PK, SK: k.SK, Version: version, Data: b}
-	if j.CompletedAt != nil {
-		it.ExpiresAt = j.CompletedAt.Add(Retention).Unix()
-	}
-	return it, nil
+	return j.Header.Encode(j, Key(j.VendorID, j.ID), version, Retention)
 }
 
 // Decode reads a job item.
-func Decode(it store.Item) (Job, error) {
-	var j Job
-	if err := json.Unmarshal(it.Data, &j); err != nil {
-		return Job{}, fmt.Errorf("bulk: decode %s: %w", it.SK, err)
-	}
-	return j, nil
-}
+func Decode(it store.Item) (Job, error) { return jobrun.Decode[Job](it) }
 
 // Submission is a parsed, structurally valid batch.
 type Submission struct {
@@ -319,8 +285,8 @@ type Service struct {
 // the operation that stores it; the caller commits it with its receipt.
 func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (View, []store.Op, error) {
 	now := s.Clock.Now()
-	j := Job{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Kind: KindInventoryAdjustment, Status: StatusQueued,
-		TokenID: tokenID, Records: slices.Clone(sub.Records), CreatedAt: now}
+	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, Kind: KindInventoryAdjustment,
+		TokenID: tokenID, Records: slices.Clone(sub.Records)}
 	it, err := j.Item(1)
 	if err != nil {
 		return View{}, nil, err
@@ -335,18 +301,7 @@ func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64,
 	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
-	it, err := st.Get(ctx, Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Job{}, 0, notFound()
-	}
-	if err != nil {
-		return Job{}, 0, errs.Unavailablef(err, "the bulk operation could not be read")
-	}
-	j, err := Decode(it)
-	if err != nil {
-		return Job{}, 0, errs.Unavailablef(err, "the bulk operation could not be read")
-	}
-	return j, it.Version, nil
+	return jobrun.Load[Job](ctx, st, Key(vendorID, id), notFound(), "bulk operation")
 }
 
 // Get reads a bulk operation.

@@ -16,8 +16,6 @@ package syncjob
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +31,7 @@ import (
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/vendor"
 )
@@ -52,7 +51,7 @@ func Kinds() []string { return []string{KindInventory, KindPrice, KindCatalog} }
 // job stopped before some items).
 const (
 	StatusQueued    = "queued"
-	StatusRunning   = "running"
+	StatusRunning   = jobrun.StatusRunning
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 )
@@ -145,16 +144,11 @@ type StartedBy struct {
 
 // Job is the stored record of a sync job.
 type Job struct {
-	ID           string     `json:"id"`
-	VendorID     string     `json:"vendor_id"`
-	ConnectionID string     `json:"connection_id"`
-	Kind         string     `json:"kind"`
-	Status       string     `json:"status"`
-	StartedBy    StartedBy  `json:"started_by"`
-	Items        []Item     `json:"items"`
-	CreatedAt    time.Time  `json:"created_at"`
-	StartedAt    *time.Time `json:"started_at"`
-	CompletedAt  *time.Time `json:"completed_at"`
+	jobrun.Header
+	ConnectionID string    `json:"connection_id"`
+	Kind         string    `json:"kind"`
+	StartedBy    StartedBy `json:"started_by"`
+	Items        []Item    `json:"items"`
 }
 
 // Counts are the items per status.
@@ -232,29 +226,16 @@ func (j Job) View() View {
 	return v
 }
 
-// Finished reports whether the job reached its final status.
-func (j Job) Finished() bool { return j.CompletedAt != nil }
-
 // Next is the index of the first pending item, or -1.
 func (j Job) Next() int {
 	return slices.IndexFunc(j.Items, func(it Item) bool { return it.Status == ItemPending })
 }
-
-// Ref is the job's vendor and id.
-func (j Job) Ref() (vendorID, id string) { return j.VendorID, j.ID }
 
 // Len is the number of items.
 func (j Job) Len() int { return len(j.Items) }
 
 // Attempts is item i's count of failed attempts.
 func (j *Job) Attempts(i int) *int { return &j.Items[i].Attempts }
-
-// Start marks the job running at now unless it started before.
-func (j *Job) Start(now time.Time) {
-	if j.StartedAt == nil {
-		j.StartedAt, j.Status = &now, StatusRunning
-	}
-}
 
 // Complete gives the job its final status at now and returns the
 // sync_job.completed event.
@@ -281,26 +262,11 @@ func (j Job) Clone() Job {
 
 // Item encodes the job at version, expiring Retention after completion.
 func (j Job) Item(version int64) (store.Item, error) {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return store.Item{}, fmt.Errorf("syncjob: encode %s: %w", j.ID, err)
-	}
-	k := Key(j.VendorID, j.ID)
-	it := store.Item{PK: k.PK, SK: k.SK, Version: version, Data: b}
-	if j.CompletedAt != nil {
-		it.ExpiresAt = j.CompletedAt.Add(Retention).Unix()
-	}
-	return it, nil
+	return j.Header.Encode(j, Key(j.VendorID, j.ID), version, Retention)
 }
 
 // Decode reads a job item.
-func Decode(it store.Item) (Job, error) {
-	var j Job
-	if err := json.Unmarshal(it.Data, &j); err != nil {
-		return Job{}, fmt.Errorf("syncjob: decode %s: %w", it.SK, err)
-	}
-	return j, nil
-}
+func Decode(it store.Item) (Job, error) { return jobrun.Decode[Job](it) }
 
 // Submission is a parsed, structurally valid job.
 type Submission struct {
@@ -444,8 +410,8 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedB
 		return View{}, nil, nil, err
 	}
 	now := s.Clock.Now()
-	j := Job{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, ConnectionID: c.ID, Kind: sub.Kind, Status: StatusQueued,
-		StartedBy: by, Items: slices.Clone(sub.Items), CreatedAt: now}
+	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, ConnectionID: c.ID, Kind: sub.Kind,
+		StartedBy: by, Items: slices.Clone(sub.Items)}
 	it, err := j.Item(1)
 	if err != nil {
 		return View{}, nil, nil, err
@@ -475,18 +441,7 @@ func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64,
 	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
-	it, err := st.Get(ctx, Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Job{}, 0, notFound()
-	}
-	if err != nil {
-		return Job{}, 0, unavailable(err)
-	}
-	j, err := Decode(it)
-	if err != nil {
-		return Job{}, 0, unavailable(err)
-	}
-	return j, it.Version, nil
+	return jobrun.Load[Job](ctx, st, Key(vendorID, id), notFound(), "sync job")
 }
 
 // Get reads a sync job; a non-empty connectionID hides the jobs of other
