@@ -73,7 +73,7 @@ func PrepareOpen(now time.Time, vendorID string, d Draft) (Opened, error) {
 	if err != nil {
 		return Opened{}, fmt.Errorf("conflict: encode open index: %w", err)
 	}
-	ok := OpenKey(vendorID, c.Type, c.ConnectionID, c.Resource)
+	index := OpenKey(vendorID, c.Type, c.ConnectionID, c.Resource)
 	ev, err := event.Op(event.New(now, vendorID, event.ConflictOpened, "conflict", c.ID, map[string]any{
 		"version": c.Version, "type": c.Type, "connection_id": c.ConnectionID, "resource": c.Resource}))
 	if err != nil {
@@ -81,7 +81,7 @@ func PrepareOpen(now time.Time, vendorID string, d Draft) (Opened, error) {
 	}
 	return Opened{Conflict: c, Ops: []store.Op{
 		store.Put(it, store.IfAbsent()),
-		store.Put(store.Item{PK: ok.PK, SK: ok.SK, Version: 1, Data: entry}, store.IfAbsent()),
+		store.Put(store.Item{PK: index.PK, SK: index.SK, Version: 1, Data: entry}, store.IfAbsent()),
 		ev,
 	}}, nil
 }
@@ -221,8 +221,8 @@ func ParseClosing(body []byte) (Closing, error) {
 	return in, o.Err()
 }
 
-// closedBy tells which work closes a conflict of type typ on its own, if
-// any: such a conflict is closed by moving that resource, not by hand.
+// closedBy says what closes conflict c on its own, if anything: such a
+// conflict is closed by moving its resource, not by hand.
 func closedBy(c Conflict) (string, bool) {
 	if c.Type == TypeUnreservableOrder {
 		return fmt.Sprintf("the conflict closes when external order %s is reserved, rejected or cancelled", c.Resource.ID), true
