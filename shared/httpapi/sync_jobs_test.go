@@ -885,3 +885,55 @@ func TestSyncJobClosesSettledConflicts(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentSyncJobsOpenOneConflict: jobs reporting the same mismatch,
+// worked at the same time, open exactly one conflict, which every item
+// names, and count it once on the connection.
+func TestConcurrentSyncJobsOpenOneConflict(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		f := newSyncFixture(t, kind)
+		e := f.e
+		const n = 4
+		jobs := make([]string, n)
+		for i := range jobs {
+			jobs[i] = mustSync(t, syncSubmit(e, e.Token, fmt.Sprintf("sync-race-conflict-%d", i),
+				map[string]any{"connection_id": f.master, "kind": "inventory", "items": stockItems(f.items[2], 2+i)})).Data.ID
+		}
+		w, err := e.App.Work(nil, queue.SyncJobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := make([]queue.Message, n)
+		for i, id := range jobs {
+			msgs[i] = syncMessage(t, e, id)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range msgs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = w.Handle(context.Background(), msgs[i])
+			}()
+		}
+		wg.Wait()
+		ids := map[string]bool{}
+		for i, id := range jobs {
+			if errs[i] != nil {
+				t.Fatalf("job %d: %v", i, errs[i])
+			}
+			got := getSync(t, e, id)
+			if it := got.Data.Items[0]; it.Status != "conflict" || it.ConflictID == nil {
+				t.Fatalf("job %d: %+v", i, it)
+			} else {
+				ids[*it.ConflictID] = true
+			}
+		}
+		if len(ids) != 1 {
+			t.Fatalf("%d conflicts opened, want 1: %v", len(ids), ids)
+		}
+		if c := openConflicts(t, e, f.master); c != 1 {
+			t.Fatalf("the connection counts %d open conflicts, want 1", c)
+		}
+	})
+}
