@@ -235,6 +235,13 @@ func TestExternalOrdersCompeteForTheLastUnits(t *testing.T) {
 		wantBuckets(t, f, 10, 10, 0)
 		wantOrderCounts(t, f.e, f.conn, n/2, 0)
 		wantOrderCounts(t, f.e, other.Data.ID, n/2, 0)
+		// Each unreservable order opened its conflict, counted on its connection.
+		if open := listConflicts(t, f.e, "status=open&type=unreservable_external_order&limit=100"); len(open) != 20 {
+			t.Fatalf("%d open conflicts, want 20", len(open))
+		}
+		if a, b := openConflicts(t, f.e, f.conn), openConflicts(t, f.e, other.Data.ID); a+b != 20 {
+			t.Fatalf("connections count %d and %d open conflicts, want 20 in all", a, b)
+		}
 		list := checkLedger(t, f)
 		if len(list) != 11 {
 			t.Fatalf("%d effects, want the adjustment and 10 holds", len(list))
