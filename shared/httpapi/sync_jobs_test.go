@@ -521,6 +521,17 @@ func TestSyncJobValidation(t *testing.T) {
 		}
 		e.Get("/vendors/"+e.Vendor.ID+"/sync-jobs?kind=orders").WantProblem(t, 400, "INVALID_PARAMETER")
 		e.Get("/vendors/"+e.Vendor.ID+"/sync-jobs?status=done").WantProblem(t, 400, "INVALID_PARAMETER")
+		// The largest job: 100 catalog items with 120-character names fit
+		// the body limit and are accepted.
+		full := make([]any, 100)
+		for i := range full {
+			full[i] = map[string]any{"product_id": fmt.Sprintf("prd_%03d", i), "name": strings.Repeat("n", 120), "catalog_status": "active"}
+		}
+		if r := syncSubmit(e, e.Token, "sync-val-full", map[string]any{"connection_id": conn, "kind": "catalog", "items": full}); r.Status != 202 {
+			t.Fatalf("100 items of 120-character names: %d %.300s", r.Status, r.Body)
+		}
+		long := map[string]any{"connection_id": conn, "kind": "catalog", "items": []any{map[string]any{"product_id": "prd_a", "name": strings.Repeat("n", 121), "catalog_status": "active"}}}
+		syncSubmit(e, e.Token, "sync-val-long", long).WantProblem(t, 400, "INVALID_REQUEST")
 	})
 }
 
