@@ -62,12 +62,12 @@ func (r *recorder) Send(_ context.Context, _ string, body []byte, delay time.Dur
 // fixture stores a job of n pending records and returns its runner.
 func fixture(t *testing.T, n int, q queue.Sender) (Runner[testJob, *testJob], store.Store) {
 	t.Helper()
-	st, err := sqlite.Open(t.TempDir())
+	c := clock.NewFake(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c := clock.NewFake(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
 	j := testJob{Header: Header{ID: "job_1", VendorID: "ven_1", Status: "queued", CreatedAt: c.Now()}, Records: make([]testRecord, n)}
 	for i := range j.Records {
 		j.Records[i].Status = "pending"
