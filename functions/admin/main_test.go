@@ -163,7 +163,7 @@ func TestSampleEventsOnDynamoDB(t *testing.T) {
 	client, table := ddbtest.NewTable(t)
 	t.Setenv(config.EnvStore, config.StoreDynamoDB)
 	t.Setenv(config.EnvTable, table)
-	lifecycle(t, newInvoker(t, app.WithStore(dynamodb.New(client, table))))
+	lifecycle(t, newInvoker(t, app.WithStore(dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now)))))
 }
 
 // Refusals answer with a code, as the API's 4xx do, and are not invocation

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
@@ -175,6 +176,6 @@ func TestDynamoDB(t *testing.T) {
 	client, table := ddbtest.NewTable(t)
 	cfg := config.Default()
 	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table)))
+	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
 	wantAdjusted(t, f, f.listOne(t, f.createProduct(t)))
 }

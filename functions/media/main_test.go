@@ -13,6 +13,7 @@ import (
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/blob/fsblob"
 	"github.com/moku/sellerapi/shared/blob/s3blob/s3test"
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
@@ -138,7 +139,7 @@ func TestAWS(t *testing.T) {
 	client, table := ddbtest.NewTable(t)
 	cfg := config.Default()
 	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := lt.Seed(t, dynamodb.New(client, table))
+	f := lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now)))
 	h := handler(t, cfg, f, s3test.New(t))
 	rec := putSample(t, h, f)
 	if again := putSample(t, h, f); again != rec {

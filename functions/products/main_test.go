@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
@@ -173,7 +174,7 @@ func TestDynamoDB(t *testing.T) {
 	client, table := ddbtest.NewTable(t)
 	cfg := config.Default()
 	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table)))
+	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
 	first, created := f.create(t)
 	replay := f.invoke(t, "products/create-product.json", "")
 	lt.WantStatus(t, replay, http.StatusCreated)

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/catalog"
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -20,7 +21,7 @@ import (
 // after a hold ends.
 func TestExpiresDueHolds(t *testing.T) {
 	ctx := context.Background()
-	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	fake := clocktest.Fake(2026, 1, 1, 0, 0, 0)
 	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(fake.Now))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
@@ -150,7 +151,7 @@ func TestDynamoDB(t *testing.T) {
 	client, table := ddbtest.NewTable(t)
 	cfg := config.Default()
 	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table)))
+	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
 	wantVendorList(t, f, f.invoke(t, f.event(t, "list-vendors.json")))
 }
 
@@ -169,7 +170,7 @@ func TestDynamoDBFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seeded := lt.Seed(t, dynamodb.New(client, table))
+	seeded := lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now)))
 	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Vendors}, app.WithLogOutput(t.Output()))
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
@@ -61,7 +62,7 @@ func TestStreamPipelineOnDynamoDBAndSQS(t *testing.T) {
 	qs := sqstest.NewQueues(t, sc, sqstest.Layout{}, testQueue)
 	cfg := config.Default()
 	cfg.Store, cfg.Table, cfg.QueueURLs = config.StoreDynamoDB, table, qs.URLs
-	a, err := app.New(ctx, cfg, app.WithStore(dynamodb.New(c, table)))
+	a, err := app.New(ctx, cfg, app.WithStore(dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))), app.WithClock(clock.System{}))
 	if err != nil {
 		t.Fatal(err)
 	}

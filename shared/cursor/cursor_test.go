@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
@@ -51,12 +52,12 @@ func TestRoundTripAndBinding(t *testing.T) {
 
 func TestLoadKeyIsStableAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
-	a, err := sqlite.Open(dir)
+	a, err := sqlite.Open(dir, sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := sqlite.Open(dir)
+	b, err := sqlite.Open(dir, sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moku/sellerapi/shared/clock/clocktest"
 )
 
 func TestNewIsUniqueAndPrefixed(t *testing.T) {
@@ -21,7 +23,7 @@ func TestNewIsUniqueAndPrefixed(t *testing.T) {
 }
 
 func TestSortableOrdersByTime(t *testing.T) {
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := clocktest.Date(2026, 1, 1, 0, 0, 0)
 	prev := ""
 	for i := 0; i < 500; i++ {
 		id := Sortable("evt", base.Add(time.Duration(i)*time.Millisecond))

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
@@ -62,7 +63,7 @@ func (r *recorder) Send(_ context.Context, _ string, body []byte, delay time.Dur
 // fixture stores a job of n pending records and returns its runner.
 func fixture(t *testing.T, n int, q queue.Sender) (Runner[testJob, *testJob], store.Store) {
 	t.Helper()
-	c := clock.NewFake(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	c := clocktest.Fake(2026, 11, 22, 8, 0, 0)
 	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/queue"
@@ -132,12 +133,12 @@ func TestSQSHandlerOutOfTime(t *testing.T) {
 // A worker for a queue without registered work fails at init, naming the
 // queue.
 func TestNewWorkerWithoutWork(t *testing.T) {
-	s, err := sqlite.Open(t.TempDir())
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	a, err := app.New(context.Background(), config.Default(), app.WithStore(s))
+	a, err := app.New(context.Background(), config.Default(), app.WithStore(s), app.WithClock(clock.System{}))
 	if err != nil {
 		t.Fatal(err)
 	}

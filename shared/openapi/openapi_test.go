@@ -54,7 +54,7 @@ func TestDocumentHeader(t *testing.T) {
 // document, when the document lists a route that is not mounted, or when
 // their operation ids or scopes disagree.
 func TestEveryRouteDocumented(t *testing.T) {
-	st, err := sqlite.Open(t.TempDir())
+	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

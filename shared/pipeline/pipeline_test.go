@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
@@ -19,12 +19,12 @@ import (
 // stops the tail before the failed change, which is routed on a later pass.
 func TestTailRoutesEachInsertOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(t.TempDir())
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	q, err := sqlitequeue.New(s.DB(), time.Now)
+	q, err := sqlitequeue.New(s.DB(), clock.System{}.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,12 @@ package ratelimit
 import (
 	"testing"
 	"time"
+
+	"github.com/moku/sellerapi/shared/clock/clocktest"
 )
 
 func TestRetryAfterIsWholeSecondsAtLeastOne(t *testing.T) {
-	reset := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	reset := clocktest.Date(2026, 1, 1, 0, 1, 0)
 	for _, tc := range []struct {
 		left time.Duration
 		want int

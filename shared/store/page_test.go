@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
@@ -15,7 +16,7 @@ import (
 // empty while more follow, and the last page says there is no more.
 func TestPageWalksAFilteredPrefixOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(t.TempDir())
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -24,7 +25,7 @@ func TestRetryCeilings(t *testing.T) {
 }
 
 func TestNextAttempt(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	start := clocktest.Date(2026, 1, 1, 0, 0, 0)
 	m := Message{CreatedAt: start, Attempt: 3}
 	// Full jitter: anywhere from the minimum to the ceiling.
 	if at, ok := m.next(start.Add(time.Hour), 1); !ok || at != start.Add(time.Hour+4*time.Minute) {
@@ -81,7 +82,7 @@ func (s *sink) Send(_ context.Context, _ string, body []byte, _ time.Duration) e
 // outcome yet, and never selects twice.
 func TestReplayResumesAfterACrash(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+	clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
 	clk.Tick(time.Millisecond)
 	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clk.Now))
 	if err != nil {

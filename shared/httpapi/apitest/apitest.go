@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/blob"
@@ -89,7 +91,7 @@ func (s *SyncBuffer) String() string {
 }
 
 // Start is the fake clock's starting time.
-var Start = time.Date(2026, 3, 4, 10, 0, 30, 0, time.UTC)
+var Start = clocktest.Date(2026, 3, 4, 10, 0, 30)
 
 // OpenStore opens an empty store of kind for a test.
 func OpenStore(t testing.TB, kind StoreKind, c *clock.Fake) store.Store {

@@ -38,7 +38,7 @@ type Fixture struct {
 // SQLite opens an embedded store in a fresh directory and seeds it.
 func SQLite(t testing.TB) Fixture {
 	t.Helper()
-	s, err := sqlite.Open(t.TempDir())
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

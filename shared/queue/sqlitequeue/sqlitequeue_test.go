@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
@@ -15,8 +17,8 @@ import (
 )
 
 func open(t *testing.T) (*sqlitequeue.Queue, *clock.Fake) {
-	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s, err := sqlite.Open(t.TempDir())
+	fake := clocktest.Fake(2026, 1, 1, 0, 0, 0)
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(fake.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,7 +29,7 @@ func TestContract(t *testing.T) {
 
 func TestFailedTransactionIndexes(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	s := dynamodb.New(c, table)
+	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
 	ctx := context.Background()
 	if err := s.Transact(ctx,
 		store.Put(store.Item{PK: "P", SK: "a", Version: 1}, store.IfAbsent()),
@@ -56,7 +59,7 @@ func TestFailedTransactionIndexes(t *testing.T) {
 // a transaction as well as alone.
 func TestAddOverExpiredItem(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	clock := storetest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := storetest.NewClock(clocktest.Date(2026, 1, 2, 3, 4, 5))
 	s := dynamodb.New(c, table, dynamodb.WithClock(clock.Now))
 	ctx := context.Background()
 	exp := clock.Now().Add(time.Minute).Unix()
@@ -89,7 +92,7 @@ func TestAddOverExpiredItem(t *testing.T) {
 
 func TestRoundTripMiddleware(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	s := dynamodb.New(c, table)
+	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
 	ctx, rt := store.WithRoundTrips(context.Background())
 	if _, err := s.Get(ctx, store.Key{PK: "P", SK: "x"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
@@ -113,7 +116,7 @@ func TestRoundTripMiddlewareCountsRetries(t *testing.T) {
 		APIOptions: []func(*middleware.Stack) error{dynamodb.RoundTripCounter()},
 	})
 	ctx, rt := store.WithRoundTrips(context.Background())
-	if _, err := dynamodb.New(client, "t").Get(ctx, store.Key{PK: "P", SK: "x"}); err == nil {
+	if _, err := dynamodb.New(client, "t", dynamodb.WithClock(clock.System{}.Now)).Get(ctx, store.Key{PK: "P", SK: "x"}); err == nil {
 		t.Fatal("Get from a closed port succeeded")
 	}
 	if rt.N() != 3 {
@@ -125,7 +128,7 @@ func TestRoundTripMiddlewareCountsRetries(t *testing.T) {
 // embedded store does; only a new counter takes expiresAt.
 func TestIncrementKeepsExpiry(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	s := dynamodb.New(c, table)
+	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
 	ctx := context.Background()
 	k := store.Key{PK: "V", SK: "c"}
 	if err := s.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{"n": 1}}, store.Cond{})); err != nil {
@@ -146,7 +149,7 @@ func TestIncrementKeepsExpiry(t *testing.T) {
 // a start key.
 func TestQueryAfterOutsidePrefix(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	s := dynamodb.New(c, table)
+	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
 	ctx := context.Background()
 	for _, sk := range []string{"A", "B#1", "B#2", "C"} {
 		if err := s.Transact(ctx, store.Put(store.Item{PK: "P", SK: sk}, store.Cond{})); err != nil {

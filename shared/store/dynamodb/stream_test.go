@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
@@ -60,7 +61,7 @@ func (c *collect) route(_ context.Context, changes []store.Change) (int, error) 
 // a modify with both, a remove with the old one.
 func TestStreamChanges(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	s := dynamodb.New(c, table)
+	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
 	ctx := context.Background()
 	streams := streamsClient(t)
 	r, err := dynamodb.NewStreamReader(ctx, c, streams, table, dynamodb.FromTrimHorizon)
@@ -115,7 +116,7 @@ func show(cs []store.Change) string {
 // was made.
 func TestStreamFromLatest(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	s := dynamodb.New(c, table)
+	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
 	ctx := context.Background()
 	put := func(sk string) {
 		if err := s.Transact(ctx, store.Put(store.Item{PK: "P", SK: sk, Version: 1}, store.IfAbsent())); err != nil {
@@ -145,7 +146,7 @@ func TestStreamFromLatest(t *testing.T) {
 // record read from the stream.
 func TestChangeFromLambdaMatchesStream(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
-	s := dynamodb.New(c, table)
+	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
 	ctx := context.Background()
 	streams := streamsClient(t)
 	k := store.Key{PK: "VENDOR#ven_1", SK: "BULK#bulk_1"}

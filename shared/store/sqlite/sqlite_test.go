@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 	"github.com/moku/sellerapi/shared/store/storetest"
@@ -22,7 +23,7 @@ func TestContract(t *testing.T) {
 
 func TestChangeLog(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(t.TempDir())
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -69,7 +71,7 @@ func Run(t *testing.T, open Factory) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			clock := NewClock(clocktest.Date(2026, 1, 2, 3, 4, 5))
 			s := open(t, clock)
 			tc.fn(t, s, clock)
 		})
