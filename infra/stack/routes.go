@@ -22,6 +22,11 @@ type Route struct {
 	Method, Path string
 	// Function is the folder in functions/ that serves it.
 	Function string
+	// Public routes take no credential: every route the service declares
+	// without scopes, the ANY route of a path that has one, and $default
+	// (any unknown path). No vendor's rate window covers them, so the
+	// stage throttles them tighter (Definition.PublicThrottle).
+	Public bool
 }
 
 // Routes derives the HTTP API's routes from the service's own route table:
@@ -36,6 +41,7 @@ func Routes(groups []httpapi.Group, catchAll string) ([]Route, error) {
 	cfg := config.Default()
 	base := cfg.BasePath()
 	owner := map[string]string{} // path → function
+	public := map[string]bool{}  // path → some route of it is public
 	seen := map[string]bool{}    // route key
 	var out []Route
 	for _, g := range groups {
@@ -65,16 +71,17 @@ func Routes(groups []httpapi.Group, catchAll string) ([]Route, error) {
 				return nil, fmt.Errorf("stack: route %s appears twice", key)
 			}
 			seen[key] = true
-			out = append(out, Route{Key: key, Method: r.Method, Path: path, Function: g.Name})
+			out = append(out, Route{Key: key, Method: r.Method, Path: path, Function: g.Name, Public: r.Scopes == nil})
+			public[path] = public[path] || r.Scopes == nil
 		}
 		for _, p := range paths {
-			out = append(out, Route{Key: "ANY " + p, Method: "ANY", Path: p, Function: g.Name})
+			out = append(out, Route{Key: "ANY " + p, Method: "ANY", Path: p, Function: g.Name, Public: public[p]})
 		}
 	}
 	if !slices.ContainsFunc(groups, func(g httpapi.Group) bool { return g.Name == catchAll }) {
 		return nil, fmt.Errorf("stack: the catch-all function %q serves no group", catchAll)
 	}
-	out = append(out, Route{Key: DefaultRoute, Function: catchAll})
+	out = append(out, Route{Key: DefaultRoute, Function: catchAll, Public: true})
 	return out, nil
 }
 

@@ -21,9 +21,6 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -38,6 +35,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/resources"
@@ -93,6 +91,18 @@ type Definition struct {
 	Workers []Worker
 	// LogRetention applies to every function's log group.
 	LogRetention awslogs.RetentionDays
+	// Throttle is the stage's limit on every route; PublicThrottle the
+	// tighter one on each route that takes no credential (the pairing
+	// code exchange, media reads, the contract), which no vendor's rate
+	// window covers.
+	Throttle, PublicThrottle Throttle
+}
+
+// Throttle is API Gateway's token bucket: a steady rate of requests per
+// second and the burst it absorbs above it.
+type Throttle struct {
+	Rate  float64
+	Burst int
 }
 
 // API is an operation group's function behind the HTTP API.
@@ -115,6 +125,9 @@ type Scheduled struct {
 	Every time.Duration
 	// Timeout is the function's (default 60s).
 	Timeout time.Duration
+	// Exclusive reserves a concurrency of one, so that a run that outlasts
+	// the rate never overlaps the next (the next is throttled and retried).
+	Exclusive bool
 }
 
 // Worker is a background function fed by its own SQS queue, which has a
@@ -137,6 +150,14 @@ type Worker struct {
 	// Timeout is the function's; the queue's visibility timeout is six
 	// times it, as AWS advises (default 60s).
 	Timeout time.Duration
+	// MaxConcurrency caps the concurrent invocations the queue's mapping
+	// makes (2 to 1000, default 5), so that a burst of background work
+	// cannot take the account's concurrency from the API's functions.
+	MaxConcurrency int
+	// OldestAlarm is the age of the oldest waiting message that raises the
+	// queue's alarm (default 15 minutes). Work that waits by design (a
+	// webhook retry delayed by SQS) is not visible and does not age.
+	OldestAlarm time.Duration
 }
 
 // Default is the service's definition for stage. Retain defaults to true
@@ -168,7 +189,7 @@ func Default(stage string) Definition {
 		CatchAll: "vendors",
 		Admin:    "admin",
 		Scheduled: []Scheduled{
-			{Name: "reservation-expirer", Every: time.Minute},
+			{Name: "reservation-expirer", Every: time.Minute, Exclusive: true},
 		},
 		// The table's stream feeds the router, which sends work to the
 		// workers' queues; one line per worker.
@@ -177,7 +198,9 @@ func Default(stage string) Definition {
 			// Retries a failed delivery by sending it again with a delay. One
 			// attempt may take 20 s (webhook.RequestTimeout), so a batch of 10
 			// needs more than the default minute.
-			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}, Timeout: 5 * time.Minute},
+			// Its concurrency is the largest: receivers are slow, and each
+			// invocation mostly waits on one.
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
 			// Fans a replay out into deliveries.
 			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
 			// Paces a job by sending it again after the vendor's window.
@@ -189,6 +212,10 @@ func Default(stage string) Definition {
 			{Name: "sync-worker", QueueURLEnv: config.EnvQueueURLSyncJobs, SendsTo: []string{"sync-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
 		},
 		LogRetention: awslogs.RetentionDays_ONE_MONTH,
+		// Each vendor's own window (60 reads, 12 writes a minute) is the
+		// real limit; the stage's is a ceiling against floods.
+		Throttle:       Throttle{Rate: 500, Burst: 1000},
+		PublicThrottle: Throttle{Rate: 20, Burst: 40},
 	}
 }
 
@@ -242,6 +269,14 @@ func (d Definition) check() error {
 			}
 		}
 	}
+	for _, w := range d.Workers {
+		if w.MaxConcurrency != 0 && (w.MaxConcurrency < 2 || w.MaxConcurrency > 1000) {
+			return fmt.Errorf("stack: worker %s: maximum concurrency %d is outside SQS's 2..1000", w.Name, w.MaxConcurrency)
+		}
+	}
+	if d.Throttle.Rate <= 0 || d.Throttle.Burst <= 0 || d.PublicThrottle.Rate <= 0 || d.PublicThrottle.Burst <= 0 {
+		return errors.New("stack: the stage and public throttles need a positive rate and burst")
+	}
 	for _, sc := range d.Scheduled {
 		if sc.Every < time.Minute || sc.Every%time.Minute != 0 {
 			return fmt.Errorf("stack: scheduled %s: rate %v is not a whole number of minutes", sc.Name, sc.Every)
@@ -258,6 +293,27 @@ func (d Definition) check() error {
 		}
 	}
 	return nil
+}
+
+// sendsToItself tells whether fn is a worker that re-sends to its own queue.
+func (d Definition) sendsToItself(fn string) bool {
+	for _, w := range d.Workers {
+		if w.Name == fn && slices.Contains(w.SendsTo, fn) {
+			return true
+		}
+	}
+	return false
+}
+
+// exclusive tells whether fn is a scheduled function that must not overlap
+// itself.
+func (d Definition) exclusive(fn string) bool {
+	for _, sc := range d.Scheduled {
+		if sc.Name == fn && sc.Exclusive {
+			return true
+		}
+	}
+	return false
 }
 
 func (d Definition) groups() []httpapi.Group {
@@ -292,9 +348,11 @@ type Stack struct {
 	Table     awsdynamodb.Table
 	Bucket    awss3.Bucket
 	API       awsapigatewayv2.HttpApi
+	Stage     awsapigatewayv2.HttpStage
 	Functions map[string]awslambda.Function
 	// BaseURL is the SELLERAPI_BASE_URL every function gets.
 	BaseURL string
+	obs     *observer
 }
 
 // New adds the stage's stack to scope.
@@ -352,35 +410,9 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		TopicName:   jsii.String(names.AlarmTopic()),
 		DisplayName: jsii.String("sellerapi " + d.Stage + " alarms"),
 	})
-	alarmAction := awscloudwatchactions.NewSnsAction(topic)
+	s.obs = newObserver(s, awscloudwatchactions.NewSnsAction(topic))
 
-	apiProps := &awsapigatewayv2.HttpApiProps{
-		ApiName:            jsii.String(names.API()),
-		Description:        jsii.String("Seller Platform API v1, stage " + d.Stage),
-		CreateDefaultStage: jsii.Bool(true),
-	}
-	basePath := config.Default().BasePath()
-	if d.Domain != nil {
-		dn := awsapigatewayv2.NewDomainName(st, jsii.String("Domain"), &awsapigatewayv2.DomainNameProps{
-			DomainName:  jsii.String(d.Domain.Name),
-			Certificate: awscertificatemanager.Certificate_FromCertificateArn(st, jsii.String("Certificate"), jsii.String(d.Domain.CertificateARN)),
-		})
-		apiProps.DefaultDomainMapping = &awsapigatewayv2.DomainMappingOptions{DomainName: dn}
-		apiProps.DisableExecuteApiEndpoint = jsii.Bool(true)
-		s.BaseURL = "https://" + d.Domain.Name + basePath
-		awscdk.NewCfnOutput(st, jsii.String("DomainTarget"), &awscdk.CfnOutputProps{
-			Description: jsii.String("Point the domain's DNS (CNAME or alias) here"),
-			Value:       dn.RegionalDomainName(),
-		})
-	}
-	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), apiProps)
-	if d.Domain == nil {
-		// The functions are created after the API and the routes after
-		// them, so the functions can hold the API's own address: the
-		// template's order is API → functions → integrations → routes, with
-		// no cycle. ApiEndpoint is built from the API id and the region.
-		s.BaseURL = *s.API.ApiEndpoint() + basePath
-	}
+	s.newAPI(d)
 
 	env := map[string]*string{
 		config.EnvStore:    jsii.String(config.StoreDynamoDB),
@@ -389,7 +421,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		config.EnvLogLevel: jsii.String("info"),
 	}
 	fn := func(name, description string, timeout time.Duration, extra map[string]*string, tableAccess bool) awslambda.Function {
-		f := s.function(d, name, description, timeout, env, extra, alarmAction)
+		f := s.function(d, name, description, timeout, env, extra)
 		if tableAccess {
 			f.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid:       jsii.String("TableItems"),
@@ -400,36 +432,17 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		return f
 	}
 
-	integrations := map[string]awsapigatewayv2.HttpRouteIntegration{}
 	for _, a := range d.API {
-		g := a.Group
 		var extra map[string]*string
 		if a.Media {
 			extra = map[string]*string{config.EnvMediaBucket: s.Bucket.BucketName()}
 		}
-		f := fn(g.Name, "Seller Platform API: the "+g.Name+" operation group", 15*time.Second, extra, true)
+		f := fn(a.Group.Name, "Seller Platform API: the "+a.Group.Name+" operation group", 15*time.Second, extra, true)
 		if a.Media {
 			s.grantMedia(f)
 		}
-		// One integration and one invoke permission per function, for all
-		// its routes (a permission per route would grow the function's
-		// resource policy with every route).
-		integrations[g.Name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(g.Name), f, &awsapigatewayv2integrations.HttpLambdaIntegrationProps{
-			PayloadFormatVersion:   awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
-			ScopePermissionToRoute: jsii.Bool(false),
-		})
 	}
-	for _, r := range routes {
-		key := awsapigatewayv2.HttpRouteKey_DEFAULT()
-		if r.Key != DefaultRoute {
-			key = awsapigatewayv2.HttpRouteKey_With(jsii.String(r.Path), awsapigatewayv2.HttpMethod(r.Method))
-		}
-		awsapigatewayv2.NewHttpRoute(st, jsii.String("Route "+r.Key), &awsapigatewayv2.HttpRouteProps{
-			HttpApi:     s.API,
-			RouteKey:    key,
-			Integration: integrations[r.Function],
-		})
-	}
+	s.route(d, routes)
 
 	admin := fn(d.Admin, "Seller Platform API: vendor and token administration, invoked with IAM", 30*time.Second, nil, true)
 
@@ -453,8 +466,10 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	}
 
 	if d.StreamRouter != "" {
-		s.workers(d, fn, alarmAction)
+		s.workers(d, fn)
 	}
+
+	s.obs.finish()
 
 	out := func(id, desc string, v *string) {
 		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(desc), Value: v})
@@ -465,6 +480,21 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	out("AdminFunctionName", "aws lambda invoke --function-name this", admin.FunctionName())
 	out("AlarmTopicArn", "Subscribe to receive the alarms", topic.TopicArn())
 	return s, nil
+}
+
+// StreamFilter is the stream-router mapping's event filter: inserts of the
+// items whose insertion starts work (app.Routed, which the router applies
+// to itself too), so that the table's other changes, most of them, do not
+// invoke the router.
+func StreamFilter() *map[string]any {
+	var prefixes []any
+	for _, p := range app.Routed() {
+		prefixes = append(prefixes, map[string]any{"prefix": p})
+	}
+	return awslambda.FilterCriteria_Filter(&map[string]any{
+		"eventName": []any{"INSERT"},
+		"dynamodb":  map[string]any{"Keys": map[string]any{"sk": map[string]any{"S": prefixes}}},
+	})
 }
 
 // MediaActions are what the blob store's S3 adapter needs on the media
@@ -488,7 +518,7 @@ func (s *Stack) grantMedia(f awslambda.Function) {
 // function makes a Lambda with its own role (no managed policies: it may
 // write to its own log group and nothing else until granted), its own log
 // group with retention, and an alarm on its errors.
-func (s *Stack) function(d Definition, name, description string, timeout time.Duration, env, extra map[string]*string, alarm awscloudwatch.IAlarmAction) awslambda.Function {
+func (s *Stack) function(d Definition, name, description string, timeout time.Duration, env, extra map[string]*string) awslambda.Function {
 	st := s.Stack
 	id := func(suffix string) *string { return jsii.String(name + suffix) }
 	logs := awslogs.NewLogGroup(st, id("Logs"), &awslogs.LogGroupProps{
@@ -512,7 +542,16 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 	for k, v := range extra {
 		vars[k] = v
 	}
-	f := awslambda.NewFunction(st, id("Function"), &awslambda.FunctionProps{
+	// Lambda stops a chain of invocations that pass one message's trace
+	// on through the same queue after about 16 hops and drops the message.
+	// A worker that re-sends to its own queue (retries, the 15-minute hops
+	// of a long wait) does exactly that by design, bounded by its own
+	// attempt caps and ~72 h window: for those the guard would lose work.
+	loop := awslambda.RecursiveLoop_TERMINATE
+	if d.sendsToItself(name) {
+		loop = awslambda.RecursiveLoop_ALLOW
+	}
+	props := &awslambda.FunctionProps{
 		FunctionName:  jsii.String(s.Names.Function(name)),
 		Description:   jsii.String(description),
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
@@ -524,17 +563,20 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 		Role:          role,
 		LogGroup:      logs,
 		Environment:   &vars,
-		RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
-	})
-	awscloudwatch.NewAlarm(st, id("Errors"), &awscloudwatch.AlarmProps{
-		AlarmName:          jsii.String(s.Names.Function(name) + "-errors"),
-		AlarmDescription:   jsii.String(s.Names.Function(name) + " failed invocations (init errors, panics, timeouts, returned errors)"),
-		Metric:             f.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}),
-		Threshold:          jsii.Number(1),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	}).AddAlarmAction(alarm)
+		RecursiveLoop: loop,
+		// The service logs JSON (log/slog) with level, msg, request id and
+		// vendor id; Lambda's JSON format keeps it structured, filters it by
+		// level and writes its own platform lines as JSON beside it.
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		Tracing:               awslambda.Tracing_ACTIVE,
+	}
+	if d.exclusive(name) {
+		props.ReservedConcurrentExecutions = jsii.Number(1)
+	}
+	f := awslambda.NewFunction(st, id("Function"), props)
+	s.observeFunction(name, f, logs)
 	s.Functions[name] = f
 	return f
 }
@@ -545,19 +587,8 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 // its own dead-letter queue), reads items and may send to every worker's
 // queue; each worker consumes its queue with partial batch responses,
 // reads and writes items, and sends only to the queues it names.
-func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map[string]*string, bool) awslambda.Function, alarm awscloudwatch.IAlarmAction) {
+func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map[string]*string, bool) awslambda.Function) {
 	st := s.Stack
-	dlqAlarm := func(name string, q awssqs.Queue) {
-		awscloudwatch.NewAlarm(st, jsii.String(name+"DeadLetters"), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String(s.Names.DeadLetterQueue(name) + "-not-empty"),
-			AlarmDescription:   jsii.String("Messages that failed every retry wait in " + name + "'s dead-letter queue"),
-			Metric:             q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum")}),
-			Threshold:          jsii.Number(1),
-			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		}).AddAlarmAction(alarm)
-	}
 	newDLQ := func(name string) awssqs.Queue {
 		q := awssqs.NewQueue(st, jsii.String(name+"DLQ"), &awssqs.QueueProps{
 			QueueName:       jsii.String(s.Names.DeadLetterQueue(name)),
@@ -565,7 +596,7 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 			EnforceSSL:      jsii.Bool(true),
 		})
-		dlqAlarm(name, q)
+		s.observeDeadLetters(name, q)
 		return q
 	}
 
@@ -590,14 +621,22 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 		})
 		queueURLs[w.QueueURLEnv] = q.QueueUrl()
 		queues[w.Name] = q
+		oldest := w.OldestAlarm
+		if oldest == 0 {
+			oldest = 15 * time.Minute
+		}
+		s.observeQueue(w.Name, q, oldest.Seconds())
 	}
 	for _, w := range d.Workers {
-		timeout, batch := w.Timeout, w.BatchSize
+		timeout, batch, concurrency := w.Timeout, w.BatchSize, w.MaxConcurrency
 		if timeout == 0 {
 			timeout = time.Minute
 		}
 		if batch == 0 {
 			batch = 10
+		}
+		if concurrency == 0 {
+			concurrency = 5
 		}
 		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, queueURLs, true)
 		for _, to := range w.SendsTo {
@@ -606,6 +645,7 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 		f.AddEventSource(awslambdaeventsources.NewSqsEventSource(queues[w.Name], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize:               jsii.Number(float64(batch)),
 			ReportBatchItemFailures: jsii.Bool(true),
+			MaxConcurrency:          jsii.Number(float64(concurrency)),
 		}))
 	}
 
@@ -618,6 +658,7 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 	for _, w := range d.Workers {
 		queues[w.Name].GrantSendMessages(router)
 	}
+	s.observeRouter(d.StreamRouter, router)
 	failed := newDLQ(d.StreamRouter)
 	router.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
@@ -627,5 +668,6 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 		MaxRecordAge:            awscdk.Duration_Hours(jsii.Number(24)),
 		ReportBatchItemFailures: jsii.Bool(true),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(failed),
+		Filters:                 &[]*map[string]any{StreamFilter()},
 	}))
 }

@@ -525,6 +525,8 @@ func TestEachFunctionMayTouchOnlyWhatItUses(t *testing.T) {
 		want := map[string][]string{
 			logID:   {"logs:CreateLogStream", "logs:PutLogEvents"},
 			tableID: TableActions,
+			// Active tracing: X-Ray takes no resource.
+			"*": {"xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		}
 		if prod.media(fn) {
 			want[bucketID] = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
@@ -539,7 +541,7 @@ func TestEachFunctionMayTouchOnlyWhatItUses(t *testing.T) {
 		}
 		if fn == prod.def.StreamRouter {
 			want[tableID] = sorted(TableReadActions, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"})
-			want["*"] = []string{"dynamodb:ListStreams"}
+			want["*"] = sorted(want["*"], []string{"dynamodb:ListStreams"})
 			for _, w := range prod.def.Workers {
 				want[q(w.Name)] = send
 			}
@@ -621,8 +623,8 @@ func TestTheMediaBucketIsPrivateEncryptedAndTLSOnly(t *testing.T) {
 
 func TestLogGroupsKeepAMonth(t *testing.T) {
 	ids := prod.ofType("AWS::Logs::LogGroup")
-	if len(ids) != len(prod.def.Functions()) {
-		t.Errorf("%d log groups for %d functions", len(ids), len(prod.def.Functions()))
+	if len(ids) != len(prod.def.Functions())+1 {
+		t.Errorf("%d log groups for %d functions and the API's access log", len(ids), len(prod.def.Functions()))
 	}
 	for _, id := range ids {
 		r := prod.res[id]
@@ -632,33 +634,78 @@ func TestLogGroupsKeepAMonth(t *testing.T) {
 	}
 }
 
-func TestEveryFunctionHasAnErrorsAlarmThatNotifiesTheTopic(t *testing.T) {
+// The alarms watch what actually fails: each function's failed and
+// throttled invocations, the API's 5xx rate and p99 latency, error-level
+// log lines (recovered panics included), the stream router's lag, each
+// worker queue's oldest message and each dead-letter queue, and the
+// table's throttles and system errors; every one notifies the topic.
+func TestAlarmsWatchWhatFails(t *testing.T) {
 	topicID, _ := prod.only(t, "AWS::SNS::Topic")
-	alarmed := map[string]bool{}
 	fns := prod.functionsByID()
+	got := map[string]bool{}
 	for _, id := range prod.ofType("AWS::CloudWatch::Alarm") {
 		p := prod.res[id].Properties
-		if p["Namespace"] == "AWS/SQS" {
-			continue // dead-letter queues: TestEveryQueueHasAConsumerOrIsADeadLetterQueue
+		name := p["AlarmName"].(string)
+		got[name] = true
+		if p["TreatMissingData"] != "notBreaching" || p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+			t.Errorf("alarm %s: %v", name, p)
 		}
-		if p["MetricName"] != "Errors" || p["Namespace"] != "AWS/Lambda" {
-			t.Errorf("alarm %v on %v/%v", p["AlarmName"], p["Namespace"], p["MetricName"])
-			continue
+		if acts, _ := p["AlarmActions"].([]any); len(acts) != 1 || ref(acts[0]) != topicID {
+			t.Errorf("alarm %s actions %v, want the alarm topic", name, acts)
 		}
-		dims := p["Dimensions"].([]any)
-		fnID := ref(dims[0].(map[string]any)["Value"])
-		alarmed[fns[fnID]] = true
-		if p["Threshold"] != float64(1) || p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || p["TreatMissingData"] != "notBreaching" {
-			t.Errorf("alarm %v: %v", p["AlarmName"], p)
-		}
-		if acts := p["AlarmActions"].([]any); len(acts) != 1 || ref(acts[0]) != topicID {
-			t.Errorf("alarm %v actions %v, want the alarm topic", p["AlarmName"], acts)
+		if p["Namespace"] == "AWS/Lambda" {
+			dims := p["Dimensions"].([]any)
+			fn := fns[ref(dims[0].(map[string]any)["Value"])]
+			if !strings.HasPrefix(name, "sellerapi-prod-"+fn+"-") {
+				t.Errorf("alarm %s watches %s", name, fn)
+			}
 		}
 	}
+	want := []string{"sellerapi-prod-api-5xx-rate", "sellerapi-prod-api-latency-p99", "sellerapi-prod-error-logs",
+		"sellerapi-prod-table-throttles", "sellerapi-prod-table-system-errors", "sellerapi-prod-stream-router-iterator-age",
+		"sellerapi-prod-stream-router-dlq-not-empty"}
 	for _, fn := range prod.def.Functions() {
-		if !alarmed[fn] {
-			t.Errorf("no errors alarm on %s", fn)
+		want = append(want, "sellerapi-prod-"+fn+"-errors", "sellerapi-prod-"+fn+"-throttles")
+	}
+	for _, w := range prod.def.Workers {
+		want = append(want, "sellerapi-prod-"+w.Name+"-oldest", "sellerapi-prod-"+w.Name+"-dlq-not-empty")
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("no alarm %s", w)
 		}
+		delete(got, w)
+	}
+	for extra := range got {
+		t.Errorf("alarm %s is not one this test knows: add it to the list", extra)
+	}
+	cdkAssert(t, "5xx rate", func() {
+		prod.cdk.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
+			"AlarmName": "sellerapi-prod-api-5xx-rate", "Threshold": API5xxPercent,
+			"Metrics": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"Expression": "IF(requests > 0, 100 * errors / requests, 0)"})}),
+		})
+	})
+	cdkAssert(t, "error logs", func() {
+		prod.cdk.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
+			"AlarmName": "sellerapi-prod-error-logs", "Namespace": "sellerapi/prod", "MetricName": ErrorLogsMetric, "Statistic": "Sum", "Threshold": 1,
+		})
+	})
+	// Every function's log group counts its error-level lines.
+	filters := 0
+	for _, id := range prod.ofType("AWS::Logs::MetricFilter") {
+		p := prod.res[id].Properties
+		mt := p["MetricTransformations"].([]any)[0].(map[string]any)
+		if p["FilterPattern"] != `{ $.level = "ERROR" }` || mt["MetricName"] != ErrorLogsMetric || mt["MetricNamespace"] != "sellerapi/prod" {
+			t.Errorf("metric filter %v", p)
+		}
+		filters++
+	}
+	if filters != len(prod.def.Functions()) {
+		t.Errorf("%d error-log metric filters for %d functions", filters, len(prod.def.Functions()))
+	}
+	_, dash := prod.only(t, "AWS::CloudWatch::Dashboard")
+	if dash.Properties["DashboardName"] != "sellerapi-prod" {
+		t.Errorf("dashboard %v", dash.Properties["DashboardName"])
 	}
 }
 
@@ -922,8 +969,8 @@ func TestOnlyMediaFunctionsMayUseTheBucket(t *testing.T) {
 		if b, _ := getAtt(list["Resource"]); b != bucketID || !reflect.DeepEqual(actions(list), []string{"s3:ListBucket"}) {
 			t.Errorf("media: list statement %v", list)
 		}
-		if len(sts) != 4 {
-			t.Errorf("media: %d statements, want logs, table, objects, list", len(sts))
+		if len(sts) != 5 {
+			t.Errorf("media: %d statements, want logs, tracing, table, objects, list", len(sts))
 		}
 	}
 	prod.function(t, "media")
@@ -935,4 +982,170 @@ func TestOutputs(t *testing.T) {
 			t.Errorf("no output %s", o)
 		}
 	}
+}
+
+// Lambda's recursive-loop guard would stop a worker that re-sends to its
+// own queue after about 16 hops and drop the message (a webhook retried
+// for hours, a paced bulk job): those workers allow the loop, bounded by
+// their own attempt caps; every other function keeps the guard.
+func TestSelfSendingWorkersMayLoopAndNoOtherFunction(t *testing.T) {
+	for id, fn := range prod.functionsByID() {
+		want := "Terminate"
+		for _, w := range prod.def.Workers {
+			if w.Name == fn && slices.Contains(w.SendsTo, fn) {
+				want = "Allow"
+			}
+		}
+		if got := prod.res[id].Properties["RecursiveLoop"]; got != want {
+			t.Errorf("%s: RecursiveLoop %v, want %s", fn, got, want)
+		}
+	}
+	for _, fn := range []string{"webhook-worker", "bulk-worker", "sync-worker"} {
+		if prod.res[prod.function(t, fn)].Properties["RecursiveLoop"] != "Allow" {
+			t.Errorf("%s re-sends to its own queue and must be allowed to", fn)
+		}
+	}
+}
+
+// Every queue's mapping caps its concurrency, so background work cannot
+// take the API's concurrency; the expirer never overlaps itself.
+func TestConcurrencyLimits(t *testing.T) {
+	fns := prod.functionsByID()
+	mapped := 0
+	for _, id := range prod.ofType("AWS::Lambda::EventSourceMapping") {
+		p := prod.res[id].Properties
+		if _, sqs := p["ScalingConfig"]; !sqs && p["StartingPosition"] != nil {
+			continue // the stream mapping: one invocation per shard
+		}
+		fn := fns[ref(p["FunctionName"])]
+		sc, _ := p["ScalingConfig"].(map[string]any)
+		want := float64(5)
+		if fn == "webhook-worker" {
+			want = 20
+		}
+		if sc["MaximumConcurrency"] != want {
+			t.Errorf("%s: scaling %v, want maximum concurrency %v", fn, sc, want)
+		}
+		mapped++
+	}
+	if mapped != len(prod.def.Workers) {
+		t.Errorf("%d SQS mappings with a maximum concurrency for %d workers", mapped, len(prod.def.Workers))
+	}
+	for id, fn := range fns {
+		rc, ok := prod.res[id].Properties["ReservedConcurrentExecutions"]
+		if fn == "reservation-expirer" {
+			if rc != float64(1) {
+				t.Errorf("the expirer's reserved concurrency is %v, want 1", rc)
+			}
+		} else if ok {
+			t.Errorf("%s reserves concurrency %v", fn, rc)
+		}
+	}
+	bad := Default("prod")
+	bad.Workers[0].MaxConcurrency = 1
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "2..1000") {
+		t.Errorf("a maximum concurrency of 1 was accepted (%v)", err)
+	}
+}
+
+// The stream router is invoked only for inserts of the items that start
+// work, the same prefixes the router applies to itself (app.Routed).
+func TestTheStreamFilterPassesOnlyRoutedInserts(t *testing.T) {
+	var filters []any
+	for _, id := range prod.ofType("AWS::Lambda::EventSourceMapping") {
+		if p := prod.res[id].Properties; p["StartingPosition"] == "TRIM_HORIZON" {
+			filters = p["FilterCriteria"].(map[string]any)["Filters"].([]any)
+		}
+	}
+	if len(filters) != 1 {
+		t.Fatalf("stream filters %v, want one", filters)
+	}
+	var pattern struct {
+		EventName []string `json:"eventName"`
+		DynamoDB  struct {
+			Keys struct {
+				SK struct {
+					S []map[string]string `json:"S"`
+				} `json:"sk"`
+			} `json:"Keys"`
+		} `json:"dynamodb"`
+	}
+	if err := json.Unmarshal([]byte(filters[0].(map[string]any)["Pattern"].(string)), &pattern); err != nil {
+		t.Fatal(err)
+	}
+	var prefixes []string
+	for _, p := range pattern.DynamoDB.Keys.SK.S {
+		prefixes = append(prefixes, p["prefix"])
+	}
+	if !reflect.DeepEqual(pattern.EventName, []string{"INSERT"}) || !reflect.DeepEqual(prefixes, app.Routed()) {
+		t.Errorf("filter passes %v of %v, want INSERT of %v", pattern.EventName, prefixes, app.Routed())
+	}
+}
+
+// The stage throttles every route, and the public ones (no credential, so
+// no vendor's window) tighter; it writes a JSON access log.
+func TestTheStageIsThrottledAndLogged(t *testing.T) {
+	_, stage := prod.only(t, "AWS::ApiGatewayV2::Stage")
+	p := stage.Properties
+	def := p["DefaultRouteSettings"].(map[string]any)
+	if def["ThrottlingRateLimit"] != prod.def.Throttle.Rate || def["ThrottlingBurstLimit"] != float64(prod.def.Throttle.Burst) {
+		t.Errorf("default route settings %v", def)
+	}
+	settings := p["RouteSettings"].(map[string]any)
+	public := 0
+	for _, r := range prod.routes() {
+		s, ok := settings[r.Key].(map[string]any)
+		if r.Public != ok {
+			t.Errorf("route %s: public %v, throttled apart %v", r.Key, r.Public, ok)
+			continue
+		}
+		if ok {
+			public++
+			if s["ThrottlingRateLimit"] != prod.def.PublicThrottle.Rate || s["ThrottlingBurstLimit"] != float64(prod.def.PublicThrottle.Burst) {
+				t.Errorf("route %s: %v", r.Key, s)
+			}
+		}
+	}
+	for _, key := range []string{"POST /v1/store-pairings/exchange", "GET /v1/openapi.json", "$default"} {
+		if _, ok := settings[key]; !ok {
+			t.Errorf("public route %s is not throttled apart", key)
+		}
+	}
+	if public >= len(prod.routes())/2 {
+		t.Errorf("%d of %d routes counted public", public, len(prod.routes()))
+	}
+	logs := p["AccessLogSettings"].(map[string]any)
+	b, _ := json.Marshal(logs["Format"])
+	for _, field := range []string{"$context.requestId", "$context.routeKey", "$context.status", "$context.responseLatency"} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("access log format %s lacks %s", b, field)
+		}
+	}
+	if id, _ := getAtt(logs["DestinationArn"]); prod.res[id].Type != "AWS::Logs::LogGroup" {
+		t.Errorf("access log destination %v", logs["DestinationArn"])
+	}
+}
+
+// Every function logs JSON that Lambda keeps structured and filters by
+// level, and is traced.
+func TestFunctionsLogJSONAndAreTraced(t *testing.T) {
+	for id, fn := range prod.functionsByID() {
+		p := prod.res[id].Properties
+		lc := p["LoggingConfig"].(map[string]any)
+		if lc["LogFormat"] != "JSON" || lc["ApplicationLogLevel"] != "INFO" || lc["SystemLogLevel"] != "WARN" {
+			t.Errorf("%s logging %v", fn, lc)
+		}
+		if tc, _ := p["TracingConfig"].(map[string]any); tc["Mode"] != "Active" {
+			t.Errorf("%s tracing %v", fn, p["TracingConfig"])
+		}
+	}
+}
+
+// routes is the stage's route table, as New derives it.
+func (t tmpl) routes() []Route {
+	rs, err := Routes(t.def.groups(), t.def.CatchAll)
+	if err != nil {
+		panic(err)
+	}
+	return rs
 }

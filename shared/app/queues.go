@@ -61,13 +61,7 @@ func (a *App) NewStreamPipeline(ctx context.Context, q *sqsqueue.Queue, works []
 	if err != nil {
 		return nil, err
 	}
-	var rules []pipeline.Rule
-	for _, w := range works {
-		if w.Rule != nil {
-			rules = append(rules, w.Rule)
-		}
-	}
-	return &StreamPipeline{Stream: r, Queues: q, Router: pipeline.Router{Rules: rules, Queue: q}, Works: works, app: a}, nil
+	return &StreamPipeline{Stream: r, Queues: q, Router: router(works, q), Works: works, app: a}, nil
 }
 
 // Route reads the stream once and routes what it read; see

@@ -36,15 +36,7 @@ func (a *App) Works(q queue.Sender) []Work {
 }
 
 // Router is the stream router over the works' rules.
-func (a *App) Router(q queue.Sender) pipeline.Router {
-	var rules []pipeline.Rule
-	for _, w := range a.Works(q) {
-		if w.Rule != nil {
-			rules = append(rules, w.Rule)
-		}
-	}
-	return pipeline.Router{Rules: rules, Queue: q}
-}
+func (a *App) Router(q queue.Sender) pipeline.Router { return router(a.Works(q), q) }
 
 // Work finds the work of a queue.
 func (a *App) Work(q queue.Sender, name string) (Work, error) {

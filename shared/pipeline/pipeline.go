@@ -9,6 +9,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/queue"
@@ -30,6 +31,28 @@ type Rule func(ctx context.Context, c store.Change) ([]Outgoing, error)
 type Router struct {
 	Rules []Rule
 	Queue queue.Sender
+	// Inserted, when set, are the sort-key prefixes of the only changes
+	// the rules are shown: inserts of items under them. The deployed
+	// stream router's event filter passes the same changes (infra/stack),
+	// so a rule that routes anything else fails here first, not silently
+	// in AWS.
+	Inserted []string
+}
+
+// Sees tells whether the rules are shown c.
+func (r Router) Sees(c store.Change) bool {
+	if len(r.Inserted) == 0 {
+		return true
+	}
+	if c.Kind != store.Inserted {
+		return false
+	}
+	for _, p := range r.Inserted {
+		if strings.HasPrefix(c.Key.SK, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Route handles changes in order. It stops at the first failure and
@@ -37,6 +60,9 @@ type Router struct {
 // the failed one: work is sent at least once, never skipped.
 func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) {
 	for i, c := range changes {
+		if !r.Sees(c) {
+			continue
+		}
 		for _, rule := range r.Rules {
 			out, err := rule(ctx, c)
 			if err != nil {

@@ -62,3 +62,29 @@ func TestTailRoutesEachInsertOnce(t *testing.T) {
 		t.Fatalf("messages %v", got)
 	}
 }
+
+// TestRouterSeesOnlyTheRoutedInserts: with Inserted set, the rules are
+// shown inserts under those prefixes and nothing else, as the deployed
+// stream filter passes them.
+func TestRouterSeesOnlyTheRoutedInserts(t *testing.T) {
+	r := pipeline.Router{Inserted: []string{"EVENT#", "BULK#"}}
+	for _, c := range []struct {
+		kind store.ChangeKind
+		sk   string
+		want bool
+	}{
+		{store.Inserted, "EVENT#01", true},
+		{store.Inserted, "BULK#bop_1", true},
+		{store.Modified, "BULK#bop_1", false},
+		{store.Removed, "EVENT#01", false},
+		{store.Inserted, "PRODUCT#prd_1", false},
+		{store.Inserted, "EVENTS", false},
+	} {
+		if got := r.Sees(store.Change{Kind: c.kind, Key: store.Key{PK: "VENDOR#v", SK: c.sk}}); got != c.want {
+			t.Errorf("%v %s: sees %v, want %v", c.kind, c.sk, got, c.want)
+		}
+	}
+	if !(pipeline.Router{}).Sees(store.Change{Kind: store.Removed, Key: store.Key{SK: "X"}}) {
+		t.Error("a router without Inserted must show its rules every change")
+	}
+}

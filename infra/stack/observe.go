@@ -1,0 +1,188 @@
+package stack
+
+import (
+	"sort"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Thresholds of the alarms on what actually fails. The API answers its
+// errors as 5xx responses and recovers panics, and the queue workers
+// report failed items instead of failing, so a function's Errors metric
+// stays near zero while the service fails: the alarms watch the API's
+// 5xx rate and latency, error-level log lines, queue ages, dead letters,
+// throttles and the table's own errors as well.
+const (
+	// API5xxPercent is the share of 5xx answers over 5 minutes.
+	API5xxPercent = 1
+	// APILatencyP99Millis is the p99 of the API's latency, for three
+	// 5-minute periods in a row.
+	APILatencyP99Millis = 2000
+	// IteratorAgeMillis is how far the stream router may fall behind the
+	// table's changes.
+	IteratorAgeMillis = 5 * 60 * 1000
+)
+
+// ErrorLogsMetric is the metric every function's error-level log lines
+// (including recovered panics, logged at error level) count into, in the
+// stage's namespace.
+const ErrorLogsMetric = "ErrorLogs"
+
+// observer holds the stage's alarms and its one dashboard.
+type observer struct {
+	s         *Stack
+	action    awscloudwatch.IAlarmAction
+	namespace string
+	fns       []string
+	functions map[string]awslambda.Function
+	queues    map[string]awssqs.Queue
+	dlqs      map[string]awssqs.Queue
+	router    awslambda.Function
+}
+
+func newObserver(s *Stack, action awscloudwatch.IAlarmAction) *observer {
+	return &observer{s: s, action: action, namespace: "sellerapi/" + s.Names.Stage,
+		functions: map[string]awslambda.Function{}, queues: map[string]awssqs.Queue{}, dlqs: map[string]awssqs.Queue{}}
+}
+
+func (o *observer) alarm(id, name, description string, metric awscloudwatch.IMetric, threshold float64, periods int) {
+	awscloudwatch.NewAlarm(o.s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(name),
+		AlarmDescription:   jsii.String(description),
+		Metric:             metric,
+		Threshold:          jsii.Number(threshold),
+		EvaluationPeriods:  jsii.Number(float64(periods)),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	}).AddAlarmAction(o.action)
+}
+
+func fiveMinutes(statistic string) *awscloudwatch.MetricOptions {
+	return &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String(statistic)}
+}
+
+// observeFunction alarms on a function's failed invocations and throttles
+// and counts its error-level log lines into ErrorLogsMetric.
+func (s *Stack) observeFunction(name string, f awslambda.Function, logs awslogs.LogGroup) {
+	o := s.obs
+	fn := s.Names.Function(name)
+	o.alarm(name+"Errors", fn+"-errors", fn+" failed invocations (init errors, panics, timeouts, returned errors)",
+		f.MetricErrors(fiveMinutes("Sum")), 1, 1)
+	o.alarm(name+"Throttles", fn+"-throttles", fn+" invocations refused for concurrency",
+		f.MetricThrottles(fiveMinutes("Sum")), 1, 1)
+	logs.AddMetricFilter(jsii.String(name+"ErrorLogs"), &awslogs.MetricFilterOptions{
+		FilterName:      jsii.String(fn + "-error-logs"),
+		FilterPattern:   awslogs.FilterPattern_StringValue(jsii.String("$.level"), jsii.String("="), jsii.String("ERROR")),
+		MetricNamespace: jsii.String(o.namespace),
+		MetricName:      jsii.String(ErrorLogsMetric),
+		MetricValue:     jsii.String("1"),
+		DefaultValue:    jsii.Number(0),
+	})
+	o.fns = append(o.fns, name)
+	o.functions[name] = f
+}
+
+// observeQueue alarms on a worker queue's oldest waiting message.
+func (s *Stack) observeQueue(name string, q awssqs.Queue, oldest float64) {
+	s.obs.alarm(name+"Oldest", s.Names.Queue(name)+"-oldest", "The oldest message in "+name+"'s queue has waited too long: its worker is failing or starved",
+		q.MetricApproximateAgeOfOldestMessage(fiveMinutes("Maximum")), oldest, 3)
+	s.obs.queues[name] = q
+}
+
+// observeDeadLetters alarms on any message in a dead-letter queue.
+func (s *Stack) observeDeadLetters(name string, q awssqs.Queue) {
+	s.obs.alarm(name+"DeadLetters", s.Names.DeadLetterQueue(name)+"-not-empty", "Messages that failed every retry wait in "+name+"'s dead-letter queue",
+		q.MetricApproximateNumberOfMessagesVisible(fiveMinutes("Maximum")), 1, 1)
+	s.obs.dlqs[name] = q
+}
+
+// observeRouter alarms when the stream router falls behind the table.
+func (s *Stack) observeRouter(name string, f awslambda.Function) {
+	s.obs.alarm(name+"IteratorAge", s.Names.Function(name)+"-iterator-age", "The stream router is behind the table's changes: events, jobs and replays wait",
+		f.Metric(jsii.String("IteratorAge"), fiveMinutes("Maximum")), IteratorAgeMillis, 1)
+	s.obs.router = f
+}
+
+// finish adds the stage-wide alarms (the API's 5xx rate and latency, error
+// logs, the table's throttles and system errors) and the dashboard.
+func (o *observer) finish() {
+	s := o.s
+	prefix := s.Names.Stack()
+	count := s.API.MetricCount(fiveMinutes("Sum"))
+	errors5xx := s.API.MetricServerError(fiveMinutes("Sum"))
+	rate := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String("IF(requests > 0, 100 * errors / requests, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{"errors": errors5xx, "requests": count},
+		Label:        jsii.String("5xx %"),
+		Period:       awscdk.Duration_Minutes(jsii.Number(5)),
+	})
+	o.alarm("Api5xxRate", prefix+"-api-5xx-rate", "More than 1% of the API's answers are 5xx (503s when the store fails closed, 500s)", rate, API5xxPercent, 1)
+	latency := s.API.MetricLatency(fiveMinutes("p99"))
+	o.alarm("ApiLatency", prefix+"-api-latency-p99", "The API's p99 latency is above 2 s for 15 minutes", latency, APILatencyP99Millis, 3)
+	errorLogs := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(o.namespace), MetricName: jsii.String(ErrorLogsMetric),
+		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")})
+	o.alarm("ErrorLogs", prefix+"-error-logs", "Functions logged errors (recovered panics, store failures, failed deliveries' causes)", errorLogs, 1, 1)
+	// The operations the store adapter calls (an alarm's math takes at most
+	// ten metrics, and CDK's default is every operation).
+	ops := &[]awsdynamodb.Operation{awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_BATCH_GET_ITEM, awsdynamodb.Operation_QUERY,
+		awsdynamodb.Operation_PUT_ITEM, awsdynamodb.Operation_UPDATE_ITEM, awsdynamodb.Operation_DELETE_ITEM, awsdynamodb.Operation_TRANSACT_WRITE_ITEMS}
+	throttled := s.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Operations: ops, Period: awscdk.Duration_Minutes(jsii.Number(5))})
+	o.alarm("TableThrottles", prefix+"-table-throttles", "DynamoDB throttled requests on the table", throttled, 1, 1)
+	systemErrors := s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Operations: ops, Period: awscdk.Duration_Minutes(jsii.Number(5))})
+	o.alarm("TableSystemErrors", prefix+"-table-system-errors", "DynamoDB system errors on the table", systemErrors, 1, 1)
+
+	width := jsii.Number(12)
+	graph := func(title string, left ...awscloudwatch.IMetric) awscloudwatch.GraphWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &left, Width: width})
+	}
+	perFunction := func(metric func(awslambda.Function) awscloudwatch.IMetric) []awscloudwatch.IMetric {
+		var ms []awscloudwatch.IMetric
+		for _, name := range o.fns {
+			ms = append(ms, metric(o.functions[name]))
+		}
+		return ms
+	}
+	names := func(m map[string]awssqs.Queue) []string {
+		var ns []string
+		for n := range m {
+			ns = append(ns, n)
+		}
+		sort.Strings(ns)
+		return ns
+	}
+	var ages, dead []awscloudwatch.IMetric
+	for _, n := range names(o.queues) {
+		ages = append(ages, o.queues[n].MetricApproximateAgeOfOldestMessage(fiveMinutes("Maximum")))
+	}
+	for _, n := range names(o.dlqs) {
+		dead = append(dead, o.dlqs[n].MetricApproximateNumberOfMessagesVisible(fiveMinutes("Maximum")))
+	}
+	rows := [][]awscloudwatch.IWidget{
+		{graph("API requests and 5xx", count, errors5xx), graph("API latency p99 (ms)", latency)},
+		{graph("5xx rate (%)", rate), graph("Error log lines", errorLogs)},
+		{graph("Function errors", perFunction(func(f awslambda.Function) awscloudwatch.IMetric { return f.MetricErrors(fiveMinutes("Sum")) })...),
+			graph("Function throttles", perFunction(func(f awslambda.Function) awscloudwatch.IMetric { return f.MetricThrottles(fiveMinutes("Sum")) })...)},
+		{graph("Function duration p99 (ms)", perFunction(func(f awslambda.Function) awscloudwatch.IMetric { return f.MetricDuration(fiveMinutes("p99")) })...),
+			graph("DynamoDB throttled requests", throttled)},
+		{graph("DynamoDB system errors", systemErrors), graph("Queue age of oldest message (s)", ages...)},
+	}
+	last := []awscloudwatch.IWidget{graph("Dead-letter messages", dead...)}
+	if o.router != nil {
+		last = append(last, graph("Stream router iterator age (ms)", o.router.Metric(jsii.String("IteratorAge"), fiveMinutes("Maximum"))))
+	}
+	rows = append(rows, last)
+	widgets := make([]*[]awscloudwatch.IWidget, len(rows))
+	for i := range rows {
+		widgets[i] = &rows[i]
+	}
+	awscloudwatch.NewDashboard(s.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String(prefix),
+		Widgets:       &widgets,
+	})
+}
