@@ -44,5 +44,5 @@ func newHandler(ctx context.Context, opts ...app.Option) (admin.Service, error) 
 	if err != nil {
 		return admin.Service{}, err
 	}
-	return admin.Service{Store: a.Store, Clock: a.Clock}, nil
+	return admin.Service{Store: a.Store, Clock: a.Clock, MaxTokenLifetime: admin.DeployedTokenLifetime, Log: a.Log}, nil
 }

@@ -146,9 +146,9 @@ func lifecycle(t *testing.T, iv invoker) {
 	}
 
 	// Ownership moves: a token issued before stops working.
-	second := iv.ok(t, []byte(`{"action":"token.issue","vendor":"`+vendorID+`"}`))
+	second := iv.ok(t, []byte(`{"action":"token.issue","vendor":"`+vendorID+`","scopes":"all","expires_in":"24h"}`))
 	if n := len(second["scopes"].([]any)); n != len(auth.AllScopes()) {
-		t.Errorf("default scopes: %d, want all %d", n, len(auth.AllScopes()))
+		t.Errorf("scopes all: %d, want all %d", n, len(auth.AllScopes()))
 	}
 	own := iv.ok(t, event(t, "vendor-set-owner.json", map[string]string{"VENDOR_ID": vendorID}))
 	wantKeys(t, "vendor.set-owner", own, "id", "owner_id")
@@ -177,7 +177,7 @@ func TestRefusalsAnswerWithACode(t *testing.T) {
 		{"misspelt field", `{"action":"vendor.create","name":"A","slug":"a","vendor_id":"x"}`, "INVALID_REQUEST"},
 		{"not JSON object", `["vendor.create"]`, "INVALID_REQUEST"},
 		{"bad slug", `{"action":"vendor.create","name":"A","slug":"Not A Slug"}`, "INVALID_REQUEST"},
-		{"unknown vendor", `{"action":"token.issue","vendor":"ven_00000000000000000000000000"}`, "NOT_FOUND"},
+		{"unknown vendor", `{"action":"token.issue","vendor":"ven_00000000000000000000000000","scopes":"all","expires_in":"1h"}`, "NOT_FOUND"},
 		{"unknown scope", `{"action":"token.issue","vendor":"ven_x","scopes":"root"}`, "INVALID_REQUEST"},
 		{"bad expiry", `{"action":"token.issue","vendor":"ven_x","expires_in":"a month"}`, "INVALID_REQUEST"},
 		{"unknown token", `{"action":"token.revoke","id":"tok_nope"}`, "NOT_FOUND"},
@@ -249,5 +249,58 @@ func TestPairingReview(t *testing.T) {
 	}
 	if a := iv.call(t, []byte(`{"action":"pairing.review","id":"pair_nope"}`)); a.Error == nil || a.Error.Code != "NOT_FOUND" {
 		t.Fatalf("unknown pairing = %+v", a.Error)
+	}
+}
+
+// A deployed stage issues no token by omission: scopes are named (a list,
+// or "all" spelled out) and the lifetime is given and at most a year. Each
+// action is logged with what it acted on and never a token's secret.
+func TestTokensAreExplicitBoundedAndLoggedWithoutSecrets(t *testing.T) {
+	t.Setenv(config.EnvStore, config.StoreSQLite)
+	t.Setenv(config.EnvDataDir, t.TempDir())
+	logs := &strings.Builder{}
+	iv := newInvoker(t, app.WithLogOutput(logs))
+	vendorID := iv.ok(t, event(t, "vendor-create.json", nil))["id"].(string)
+	for _, c := range []struct{ name, fields, want string }{
+		{"no scopes", `"expires_in":"24h"`, "scopes: required"},
+		{"blank scopes", `"scopes":" ","expires_in":"24h"`, "scopes: required"},
+		{"no expiry", `"scopes":"products.read"`, "expires_in: required"},
+		{"past the maximum", `"scopes":"products.read","expires_in":"8761h"`, "at most 8760h0m0s (365 days)"},
+		{"negative", `"scopes":"products.read","expires_in":"-1h"`, "expires_in"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := iv.call(t, []byte(`{"action":"token.issue","vendor":"`+vendorID+`",`+c.fields+`}`))
+			if a.Error == nil || a.Error.Code != "INVALID_REQUEST" || !strings.Contains(a.Error.Detail, c.want) {
+				t.Fatalf("answer = %+v / %+v, want INVALID_REQUEST saying %q", a.Data, a.Error, c.want)
+			}
+		})
+	}
+	tok := iv.ok(t, []byte(`{"action":"token.issue","vendor":"`+vendorID+`","scopes":"products.read","expires_in":"8760h"}`))
+	secret := tok["token"].(string)
+	out := logs.String()
+	if strings.Contains(out, secret) || strings.Contains(out, secret[strings.LastIndex(secret, "_")+1:]) {
+		t.Fatalf("the log holds the token's secret:\n%s", out)
+	}
+	var issued, refused int
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		if l["action"] != "token.issue" {
+			continue
+		}
+		switch l["msg"] {
+		case "admin action":
+			issued++
+			if l["token_id"] != tok["id"] || l["vendor_id"] != vendorID || l["scopes"] != "products.read" {
+				t.Errorf("issue logged as %v", l)
+			}
+		case "admin action refused or failed":
+			refused++
+		}
+	}
+	if issued != 1 || refused != 5 {
+		t.Errorf("%d issues and %d refusals logged, want 1 and 5:\n%s", issued, refused, out)
 	}
 }

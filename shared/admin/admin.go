@@ -10,6 +10,12 @@
 //	{"action":"token.revoke","id":"tok_..."}
 //	{"action":"pairing.review","id":"pair_...","reviewer":"ops@example.com"}  (reviewer optional)
 //
+// A deployed stage's admin function sets MaxTokenLifetime: there,
+// token.issue names its scopes (a list, or "all" spelled out) and an
+// expires_in no longer than the maximum, so that no token is issued with
+// every scope and no end by omission. The local binary keeps its defaults.
+// Every action is logged with what it acted on, never a token's secret.
+//
 // A request the services refuse (invalid, unknown vendor, taken slug)
 // answers {"error":{"code":...,"detail":...}} as a successful invocation, as
 // the API answers 4xx; only a failure of the service itself (store
@@ -23,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -82,7 +89,17 @@ type Error struct {
 type Service struct {
 	Store store.Store
 	Clock clock.Clock
+	// MaxTokenLifetime, when set, makes token.issue require explicit scopes
+	// and an expires_in of at most this.
+	MaxTokenLifetime time.Duration
+	// Log, when set, receives one line per action: what was asked, what it
+	// acted on, the outcome; never a secret.
+	Log *slog.Logger
 }
+
+// DeployedTokenLifetime is the longest a token issued by a deployed stage's
+// admin function may live.
+const DeployedTokenLifetime = 365 * 24 * time.Hour
 
 // Handle decodes a raw event and runs it; this is the Lambda's handler.
 // Unknown fields are refused, so that a misspelt field is not ignored.
@@ -100,13 +117,39 @@ func (s Service) Handle(ctx context.Context, raw json.RawMessage) (Response, err
 func (s Service) Do(ctx context.Context, req Request) (Response, error) {
 	data, err := s.do(ctx, req)
 	if err == nil {
+		s.logged(ctx, req, data, nil)
 		return Response{Data: data}, nil
 	}
+	s.logged(ctx, req, nil, err)
 	var e *errs.Error
 	if errors.As(err, &e) && e.Kind != errs.Internal && e.Kind != errs.Unavailable {
 		return refused(e), nil
 	}
 	return Response{}, fmt.Errorf("admin: %s: %w", req.Action, err)
+}
+
+// logged writes the action's line. The request's fields are names and ids
+// (no secret is ever part of a request); of an issued token only its id,
+// vendor, scopes and expiry are logged.
+func (s Service) logged(ctx context.Context, req Request, data any, err error) {
+	if s.Log == nil {
+		return
+	}
+	attrs := []any{"action", req.Action}
+	for _, f := range []struct{ k, v string }{{"vendor_id", req.Vendor}, {"id", req.ID}, {"name", req.Name}, {"slug", req.Slug},
+		{"owner_id", req.Owner}, {"reviewer", req.Reviewer}, {"scopes", req.Scopes}, {"expires_in", req.ExpiresIn}} {
+		if f.v != "" {
+			attrs = append(attrs, f.k, f.v)
+		}
+	}
+	if t, ok := data.(auth.Issued); ok {
+		attrs = append(attrs, "token_id", t.ID, "expires_at", t.ExpiresAt)
+	}
+	if err != nil {
+		s.Log.WarnContext(ctx, "admin action refused or failed", append(attrs, "error", err.Error())...)
+		return
+	}
+	s.Log.InfoContext(ctx, "admin action", attrs...)
 }
 
 func refused(e *errs.Error) Response {
@@ -132,6 +175,9 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 	case TokenIssue:
 		scopes := req.Scopes
 		if strings.TrimSpace(scopes) == "" {
+			if s.MaxTokenLifetime > 0 {
+				return nil, errs.E(errs.CodeInvalidRequest, `scopes: required: name the scopes the token needs, comma-separated (or "all")`)
+			}
 			scopes = "all"
 		}
 		sc, err := auth.ParseScopes(scopes)
@@ -143,6 +189,9 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 			if ttl, err = time.ParseDuration(req.ExpiresIn); err != nil {
 				return nil, errs.Ef(errs.CodeInvalidRequest, "expires_in: %q is not a duration such as 720h", req.ExpiresIn)
 			}
+		}
+		if max := s.MaxTokenLifetime; max > 0 && (ttl <= 0 || ttl > max) {
+			return nil, errs.Ef(errs.CodeInvalidRequest, "expires_in: required, at most %s (%d days)", max, max/(24*time.Hour))
 		}
 		return tokens.Issue(ctx, req.Vendor, sc, ttl)
 	case TokenRevoke:
