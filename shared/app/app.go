@@ -61,6 +61,12 @@ func WithLogOutput(w io.Writer) Option {
 	return func(a *App) { a.Log = NewLogger(w, a.Config.LogLevel) }
 }
 
+// WithLogHandler wraps the log handler, e.g. to add the ids of the
+// invocation being served to every line; give it after WithLogOutput.
+func WithLogHandler(wrap func(slog.Handler) slog.Handler) Option {
+	return func(a *App) { a.Log = slog.New(wrap(a.Log.Handler())) }
+}
+
 // New opens the configured store and builds the app.
 func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 	if err := cfg.Validate(); err != nil {

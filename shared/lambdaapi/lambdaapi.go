@@ -28,7 +28,7 @@ type Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.API
 // adapter. Main calls it once at init; tests call the result with sample
 // events, as Lambda does.
 func New(ctx context.Context, cfg config.Config, groups []httpapi.Group, opts ...app.Option) (Handler, error) {
-	a, err := app.New(ctx, cfg, opts...)
+	a, err := app.New(ctx, cfg, append(opts, app.WithLogHandler(WithRequestIDs))...)
 	if err != nil {
 		return nil, err
 	}

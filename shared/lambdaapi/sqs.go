@@ -94,7 +94,7 @@ func WorkerMain(name, queueName string) {
 	if err != nil {
 		fail(name, err)
 	}
-	a, err := app.New(ctx, cfg)
+	a, err := app.New(ctx, cfg, app.WithLogHandler(WithRequestIDs))
 	if err != nil {
 		fail(name, err)
 	}

@@ -81,7 +81,7 @@ func StreamRouterMain(name string) {
 	if err != nil {
 		fail(name, err)
 	}
-	a, err := app.New(ctx, cfg)
+	a, err := app.New(ctx, cfg, app.WithLogHandler(WithRequestIDs))
 	if err != nil {
 		fail(name, err)
 	}
