@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -343,13 +344,16 @@ func (d Definition) removal() awscdk.RemovalPolicy {
 // Stack is the synthesized stack and the parts tests and outputs look at.
 type Stack struct {
 	awscdk.Stack
-	Names     resources.Names
-	Routes    []Route
-	Table     awsdynamodb.Table
-	Bucket    awss3.Bucket
-	API       awsapigatewayv2.HttpApi
-	Stage     awsapigatewayv2.HttpStage
-	Functions map[string]awslambda.Function
+	Names  resources.Names
+	Routes []Route
+	Table  awsdynamodb.Table
+	Bucket awss3.Bucket
+	// MediaCDN serves the bucket; MediaBaseURL is its address.
+	MediaCDN     awscloudfront.Distribution
+	MediaBaseURL string
+	API          awsapigatewayv2.HttpApi
+	Stage        awsapigatewayv2.HttpStage
+	Functions    map[string]awslambda.Function
 	// BaseURL is the SELLERAPI_BASE_URL every function gets.
 	BaseURL string
 	obs     *observer
@@ -406,6 +410,8 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		RemovalPolicy:     d.removal(),
 	})
 
+	s.newMediaEdge(d)
+
 	topic := awssns.NewTopic(st, jsii.String("Alarms"), &awssns.TopicProps{
 		TopicName:   jsii.String(names.AlarmTopic()),
 		DisplayName: jsii.String("sellerapi " + d.Stage + " alarms"),
@@ -435,7 +441,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	for _, a := range d.API {
 		var extra map[string]*string
 		if a.Media {
-			extra = map[string]*string{config.EnvMediaBucket: s.Bucket.BucketName()}
+			extra = map[string]*string{config.EnvMediaBucket: s.Bucket.BucketName(), config.EnvMediaBaseURL: jsii.String(s.MediaBaseURL)}
 		}
 		f := fn(a.Group.Name, "Seller Platform API: the "+a.Group.Name+" operation group", 15*time.Second, extra, true)
 		if a.Media {

@@ -390,7 +390,7 @@ func TestFunctionsAreGoOnArm64WithTheServiceConfiguration(t *testing.T) {
 		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
 		want := 4
 		if prod.media(fn) {
-			want++ // the bucket, checked by TestOnlyMediaFunctionsMayUseTheBucket
+			want += 2 // the bucket, checked by TestOnlyMediaFunctionsMayUseTheBucket, and the edge's address
 		}
 		if fn == prod.def.StreamRouter || slices.ContainsFunc(prod.def.Workers, func(w Worker) bool { return w.Name == fn }) {
 			want += len(prod.def.Workers) // every queue's URL
@@ -610,8 +610,8 @@ func TestTheMediaBucketIsPrivateEncryptedAndTLSOnly(t *testing.T) {
 		t.Fatalf("bucket policy is not the bucket's")
 	}
 	sts := pol.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any)
-	if len(sts) != 1 {
-		t.Fatalf("bucket policy statements: %v, want only the TLS rule", sts)
+	if len(sts) != 2 {
+		t.Fatalf("bucket policy statements: %v, want the TLS rule and the edge's reads", sts)
 	}
 	st, _ := json.Marshal(sts[0])
 	for _, want := range []string{`"Effect":"Deny"`, `"Action":"s3:*"`, `"aws:SecureTransport":"false"`, `"Principal":{"AWS":"*"}`} {
@@ -1148,4 +1148,45 @@ func (t tmpl) routes() []Route {
 		panic(err)
 	}
 	return rs
+}
+
+// Images are served from the edge: CloudFront reads the private bucket
+// through origin access control (only its own distribution, only
+// GetObject), viewers get HTTPS, and the media function is told the
+// distribution's address as the media base URL.
+func TestMediaIsServedFromTheEdge(t *testing.T) {
+	bucketID, _ := prod.only(t, "AWS::S3::Bucket")
+	distID, dist := prod.only(t, "AWS::CloudFront::Distribution")
+	cfg := dist.Properties["DistributionConfig"].(map[string]any)
+	origins := cfg["Origins"].([]any)
+	if len(origins) != 1 {
+		t.Fatalf("origins %v", origins)
+	}
+	o := origins[0].(map[string]any)
+	if dn, _ := getAtt(o["DomainName"]); dn != bucketID || o["OriginAccessControlId"] == nil {
+		t.Errorf("origin %v: want the media bucket through origin access control", o)
+	}
+	_, oac := prod.only(t, "AWS::CloudFront::OriginAccessControl")
+	if c := oac.Properties["OriginAccessControlConfig"].(map[string]any); c["OriginAccessControlOriginType"] != "s3" || c["SigningBehavior"] != "always" {
+		t.Errorf("origin access control %v", c)
+	}
+	beh := cfg["DefaultCacheBehavior"].(map[string]any)
+	if beh["ViewerProtocolPolicy"] != "redirect-to-https" || !reflect.DeepEqual(beh["AllowedMethods"], []any{"GET", "HEAD"}) {
+		t.Errorf("default behavior %v", beh)
+	}
+	_, pol := prod.only(t, "AWS::S3::BucketPolicy")
+	b, _ := json.Marshal(pol.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any)[1])
+	for _, want := range []string{`"Effect":"Allow"`, `"Action":"s3:GetObject"`, `"Service":"cloudfront.amazonaws.com"`, `"AWS:SourceArn"`, `{"Ref":"` + distID + `"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("edge read statement %s lacks %s", b, want)
+		}
+	}
+	vars := prod.res[prod.function(t, "media")].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	u, _ := json.Marshal(vars[config.EnvMediaBaseURL])
+	if want := `{"Fn::Join":["",["https://",{"Fn::GetAtt":["` + distID + `","DomainName"]}]]}`; string(u) != want {
+		t.Errorf("media base URL %s, want %s", u, want)
+	}
+	if _, ok := prod.out["MediaBaseUrl"]; !ok {
+		t.Error("no MediaBaseUrl output")
+	}
 }
