@@ -96,7 +96,7 @@ func (s *Stack) route(d Definition, routes []Route) {
 		// One integration and one invoke permission per function, for all
 		// its routes (a permission per route would grow the function's
 		// resource policy with every route).
-		integrations[a.Group.Name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(a.Group.Name), s.Functions[a.Group.Name], &awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+		integrations[a.Group.Name] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(a.Group.Name), s.Targets[a.Group.Name], &awsapigatewayv2integrations.HttpLambdaIntegrationProps{
 			PayloadFormatVersion:   awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
 			ScopePermissionToRoute: jsii.Bool(false),
 		})

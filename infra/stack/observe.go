@@ -44,6 +44,11 @@ type observer struct {
 	queues    map[string]awssqs.Queue
 	dlqs      map[string]awssqs.Queue
 	router    awslambda.Function
+	// The API's alarms, which every API function's canary watches too.
+	api5xx, apiLatency awscloudwatch.Alarm
+	rate               awscloudwatch.MathExpression
+	count, errors5xx   awscloudwatch.Metric
+	latency            awscloudwatch.Metric
 }
 
 func newObserver(s *Stack, action awscloudwatch.IAlarmAction) *observer {
@@ -51,8 +56,8 @@ func newObserver(s *Stack, action awscloudwatch.IAlarmAction) *observer {
 		functions: map[string]awslambda.Function{}, queues: map[string]awssqs.Queue{}, dlqs: map[string]awssqs.Queue{}}
 }
 
-func (o *observer) alarm(id, name, description string, metric awscloudwatch.IMetric, threshold float64, periods int) {
-	awscloudwatch.NewAlarm(o.s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
+func (o *observer) alarm(id, name, description string, metric awscloudwatch.IMetric, threshold float64, periods int) awscloudwatch.Alarm {
+	a := awscloudwatch.NewAlarm(o.s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
 		AlarmName:          jsii.String(name),
 		AlarmDescription:   jsii.String(description),
 		Metric:             metric,
@@ -60,7 +65,9 @@ func (o *observer) alarm(id, name, description string, metric awscloudwatch.IMet
 		EvaluationPeriods:  jsii.Number(float64(periods)),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	}).AddAlarmAction(o.action)
+	})
+	a.AddAlarmAction(o.action)
+	return a
 }
 
 func fiveMinutes(statistic string) *awscloudwatch.MetricOptions {
@@ -68,11 +75,12 @@ func fiveMinutes(statistic string) *awscloudwatch.MetricOptions {
 }
 
 // observeFunction alarms on a function's failed invocations and throttles
-// and counts its error-level log lines into ErrorLogsMetric.
-func (s *Stack) observeFunction(name string, f awslambda.Function, logs awslogs.LogGroup) {
+// and counts its error-level log lines into ErrorLogsMetric. It returns the
+// errors alarm.
+func (s *Stack) observeFunction(name string, f awslambda.Function, logs awslogs.LogGroup) awscloudwatch.Alarm {
 	o := s.obs
 	fn := s.Names.Function(name)
-	o.alarm(name+"Errors", fn+"-errors", fn+" failed invocations (init errors, panics, timeouts, returned errors)",
+	errorsAlarm := o.alarm(name+"Errors", fn+"-errors", fn+" failed invocations (init errors, panics, timeouts, returned errors)",
 		f.MetricErrors(fiveMinutes("Sum")), 1, 1)
 	o.alarm(name+"Throttles", fn+"-throttles", fn+" invocations refused for concurrency",
 		f.MetricThrottles(fiveMinutes("Sum")), 1, 1)
@@ -86,6 +94,7 @@ func (s *Stack) observeFunction(name string, f awslambda.Function, logs awslogs.
 	})
 	o.fns = append(o.fns, name)
 	o.functions[name] = f
+	return errorsAlarm
 }
 
 // observeQueue alarms on a worker queue's oldest waiting message.
@@ -109,22 +118,29 @@ func (s *Stack) observeRouter(name string, f awslambda.Function) {
 	s.obs.router = f
 }
 
-// finish adds the stage-wide alarms (the API's 5xx rate and latency, error
-// logs, the table's throttles and system errors) and the dashboard.
-func (o *observer) finish() {
+// apiAlarms adds the API's alarms: its 5xx rate and p99 latency.
+func (o *observer) apiAlarms() {
 	s := o.s
 	prefix := s.Names.Stack()
-	count := s.API.MetricCount(fiveMinutes("Sum"))
-	errors5xx := s.API.MetricServerError(fiveMinutes("Sum"))
-	rate := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+	o.count = s.API.MetricCount(fiveMinutes("Sum"))
+	o.errors5xx = s.API.MetricServerError(fiveMinutes("Sum"))
+	o.rate = awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression:   jsii.String("IF(requests > 0, 100 * errors / requests, 0)"),
-		UsingMetrics: &map[string]awscloudwatch.IMetric{"errors": errors5xx, "requests": count},
+		UsingMetrics: &map[string]awscloudwatch.IMetric{"errors": o.errors5xx, "requests": o.count},
 		Label:        jsii.String("5xx %"),
 		Period:       awscdk.Duration_Minutes(jsii.Number(5)),
 	})
-	o.alarm("Api5xxRate", prefix+"-api-5xx-rate", "More than 1% of the API's answers are 5xx (503s when the store fails closed, 500s)", rate, API5xxPercent, 1)
-	latency := s.API.MetricLatency(fiveMinutes("p99"))
-	o.alarm("ApiLatency", prefix+"-api-latency-p99", "The API's p99 latency is above 2 s for 15 minutes", latency, APILatencyP99Millis, 3)
+	o.api5xx = o.alarm("Api5xxRate", prefix+"-api-5xx-rate", "More than 1% of the API's answers are 5xx (503s when the store fails closed, 500s)", o.rate, API5xxPercent, 1)
+	o.latency = s.API.MetricLatency(fiveMinutes("p99"))
+	o.apiLatency = o.alarm("ApiLatency", prefix+"-api-latency-p99", "The API's p99 latency is above 2 s for 15 minutes", o.latency, APILatencyP99Millis, 3)
+}
+
+// finish adds the other stage-wide alarms (error logs, the table's
+// throttles and system errors) and the dashboard.
+func (o *observer) finish() {
+	s := o.s
+	prefix := s.Names.Stack()
+	count, errors5xx, rate, latency := o.count, o.errors5xx, o.rate, o.latency
 	errorLogs := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(o.namespace), MetricName: jsii.String(ErrorLogsMetric),
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")})
 	o.alarm("ErrorLogs", prefix+"-error-logs", "Functions logged errors (recovered panics, store failures, failed deliveries' causes)", errorLogs, 1, 1)

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscodedeploy"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -92,6 +93,12 @@ type Definition struct {
 	Workers []Worker
 	// LogRetention applies to every function's log group.
 	LogRetention awslogs.RetentionDays
+	// Canary publishes a version of every triggered function behind an
+	// alias, live, which the triggers invoke; CodeDeploy shifts 10% of the
+	// traffic to a new version for 5 minutes, then the rest, and rolls back
+	// when the function's errors alarm or the API's 5xx-rate or latency
+	// alarm goes off. Default: the prod stage.
+	Canary bool
 	// Throttle is the stage's limit on every route; PublicThrottle the
 	// tighter one on each route that takes no credential (the pairing
 	// code exchange, media reads, the contract), which no vendor's rate
@@ -167,6 +174,7 @@ func Default(stage string) Definition {
 	return Definition{
 		Stage:  stage,
 		Retain: stage == "prod",
+		Canary: stage == "prod",
 		Assets: "../dist",
 		// One line per operation group (the local server mounts
 		// app.AllGroups); its routes come from the group.
@@ -306,6 +314,11 @@ func (d Definition) sendsToItself(fn string) bool {
 	return false
 }
 
+// isAPI tells whether fn serves an operation group behind the API.
+func (d Definition) isAPI(fn string) bool {
+	return slices.ContainsFunc(d.API, func(a API) bool { return a.Group.Name == fn })
+}
+
 // exclusive tells whether fn is a scheduled function that must not overlap
 // itself.
 func (d Definition) exclusive(fn string) bool {
@@ -354,6 +367,11 @@ type Stack struct {
 	API          awsapigatewayv2.HttpApi
 	Stage        awsapigatewayv2.HttpStage
 	Functions    map[string]awslambda.Function
+	// Targets are what each function's triggers invoke: its live alias
+	// when the stage deploys by canary, else the function.
+	Targets    map[string]awslambda.IFunction
+	deploys    awscodedeploy.LambdaApplication
+	deployRole awsiam.Role
 	// BaseURL is the SELLERAPI_BASE_URL every function gets.
 	BaseURL string
 	obs     *observer
@@ -381,7 +399,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	st := awscdk.NewStack(scope, jsii.String(names.Stack()), props)
 	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String(resources.Service), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
-	s := &Stack{Stack: st, Names: names, Routes: routes, Functions: map[string]awslambda.Function{}}
+	s := &Stack{Stack: st, Names: names, Routes: routes, Functions: map[string]awslambda.Function{}, Targets: map[string]awslambda.IFunction{}}
 
 	s.Table = awsdynamodb.NewTable(st, jsii.String("Table"), &awsdynamodb.TableProps{
 		TableName:           jsii.String(names.Table()),
@@ -419,6 +437,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	s.obs = newObserver(s, awscloudwatchactions.NewSnsAction(topic))
 
 	s.newAPI(d)
+	s.obs.apiAlarms()
 
 	env := map[string]*string{
 		config.EnvStore:    jsii.String(config.StoreDynamoDB),
@@ -457,14 +476,14 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		if timeout == 0 {
 			timeout = time.Minute
 		}
-		f := fn(sc.Name, "Seller Platform API: "+sc.Name+", every "+sc.Every.String(), timeout, nil, true)
+		fn(sc.Name, "Seller Platform API: "+sc.Name+", every "+sc.Every.String(), timeout, nil, true)
 		// A missed run is made up by the next one, so a failed invocation
 		// is retried only briefly.
 		awsevents.NewRule(st, jsii.String(sc.Name+"Schedule"), &awsevents.RuleProps{
 			RuleName:    jsii.String(s.Names.Function(sc.Name)),
 			Description: jsii.String("Runs " + s.Names.Function(sc.Name) + " every " + sc.Every.String()),
 			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(sc.Every.Minutes()))),
-			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f, &awseventstargets.LambdaFunctionProps{
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Targets[sc.Name], &awseventstargets.LambdaFunctionProps{
 				RetryAttempts: jsii.Number(2),
 				MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(sc.Every.Seconds())),
 			})},
@@ -582,7 +601,11 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 		props.ReservedConcurrentExecutions = jsii.Number(1)
 	}
 	f := awslambda.NewFunction(st, id("Function"), props)
-	s.observeFunction(name, f, logs)
+	errorsAlarm := s.observeFunction(name, f, logs)
+	s.Targets[name] = f
+	if d.Canary && name != d.Admin {
+		s.Targets[name] = s.canary(name, f, errorsAlarm, d.isAPI(name))
+	}
 	s.Functions[name] = f
 	return f
 }
@@ -648,7 +671,7 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 		for _, to := range w.SendsTo {
 			queues[to].GrantSendMessages(f)
 		}
-		f.AddEventSource(awslambdaeventsources.NewSqsEventSource(queues[w.Name], &awslambdaeventsources.SqsEventSourceProps{
+		s.Targets[w.Name].AddEventSource(awslambdaeventsources.NewSqsEventSource(queues[w.Name], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize:               jsii.Number(float64(batch)),
 			ReportBatchItemFailures: jsii.Bool(true),
 			MaxConcurrency:          jsii.Number(float64(concurrency)),
@@ -666,7 +689,7 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 	}
 	s.observeRouter(d.StreamRouter, router)
 	failed := newDLQ(d.StreamRouter)
-	router.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
+	s.Targets[d.StreamRouter].AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(100),
 		BisectBatchOnError:      jsii.Bool(true),

@@ -168,6 +168,43 @@ func (t tmpl) functionsByID() map[string]string {
 	return m
 }
 
+// targets maps what a trigger may invoke, a function or its live alias,
+// to the function's folder name.
+func (t tmpl) targets() map[string]string {
+	m := t.functionsByID()
+	for _, id := range t.ofType("AWS::Lambda::Alias") {
+		m[id] = m[ref(t.res[id].Properties["FunctionName"])]
+	}
+	return m
+}
+
+// invoked reads a trigger's reference to what it invokes: a function's
+// {"Fn::GetAtt": [fn, "Arn"]}, an alias's {"Ref": alias}, or either inside
+// an expression (a mapping names an alias as "<function name>:live").
+func invoked(v any) string {
+	if id, _ := getAtt(v); id != "" {
+		return id
+	}
+	if id := ref(v); id != "" {
+		return id
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			if id := invoked(e); id != "" {
+				return id
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if id := invoked(e); id != "" {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
 // getAtt reads {"Fn::GetAtt": [id, attr]}.
 func getAtt(v any) (id, attr string) {
 	m, _ := v.(map[string]any)
@@ -211,7 +248,7 @@ func cdkAssert(t *testing.T, what string, f func()) {
 // its integration invokes.
 func (t tmpl) routeTargets(tb testing.TB) map[string]string {
 	tb.Helper()
-	fns := t.functionsByID()
+	fns := t.targets()
 	got := map[string]string{}
 	for _, id := range t.ofType("AWS::ApiGatewayV2::Route") {
 		p := t.res[id].Properties
@@ -225,7 +262,7 @@ func (t tmpl) routeTargets(tb testing.TB) map[string]string {
 		if integ.Type != "AWS::ApiGatewayV2::Integration" || integ.Properties["IntegrationType"] != "AWS_PROXY" || integ.Properties["PayloadFormatVersion"] != "2.0" {
 			tb.Fatalf("route %s: integration %+v, want a Lambda proxy integration, payload 2.0", p["RouteKey"], integ)
 		}
-		fnID, _ := getAtt(integ.Properties["IntegrationUri"])
+		fnID := invoked(integ.Properties["IntegrationUri"])
 		key := p["RouteKey"].(string)
 		if _, dup := got[key]; dup {
 			tb.Errorf("route %s defined twice", key)
@@ -308,7 +345,7 @@ func TestSampleEventsMatchTheRoutes(t *testing.T) {
 // scheduled function one, for its schedule only; the admin function none:
 // only IAM principals invoke it.
 func TestOnlyTheirTriggersMayInvokeTheFunctions(t *testing.T) {
-	fns := prod.functionsByID()
+	fns := prod.targets()
 	apiID, _ := prod.only(t, "AWS::ApiGatewayV2::Api")
 	rules := map[string]string{} // function → its rule's logical id
 	for _, id := range prod.ofType("AWS::Events::Rule") {
@@ -317,14 +354,13 @@ func TestOnlyTheirTriggersMayInvokeTheFunctions(t *testing.T) {
 		if len(targets) != 1 {
 			t.Fatalf("rule %v: targets %v", p["Name"], targets)
 		}
-		fnID, _ := getAtt(targets[0].(map[string]any)["Arn"])
+		fnID := invoked(targets[0].(map[string]any)["Arn"])
 		rules[fns[fnID]] = id
 	}
 	perms := map[string]int{}
 	for _, id := range prod.ofType("AWS::Lambda::Permission") {
 		p := prod.res[id].Properties
-		fnID, _ := getAtt(p["FunctionName"])
-		fn := fns[fnID]
+		fn := fns[invoked(p["FunctionName"])]
 		perms[fn]++
 		src, _ := json.Marshal(p["SourceArn"])
 		if p["Action"] != "lambda:InvokeFunction" {
@@ -359,11 +395,11 @@ func TestOnlyTheirTriggersMayInvokeTheFunctions(t *testing.T) {
 }
 
 func TestScheduledFunctionsRunOnTheirRate(t *testing.T) {
-	fns := prod.functionsByID()
+	fns := prod.targets()
 	for _, id := range prod.ofType("AWS::Events::Rule") {
 		p := prod.res[id].Properties
 		target := p["Targets"].([]any)[0].(map[string]any)
-		fnID, _ := getAtt(target["Arn"])
+		fnID := invoked(target["Arn"])
 		if fns[fnID] != "reservation-expirer" || p["ScheduleExpression"] != "rate(1 minute)" || p["State"] != "ENABLED" {
 			t.Errorf("rule %v: %v → %s", p["Name"], p["ScheduleExpression"], fns[fnID])
 		}
@@ -1010,14 +1046,14 @@ func TestSelfSendingWorkersMayLoopAndNoOtherFunction(t *testing.T) {
 // Every queue's mapping caps its concurrency, so background work cannot
 // take the API's concurrency; the expirer never overlaps itself.
 func TestConcurrencyLimits(t *testing.T) {
-	fns := prod.functionsByID()
+	fns := prod.targets()
 	mapped := 0
 	for _, id := range prod.ofType("AWS::Lambda::EventSourceMapping") {
 		p := prod.res[id].Properties
 		if _, sqs := p["ScalingConfig"]; !sqs && p["StartingPosition"] != nil {
 			continue // the stream mapping: one invocation per shard
 		}
-		fn := fns[ref(p["FunctionName"])]
+		fn := fns[invoked(p["FunctionName"])]
 		sc, _ := p["ScalingConfig"].(map[string]any)
 		want := float64(5)
 		if fn == "webhook-worker" {
@@ -1031,7 +1067,7 @@ func TestConcurrencyLimits(t *testing.T) {
 	if mapped != len(prod.def.Workers) {
 		t.Errorf("%d SQS mappings with a maximum concurrency for %d workers", mapped, len(prod.def.Workers))
 	}
-	for id, fn := range fns {
+	for id, fn := range prod.functionsByID() {
 		rc, ok := prod.res[id].Properties["ReservedConcurrentExecutions"]
 		if fn == "reservation-expirer" {
 			if rc != float64(1) {
@@ -1189,4 +1225,91 @@ func TestMediaIsServedFromTheEdge(t *testing.T) {
 	if _, ok := prod.out["MediaBaseUrl"]; !ok {
 		t.Error("no MediaBaseUrl output")
 	}
+}
+
+// The prod stage deploys by canary: every triggered function's code is a
+// published version behind the live alias, every trigger invokes the
+// alias, and CodeDeploy shifts 10% for 5 minutes and rolls back on the
+// function's errors alarm (and, for the API's functions, on the API's
+// 5xx-rate and latency alarms). Other stages invoke the functions.
+func TestProdDeploysByCanaryThatRollsBackOnTheAlarms(t *testing.T) {
+	fns := prod.functionsByID()
+	alarmIDs := map[string]string{} // alarm name → logical id
+	for _, id := range prod.ofType("AWS::CloudWatch::Alarm") {
+		alarmIDs[prod.res[id].Properties["AlarmName"].(string)] = id
+	}
+	aliases := map[string]string{} // function → alias id
+	for _, id := range prod.ofType("AWS::Lambda::Alias") {
+		p := prod.res[id].Properties
+		fn := fns[ref(p["FunctionName"])]
+		aliases[fn] = id
+		ver := prod.res[ref(p["FunctionVersion"])]
+		if ver.Type == "" {
+			ver = prod.res[func() string { v, _ := getAtt(p["FunctionVersion"]); return v }()]
+		}
+		if p["Name"] != LiveAlias || ver.Type != "AWS::Lambda::Version" {
+			t.Errorf("%s: alias %v", fn, p)
+		}
+	}
+	for _, fn := range prod.def.Functions() {
+		if _, ok := aliases[fn]; ok == (fn == prod.def.Admin) {
+			t.Errorf("%s: has a live alias %v", fn, ok)
+		}
+	}
+	groups := 0
+	for _, id := range prod.ofType("AWS::CodeDeploy::DeploymentGroup") {
+		p := prod.res[id].Properties
+		name := strings.TrimPrefix(p["DeploymentGroupName"].(string), "sellerapi-prod-")
+		groups++
+		if p["DeploymentConfigName"] != "CodeDeployDefault.LambdaCanary10Percent5Minutes" {
+			t.Errorf("%s: deployment config %v", name, p["DeploymentConfigName"])
+		}
+		rb := p["AutoRollbackConfiguration"].(map[string]any)
+		if rb["Enabled"] != true || !slices.Contains(toStrings(rb["Events"]), "DEPLOYMENT_STOP_ON_ALARM") {
+			t.Errorf("%s: rollback %v", name, rb)
+		}
+		var watched []string
+		for _, a := range p["AlarmConfiguration"].(map[string]any)["Alarms"].([]any) {
+			watched = append(watched, ref(a.(map[string]any)["Name"]))
+		}
+		want := []string{alarmIDs["sellerapi-prod-"+name+"-errors"]}
+		if prod.def.isAPI(name) {
+			want = append(want, alarmIDs["sellerapi-prod-api-5xx-rate"], alarmIDs["sellerapi-prod-api-latency-p99"])
+		}
+		sort.Strings(watched)
+		sort.Strings(want)
+		if !reflect.DeepEqual(watched, want) {
+			t.Errorf("%s: watches %v, want %v", name, watched, want)
+		}
+	}
+	if groups != len(aliases) || len(prod.ofType("AWS::CodeDeploy::Application")) != 1 {
+		t.Errorf("%d deployment groups for %d aliases, %d applications", groups, len(aliases), len(prod.ofType("AWS::CodeDeploy::Application")))
+	}
+	// What the triggers invoke: the alias in prod, the function elsewhere.
+	for _, id := range prod.ofType("AWS::ApiGatewayV2::Integration") {
+		if target := invoked(prod.res[id].Properties["IntegrationUri"]); prod.res[target].Type != "AWS::Lambda::Alias" {
+			t.Errorf("integration %s invokes %s, want the live alias", id, prod.res[target].Type)
+		}
+	}
+	for _, id := range prod.ofType("AWS::Lambda::EventSourceMapping") {
+		if target := invoked(prod.res[id].Properties["FunctionName"]); prod.res[target].Type != "AWS::Lambda::Alias" {
+			t.Errorf("mapping %s invokes %s, want the live alias", id, prod.res[target].Type)
+		}
+	}
+	if n := len(dev.ofType("AWS::Lambda::Alias")); n != 0 || dev.def.Canary {
+		t.Errorf("dev has %d aliases", n)
+	}
+	// CloudFormation takes at most 500 resources a stack; keep room for a
+	// few more operation groups.
+	if n := len(prod.res); n > 480 {
+		t.Errorf("prod has %d resources: CloudFormation allows 500 a stack", n)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
 }
