@@ -4,12 +4,11 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/httpapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 )
 
 // TestServesItsGroup sends the group's sample event through the handler
 // main builds, and checks that only this group is mounted.
 func TestServesItsGroup(t *testing.T) {
-	lt.ServesOnly(t, httpapi.Conflicts, "conflicts/list-conflicts.json", http.StatusOK, nil)
+	lt.ServesOnly(t, group(), "conflicts/list-conflicts.json", http.StatusOK, nil)
 }

@@ -37,7 +37,7 @@ func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
 		}
 		return h
 	}
-	return fixture{Fixture: f, handler: build(httpapi.Inventory), products: build(httpapi.Products)}
+	return fixture{Fixture: f, handler: build(group()), products: build(httpapi.Products)}
 }
 
 func sqliteFixture(t *testing.T) fixture {

@@ -18,4 +18,8 @@ import (
 	"github.com/moku/sellerapi/shared/lambdaapi"
 )
 
-func main() { lambdaapi.Main("media", httpapi.Media) }
+// group is what this function serves: main mounts it and the tests run
+// it, so a wrong group here fails them.
+func group() httpapi.Group { return httpapi.Media }
+
+func main() { lambdaapi.Main(group().Name, group()) }

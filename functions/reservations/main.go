@@ -8,4 +8,8 @@ import (
 	"github.com/moku/sellerapi/shared/lambdaapi"
 )
 
-func main() { lambdaapi.Main("reservations", httpapi.Reservations) }
+// group is what this function serves: main mounts it and the tests run
+// it, so a wrong group here fails them.
+func group() httpapi.Group { return httpapi.Reservations }
+
+func main() { lambdaapi.Main(group().Name, group()) }

@@ -46,7 +46,7 @@ func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) *fixture {
 		}
 		return h
 	}
-	return &fixture{Fixture: f, handler: build(httpapi.Reservations), connections: build(httpapi.Connections),
+	return &fixture{Fixture: f, handler: build(group()), connections: build(httpapi.Connections),
 		products: build(httpapi.Products), inventory: build(httpapi.Inventory)}
 }
 

@@ -9,4 +9,8 @@ import (
 	"github.com/moku/sellerapi/shared/lambdaapi"
 )
 
-func main() { lambdaapi.Main("seller-orders", httpapi.SellerOrders) }
+// group is what this function serves: main mounts it and the tests run
+// it, so a wrong group here fails them.
+func group() httpapi.Group { return httpapi.SellerOrders }
+
+func main() { lambdaapi.Main(group().Name, group()) }

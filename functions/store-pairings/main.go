@@ -9,4 +9,8 @@ import (
 	"github.com/moku/sellerapi/shared/lambdaapi"
 )
 
-func main() { lambdaapi.Main("store-pairings", httpapi.StorePairings) }
+// group is what this function serves: main mounts it and the tests run
+// it, so a wrong group here fails them.
+func group() httpapi.Group { return httpapi.StorePairings }
+
+func main() { lambdaapi.Main(group().Name, group()) }

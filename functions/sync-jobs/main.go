@@ -9,4 +9,8 @@ import (
 	"github.com/moku/sellerapi/shared/lambdaapi"
 )
 
-func main() { lambdaapi.Main("sync-jobs", httpapi.SyncJobs) }
+// group is what this function serves: main mounts it and the tests run
+// it, so a wrong group here fails them.
+func group() httpapi.Group { return httpapi.SyncJobs }
+
+func main() { lambdaapi.Main(group().Name, group()) }

@@ -14,4 +14,8 @@ import (
 	"github.com/moku/sellerapi/shared/lambdaapi"
 )
 
-func main() { lambdaapi.Main("vendors", httpapi.Vendors) }
+// group is what this function serves: main mounts it and the tests run
+// it, so a wrong group here fails them.
+func group() httpapi.Group { return httpapi.Vendors }
+
+func main() { lambdaapi.Main(group().Name, group()) }

@@ -193,6 +193,11 @@ func WantProblem(t testing.TB, resp events.APIGatewayV2HTTPResponse, status int)
 // group is mounted.
 func ServesOnly(t *testing.T, group httpapi.Group, sample string, status int, extra map[string]string) {
 	t.Helper()
+	// The stack deploys functions/<group name>: a function that serves
+	// another group's name would be deployed under the wrong routes.
+	if wd, err := os.Getwd(); err != nil || filepath.Base(wd) != group.Name {
+		t.Fatalf("functions/%s serves group %q (%v): a group's function is its folder", filepath.Base(wd), group.Name, err)
+	}
 	f := SQLite(t)
 	h, err := lambdaapi.New(t.Context(), config.Default(), []httpapi.Group{group}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
 	if err != nil {
