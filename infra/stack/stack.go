@@ -99,6 +99,11 @@ type Definition struct {
 	// when the function's errors alarm or the API's 5xx-rate or latency
 	// alarm goes off. Default: the prod stage.
 	Canary bool
+	// MediaEdge serves uploaded images through CloudFront (media.go).
+	// Default: every stage but local, which LocalStack and the deployed
+	// shape run on one machine (scripts/cloud) deploy and where no
+	// CloudFront runs; there the API's own media route serves them.
+	MediaEdge bool
 	// Throttle is the stage's limit on every route; PublicThrottle the
 	// tighter one on each route that takes no credential (the pairing
 	// code exchange, media reads, the contract), which no vendor's rate
@@ -172,10 +177,11 @@ type Worker struct {
 // for the prod stage only.
 func Default(stage string) Definition {
 	return Definition{
-		Stage:  stage,
-		Retain: stage == "prod",
-		Canary: stage == "prod",
-		Assets: "../dist",
+		Stage:     stage,
+		Retain:    stage == "prod",
+		Canary:    stage == "prod",
+		MediaEdge: stage != "local",
+		Assets:    "../dist",
 		// One line per operation group (the local server mounts
 		// app.AllGroups); its routes come from the group.
 		API: []API{
@@ -428,7 +434,9 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		RemovalPolicy:     d.removal(),
 	})
 
-	s.newMediaEdge(d)
+	if d.MediaEdge {
+		s.newMediaEdge(d)
+	}
 
 	topic := awssns.NewTopic(st, jsii.String("Alarms"), &awssns.TopicProps{
 		TopicName:   jsii.String(names.AlarmTopic()),
@@ -460,7 +468,10 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	for _, a := range d.API {
 		var extra map[string]*string
 		if a.Media {
-			extra = map[string]*string{config.EnvMediaBucket: s.Bucket.BucketName(), config.EnvMediaBaseURL: jsii.String(s.MediaBaseURL)}
+			extra = map[string]*string{config.EnvMediaBucket: s.Bucket.BucketName()}
+			if d.MediaEdge {
+				extra[config.EnvMediaBaseURL] = jsii.String(s.MediaBaseURL)
+			}
 		}
 		f := fn(a.Group.Name, "Seller Platform API: the "+a.Group.Name+" operation group", 15*time.Second, extra, true)
 		if a.Media {

@@ -1225,6 +1225,9 @@ func TestMediaIsServedFromTheEdge(t *testing.T) {
 	if _, ok := prod.out["MediaBaseUrl"]; !ok {
 		t.Error("no MediaBaseUrl output")
 	}
+	if d := Default("local"); d.MediaEdge {
+		t.Error("stage local (LocalStack, the deployed shape on one machine) has a CloudFront edge, which neither runs")
+	}
 }
 
 // The prod stage deploys by canary: every triggered function's code is a
