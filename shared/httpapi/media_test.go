@@ -243,6 +243,11 @@ func TestMediaRejects(t *testing.T) {
 		{"apng", "image/png", "", mediatest.APNG(), 400, "INVALID_MEDIA", "animated PNG"},
 		{"animated webp", "image/webp", "", mediatest.AnimatedWebP(), 400, "INVALID_MEDIA", "animated WebP"},
 		{"empty", "image/png", "", []byte{}, 400, "INVALID_MEDIA", "not a JPEG"},
+		// A JPEG segment's length counts its own two bytes: 0 and 1 are
+		// impossible, and once made the header walk slice backwards.
+		{"jpeg segment length 0", "image/jpeg", "", append([]byte("\xff\xd8\xff\xe1\x00\x00"), good[2:]...), 400, "INVALID_MEDIA", "header"},
+		{"jpeg segment length 1", "image/jpeg", "", append([]byte("\xff\xd8\xff\xe1\x00\x01"), good[2:]...), 400, "INVALID_MEDIA", "header"},
+		{"jpeg segment length 0 alone", "image/jpeg", "", []byte("\xff\xd8\xff\xe1\x00\x00Exif\x00\x00"), 400, "INVALID_MEDIA", "header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tc.digest
