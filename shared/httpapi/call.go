@@ -205,7 +205,7 @@ func (c *Call) Body(limit int64) ([]byte, error) {
 		limit = maxJSONBody
 	}
 	mt, _, err := mime.ParseMediaType(c.R.Header.Get("Content-Type"))
-	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) || len(c.R.Header.Values("Content-Type")) > 1 {
 		return nil, errs.E(errs.CodeUnsupportedMediaType, "Content-Type: the body must be application/json")
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(c.W, c.R.Body, limit))
@@ -218,6 +218,9 @@ func (c *Call) Body(limit int64) ([]byte, error) {
 	}
 	if !json.Valid(b) {
 		return nil, errs.E(errs.CodeInvalidJSON, "body: not valid JSON")
+	}
+	if err := CheckJSON(b); err != nil {
+		return nil, err
 	}
 	if t := strings.TrimLeft(string(b), " \t\r\n"); !strings.HasPrefix(t, "{") {
 		return nil, errs.E(errs.CodeInvalidRequest, "body: must be a JSON object")

@@ -42,7 +42,7 @@ func (s *Server) putMedia(c *Call) error {
 		return err
 	}
 	mt, _, err := mime.ParseMediaType(c.R.Header.Get("Content-Type"))
-	if err != nil || !media.AcceptedType(mt) {
+	if err != nil || !media.AcceptedType(mt) || len(c.R.Header.Values("Content-Type")) > 1 {
 		return errs.E(errs.CodeInvalidMedia, "Content-Type: must be image/jpeg, image/png or image/webp, with the raw image bytes as the body (not JSON, multipart, a URL or base64)")
 	}
 	if c.R.ContentLength > media.MaxInputBytes {

@@ -211,7 +211,8 @@ func TestMediaObjectRoute(t *testing.T) {
 		t.Fatalf("conditional GET = %d", r.Status)
 	}
 	e.Do(apitest.Req{Path: "/media/" + strings.Repeat("0", 64) + ".webp"}).WantProblem(t, 404, "NOT_FOUND")
-	e.Do(apitest.Req{Path: "/media/..%2Fstore.db"}).WantProblem(t, 404, "NOT_FOUND")
+	// A path that decodes to "..": refused as not canonical, nothing served.
+	e.Do(apitest.Req{Path: "/media/..%2Fstore.db"}).WantProblem(t, 400, "INVALID_REQUEST")
 	e.Do(apitest.Req{Path: "/media/" + strings.Repeat("A", 64) + ".webp"}).WantProblem(t, 404, "NOT_FOUND")
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -194,8 +195,28 @@ func New(d Deps, groups ...Group) (*Server, error) {
 // Routes lists the mounted routes.
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
-// ServeHTTP serves a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves a request. A path that is not in canonical form (".",
+// ".." or empty segments) is refused here with problem+json: the mux would
+// answer it with a text/html redirect to the cleaned path, sending a client
+// somewhere it did not name.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; r.Method != http.MethodConnect && !canonicalPath(p) {
+		c := s.newCall(w, r, Route{})
+		defer c.finish()
+		c.fail(errs.Ef(errs.CodeInvalidRequest, "path: %q is not in canonical form (no \".\", \"..\" or empty segments); the service does not clean or redirect paths", p))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// canonicalPath reports whether p is an absolute path with no ".", ".."
+// or empty segment (a trailing slash aside).
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	return path.Clean(p) == p || path.Clean(p)+"/" == p
+}
 
 // dispatch picks the route for the method, or answers 405 with Allow.
 func (s *Server) dispatch(routes []Route) http.Handler {
@@ -246,7 +267,7 @@ func (s *Server) admit(c *Call, rt Route) error {
 		return nil
 	}
 	raw, ok := bearer(c.R.Header.Get("Authorization"))
-	if !ok {
+	if !ok || len(c.R.Header.Values("Authorization")) > 1 {
 		return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
 	}
 	if pairing.IsCredential(raw) {
