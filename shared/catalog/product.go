@@ -288,7 +288,7 @@ func Decode(it store.Item) (Product, error) {
 
 // Encode returns the product's document.
 func Encode(p Product) ([]byte, error) {
-	b, err := json.Marshal(p)
+	b, err := store.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: encode %s: %w", p.ID, err)
 	}

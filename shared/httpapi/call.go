@@ -144,6 +144,14 @@ func (c *Call) fail(err error) {
 	if rateErr := c.settleRate(); rateErr != nil {
 		err = rateErr
 	}
+	var tooLarge *store.ItemTooLargeError
+	if errors.As(err, &tooLarge) {
+		// Both stores refuse the item before writing it, so this is the
+		// request's size, not an outage: retrying cannot help.
+		err = errs.Ef(errs.CodeRecordTooLarge, "body: the record this request would store is %d bytes; at most %d bytes can be stored "+
+			"(the storage item limit, property names and values counted). Nothing was stored; send a smaller record (fewer items, shorter values).",
+			tooLarge.Size, tooLarge.Limit)
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(c.Ctx.Err(), context.DeadlineExceeded) {
 		if e := errs.As(err); e.Kind == errs.Internal || e.Kind == errs.Unavailable {
 			err = errs.Unavailablef(err, "the request timed out before its state could be checked")

@@ -182,13 +182,13 @@ func (k Keeper) run(ctx context.Context, sc Scope, fingerprint string, prepare f
 		}
 		return k.replay(ctx, sc, fingerprint, func() error { return err })
 	}
-	body, err := json.Marshal(m.Body)
+	body, err := store.Marshal(m.Body)
 	if err != nil {
 		return Result{}, fmt.Errorf("idempotency: encode response: %w", err)
 	}
 	now := k.Clock.Now()
 	r := Receipt{Fingerprint: fingerprint, Status: m.Status, Body: body, CreatedAt: now}
-	data, err := json.Marshal(r)
+	data, err := store.Marshal(r)
 	if err != nil {
 		return Result{}, fmt.Errorf("idempotency: encode receipt: %w", err)
 	}
