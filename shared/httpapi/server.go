@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -167,7 +168,8 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		sellerorders: sellerorder.Service{Store: gated, Clock: d.Clock},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
-			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},
+			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
+			Gate:   media.NewGate(d.Config.MediaDecodeBytes, runtime.GOMAXPROCS(0)), StoreTimeout: d.Config.StoreTimeout},
 	}
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
 	byPath := map[string][]Route{}
@@ -191,6 +193,10 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	}))
 	return s, nil
 }
+
+// MediaDecodes reports the process's image decodes: the memory and slots
+// they hold, how many wait, and the high-water marks.
+func (s *Server) MediaDecodes() media.GateStats { return s.media.Gate.Stats() }
 
 // Routes lists the mounted routes.
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }

@@ -26,6 +26,12 @@ type Header struct {
 	Width, Height int
 	// Orientation is the EXIF orientation of a JPEG (1..8), 1 otherwise.
 	Orientation int
+	// Cost estimates, from the header alone, the memory decoding and
+	// re-encoding the image holds at its peak, in bytes (see header.go).
+	Cost int64
+	// Traits name what makes Cost more than the pixel count suggests
+	// (16-bit samples, interlaced, progressive, CMYK…), for messages.
+	Traits []string
 }
 
 func invalid(format string, args ...any) error {
@@ -97,6 +103,22 @@ func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 	if h.Width > vp8enc.MaxDimension || h.Height > vp8enc.MaxDimension {
 		return Header{}, invalid("body: %dx%d is wider or taller than %d pixels", h.Width, h.Height, vp8enc.MaxDimension)
 	}
+	var sh shape
+	switch format {
+	case TypeJPEG:
+		if sh, err = jpegShape(b, h.Width, h.Height); err != nil {
+			return Header{}, err
+		}
+	case TypePNG:
+		sh = pngShape(b, h.Width, h.Height)
+	case TypeWebP:
+		sh = webpShape(b, h.Width, h.Height)
+	}
+	if err := checkProfile(sh); err != nil {
+		return Header{}, err
+	}
+	h.Cost = sh.decode + encodeBytesPerPixel*int64(h.Width)*int64(h.Height)
+	h.Traits = sh.traits
 	return h, nil
 }
 
