@@ -224,14 +224,23 @@ func (c *Call) Body(limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.CodeInvalidRequest, "body: could not be read", err)
 	}
-	if !json.Valid(b) {
-		return nil, errs.E(errs.CodeInvalidJSON, "body: not valid JSON")
-	}
-	if err := CheckJSON(b); err != nil {
+	if err := checkBody(b); err != nil {
 		return nil, err
 	}
-	if t := strings.TrimLeft(string(b), " \t\r\n"); !strings.HasPrefix(t, "{") {
-		return nil, errs.E(errs.CodeInvalidRequest, "body: must be a JSON object")
-	}
 	return b, nil
+}
+
+// checkBody holds a body's bytes to the rules every JSON body keeps:
+// valid, strict JSON (CheckJSON), an object.
+func checkBody(b []byte) error {
+	if !json.Valid(b) {
+		return errs.E(errs.CodeInvalidJSON, "body: not valid JSON")
+	}
+	if err := CheckJSON(b); err != nil {
+		return err
+	}
+	if t := strings.TrimLeft(string(b), " \t\r\n"); !strings.HasPrefix(t, "{") {
+		return errs.E(errs.CodeInvalidRequest, "body: must be a JSON object")
+	}
+	return nil
 }
