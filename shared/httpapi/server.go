@@ -221,7 +221,8 @@ func canonicalPath(p string) bool {
 	if p == "" || p[0] != '/' {
 		return false
 	}
-	return path.Clean(p) == p || path.Clean(p)+"/" == p
+	c := path.Clean(p)
+	return c == p || c != "/" && c+"/" == p // "//" is not "/" with a trailing slash
 }
 
 // dispatch picks the route for the method, or answers 405 with Allow.
