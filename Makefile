@@ -14,7 +14,7 @@ EVENT ?=
 INVOKE_DATA ?=
 CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CLI_TELEMETRY=true npx --no-install cdk
 
-.PHONY: run test bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy
+.PHONY: run test fuzz bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy
 
 ## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA)
 run: local
@@ -23,6 +23,10 @@ run: local
 ## test: install the emulators the tests need, start them, run every check and test
 test:
 	bash scripts/test
+
+## fuzz: run every Go fuzz target for FUZZTIME each (default 1m; FUZZJOBS at a time, default 1)
+fuzz:
+	bash scripts/fuzz
 
 ## bench: measure requests/s, p50, p99 and store round trips per operation
 bench:

@@ -94,7 +94,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	storeFlags(fs, &cfg)
 	fs.IntVar(&cfg.RateReads, "rate-reads", cfg.RateReads, "reads per vendor per minute")
 	fs.IntVar(&cfg.RateWrites, "rate-writes", cfg.RateWrites, "writes per vendor per minute")
-	fs.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks reach private and loopback addresses (local tests only)")
+	fs.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", false, "let webhooks use plain http, any port and loopback addresses (127.0.0.0/8, ::1); other private addresses stay refused (local tests only)")
 	baseURL := fs.String("base-url", "", "public base URL (default http://ADDR/v1)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -8,9 +8,9 @@ import (
 )
 
 // webhookPolicy is where this deployment lets webhooks go: public HTTPS
-// on 443, or anywhere under --allow-private-webhooks.
+// on 443, and loopback too under --allow-private-webhooks.
 func (a *App) webhookPolicy() webhook.Policy {
-	return webhook.Policy{AllowPrivate: a.Config.AllowPrivateWebhooks, Resolver: a.WebhookResolver}
+	return webhook.Policy{AllowLoopback: a.Config.AllowPrivateWebhooks, Resolver: a.WebhookResolver}
 }
 
 // webhookHTTP is the process's one delivery client, so that connections to

@@ -251,8 +251,12 @@ func ParseInventoryItemID(id string) (productID string, seq int, ok bool) {
 	if i <= 0 || len(rest)-i-1 != 3 {
 		return "", 0, false
 	}
-	n, err := strconv.Atoi(rest[i+1:])
-	if err != nil || n < 0 {
+	digits := rest[i+1:]
+	if strings.Trim(digits, "0123456789") != "" {
+		return "", 0, false // "+12" and " 12" would be other spellings of 012
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil {
 		return "", 0, false
 	}
 	pid := "prd_" + rest[:i]
@@ -288,7 +292,7 @@ func Decode(it store.Item) (Product, error) {
 
 // Encode returns the product's document.
 func Encode(p Product) ([]byte, error) {
-	b, err := json.Marshal(p)
+	b, err := store.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: encode %s: %w", p.ID, err)
 	}

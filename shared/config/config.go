@@ -34,6 +34,7 @@ const (
 	EnvMediaBaseURL       = "SELLERAPI_MEDIA_BASE_URL"
 	EnvMediaBudgetBytes   = "SELLERAPI_MEDIA_BUDGET_BYTES"
 	EnvMediaBudgetObjects = "SELLERAPI_MEDIA_BUDGET_OBJECTS"
+	EnvMediaDecodeBytes   = "SELLERAPI_MEDIA_DECODE_BYTES"
 
 	// Work queues on SQS: each queue's URL (see QueueURLEnv()). The stream
 	// router and every worker get all three; without them the local
@@ -100,6 +101,9 @@ type Config struct {
 	// MediaBudgetBytes and MediaBudgetObjects are each vendor's admission
 	// budget, pending uploads included.
 	MediaBudgetBytes, MediaBudgetObjects int64
+	// MediaDecodeBytes is the memory the process's image decodes may hold
+	// at once, by their header estimates; one image above it is refused.
+	MediaDecodeBytes int64
 
 	// QueueURLs maps each work queue's name (package queue) to its SQS
 	// URL; empty in embedded mode, whose queues live in the data directory.
@@ -120,6 +124,7 @@ func Default() Config {
 
 		MediaBudgetBytes:   256 << 20,
 		MediaBudgetObjects: 1000,
+		MediaDecodeBytes:   256 << 20,
 	}
 }
 
@@ -148,7 +153,7 @@ func FromEnv() (Config, error) {
 			c.QueueURLs[name] = v
 		}
 	}
-	for name, dst := range map[string]*int64{EnvMediaBudgetBytes: &c.MediaBudgetBytes, EnvMediaBudgetObjects: &c.MediaBudgetObjects} {
+	for name, dst := range map[string]*int64{EnvMediaBudgetBytes: &c.MediaBudgetBytes, EnvMediaBudgetObjects: &c.MediaBudgetObjects, EnvMediaDecodeBytes: &c.MediaDecodeBytes} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -204,6 +209,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MediaBudgetBytes < 0 || c.MediaBudgetObjects < 0 {
 		return fmt.Errorf("config: media budgets must not be negative")
+	}
+	if c.MediaDecodeBytes < 1<<20 {
+		return fmt.Errorf("config: %s must be at least 1 MiB", EnvMediaDecodeBytes)
 	}
 	for name, v := range c.QueueURLs {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

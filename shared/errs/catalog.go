@@ -13,6 +13,7 @@ const (
 	CodeInvalidJSON           Code = "INVALID_JSON"
 	CodeUnsupportedMediaType  Code = "UNSUPPORTED_CONTENT_TYPE"
 	CodeBodyTooLarge          Code = "REQUEST_BODY_TOO_LARGE"
+	CodeRecordTooLarge        Code = "RECORD_TOO_LARGE"
 	CodeInvalidCursor         Code = "INVALID_CURSOR"
 	CodeInvalidParameter      Code = "INVALID_PARAMETER"
 	CodeIdempotencyKeyMissing Code = "IDEMPOTENCY_KEY_REQUIRED"
@@ -97,6 +98,7 @@ var catalog = map[Code]Info{
 	CodeInvalidJSON:           {CodeInvalidJSON, Invalid, "Malformed JSON body"},
 	CodeUnsupportedMediaType:  {CodeUnsupportedMediaType, Invalid, "Unsupported content type"},
 	CodeBodyTooLarge:          {CodeBodyTooLarge, Invalid, "Request body too large"},
+	CodeRecordTooLarge:        {CodeRecordTooLarge, Invalid, "Record too large to store"},
 	CodeInvalidCursor:         {CodeInvalidCursor, Invalid, "Invalid cursor"},
 	CodeInvalidParameter:      {CodeInvalidParameter, Invalid, "Invalid parameter"},
 	CodeIdempotencyKeyMissing: {CodeIdempotencyKeyMissing, Invalid, "Idempotency-Key required"},

@@ -129,7 +129,7 @@ func Key(vendorID, id string) store.Key {
 
 // Op is the transaction operation that appends e to the log.
 func Op(e Event) (store.Op, error) {
-	data, err := json.Marshal(e)
+	data, err := store.Marshal(e)
 	if err != nil {
 		return store.Op{}, fmt.Errorf("event: encode %s: %w", e.Type, err)
 	}

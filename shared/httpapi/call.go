@@ -144,6 +144,14 @@ func (c *Call) fail(err error) {
 	if rateErr := c.settleRate(); rateErr != nil {
 		err = rateErr
 	}
+	var tooLarge *store.ItemTooLargeError
+	if errors.As(err, &tooLarge) {
+		// Both stores refuse the item before writing it, so this is the
+		// request's size, not an outage: retrying cannot help.
+		err = errs.Ef(errs.CodeRecordTooLarge, "body: the record this request would store is %d bytes; at most %d bytes can be stored "+
+			"(the storage item limit, property names and values counted). Nothing was stored; send a smaller record (fewer items, shorter values).",
+			tooLarge.Size, tooLarge.Limit)
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(c.Ctx.Err(), context.DeadlineExceeded) {
 		if e := errs.As(err); e.Kind == errs.Internal || e.Kind == errs.Unavailable {
 			err = errs.Unavailablef(err, "the request timed out before its state could be checked")
@@ -205,7 +213,7 @@ func (c *Call) Body(limit int64) ([]byte, error) {
 		limit = maxJSONBody
 	}
 	mt, _, err := mime.ParseMediaType(c.R.Header.Get("Content-Type"))
-	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) || len(c.R.Header.Values("Content-Type")) > 1 {
 		return nil, errs.E(errs.CodeUnsupportedMediaType, "Content-Type: the body must be application/json")
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(c.W, c.R.Body, limit))
@@ -216,11 +224,23 @@ func (c *Call) Body(limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.CodeInvalidRequest, "body: could not be read", err)
 	}
-	if !json.Valid(b) {
-		return nil, errs.E(errs.CodeInvalidJSON, "body: not valid JSON")
-	}
-	if t := strings.TrimLeft(string(b), " \t\r\n"); !strings.HasPrefix(t, "{") {
-		return nil, errs.E(errs.CodeInvalidRequest, "body: must be a JSON object")
+	if err := checkBody(b); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// checkBody holds a body's bytes to the rules every JSON body keeps:
+// valid, strict JSON (CheckJSON), an object.
+func checkBody(b []byte) error {
+	if !json.Valid(b) {
+		return errs.E(errs.CodeInvalidJSON, "body: not valid JSON")
+	}
+	if err := CheckJSON(b); err != nil {
+		return err
+	}
+	if t := strings.TrimLeft(string(b), " \t\r\n"); !strings.HasPrefix(t, "{") {
+		return errs.E(errs.CodeInvalidRequest, "body: must be a JSON object")
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func (s *Server) putMedia(c *Call) error {
 		return err
 	}
 	mt, _, err := mime.ParseMediaType(c.R.Header.Get("Content-Type"))
-	if err != nil || !media.AcceptedType(mt) {
+	if err != nil || !media.AcceptedType(mt) || len(c.R.Header.Values("Content-Type")) > 1 {
 		return errs.E(errs.CodeInvalidMedia, "Content-Type: must be image/jpeg, image/png or image/webp, with the raw image bytes as the body (not JSON, multipart, a URL or base64)")
 	}
 	if c.R.ContentLength > media.MaxInputBytes {
@@ -52,11 +52,10 @@ func (s *Server) putMedia(c *Call) error {
 	if err != nil {
 		return err
 	}
-	// The transfer may have used up the request's deadline; the work
-	// after it gets its own, keeping the request's values.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Ctx), s.deps.Config.StoreTimeout)
-	defer cancel()
-	rec, err := s.media.Put(ctx, media.Upload{VendorID: c.Principal.Vendor.ID, SHA256: digest, ContentType: mt, Body: body})
+	// The transfer may have used up the request's deadline, and decoding
+	// is CPU work no store deadline should cut: the upload's phases get
+	// their own bounds (media.Service.Put), keeping the request's values.
+	rec, err := s.media.Put(context.WithoutCancel(c.Ctx), media.Upload{VendorID: c.Principal.Vendor.ID, SHA256: digest, ContentType: mt, Body: body})
 	if err != nil {
 		return err
 	}

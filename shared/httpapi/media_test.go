@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -211,7 +212,8 @@ func TestMediaObjectRoute(t *testing.T) {
 		t.Fatalf("conditional GET = %d", r.Status)
 	}
 	e.Do(apitest.Req{Path: "/media/" + strings.Repeat("0", 64) + ".webp"}).WantProblem(t, 404, "NOT_FOUND")
-	e.Do(apitest.Req{Path: "/media/..%2Fstore.db"}).WantProblem(t, 404, "NOT_FOUND")
+	// A path that decodes to "..": refused as not canonical, nothing served.
+	e.Do(apitest.Req{Path: "/media/..%2Fstore.db"}).WantProblem(t, 400, "INVALID_REQUEST")
 	e.Do(apitest.Req{Path: "/media/" + strings.Repeat("A", 64) + ".webp"}).WantProblem(t, 404, "NOT_FOUND")
 }
 
@@ -243,6 +245,11 @@ func TestMediaRejects(t *testing.T) {
 		{"apng", "image/png", "", mediatest.APNG(), 400, "INVALID_MEDIA", "animated PNG"},
 		{"animated webp", "image/webp", "", mediatest.AnimatedWebP(), 400, "INVALID_MEDIA", "animated WebP"},
 		{"empty", "image/png", "", []byte{}, 400, "INVALID_MEDIA", "not a JPEG"},
+		// A JPEG segment's length counts its own two bytes: 0 and 1 are
+		// impossible, and once made the header walk slice backwards.
+		{"jpeg segment length 0", "image/jpeg", "", append([]byte("\xff\xd8\xff\xe1\x00\x00"), good[2:]...), 400, "INVALID_MEDIA", "header"},
+		{"jpeg segment length 1", "image/jpeg", "", append([]byte("\xff\xd8\xff\xe1\x00\x01"), good[2:]...), 400, "INVALID_MEDIA", "header"},
+		{"jpeg segment length 0 alone", "image/jpeg", "", []byte("\xff\xd8\xff\xe1\x00\x00Exif\x00\x00"), 400, "INVALID_MEDIA", "header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tc.digest
@@ -256,13 +263,14 @@ func TestMediaRejects(t *testing.T) {
 		})
 	}
 	// A header of 16,000,000 pixels exactly is within the limit: it fails
-	// later, for want of pixel data.
+	// later, for want of pixel data, and a file that does not decode is
+	// charged nothing.
 	p := upload(e, e.Token, "image/png", mediatest.PNGHeader(4000, 4000)).WantProblem(t, 400, "INVALID_MEDIA")
 	if !strings.Contains(p.Detail, "decoded") {
 		t.Errorf("16 MP header: %q, want a decoding failure", p.Detail)
 	}
-	if u := countAdmitted(t, e); u.objects != 1 {
-		t.Errorf("admitted %+v; only the exactly-16-MP header passes the header checks", u)
+	if u := countAdmitted(t, e); u.objects != 0 {
+		t.Errorf("admitted %+v; a file that fails to decode is not charged", u)
 	}
 }
 
@@ -442,25 +450,57 @@ func TestMediaBudget(t *testing.T) {
 			wantRecord(t, upload(e, e.Token, "image/png", imgs[0]))
 			upload(e, e.Token, "image/png", imgs[1]).WantProblem(t, 409, "MEDIA_QUOTA_EXCEEDED")
 		})
-		t.Run("objects, and failures keep their admission", func(t *testing.T) {
+		t.Run("objects; a file that fails to decode is not charged", func(t *testing.T) {
 			e := mediaEnv(t, kind, fsblob.New(t.TempDir()), mediaOpts{budgetObjects: 3})
 			good := mediatest.JPEG(mediatest.Photo(64, 48, 3, 5), 90)
 			truncated := good[:len(good)/2] // the header reads; the pixels do not
 			upload(e, e.Token, "image/jpeg", truncated).WantProblem(t, 400, "INVALID_MEDIA")
-			if u := countAdmitted(t, e); u.objects != 1 || u.bytes != int64(len(truncated)) {
-				t.Fatalf("after a failed upload: admitted %+v", u)
+			upload(e, e.Token, "image/jpeg", truncated).WantProblem(t, 400, "INVALID_MEDIA")
+			if u := countAdmitted(t, e); u.objects != 0 || u.bytes != 0 {
+				t.Fatalf("after failed uploads: admitted %+v, want nothing", u)
 			}
-			// Retrying the identical bytes reuses the admission.
-			upload(e, e.Token, "image/jpeg", truncated).WantProblem(t, 400, "INVALID_MEDIA")
 			wantRecord(t, upload(e, e.Token, "image/png", imgs[0]))
-			wantRecord(t, upload(e, e.Token, "image/png", imgs[1])) // the third object: at the limit
-			upload(e, e.Token, "image/png", imgs[2]).WantProblem(t, 409, "MEDIA_QUOTA_EXCEEDED")
-			upload(e, e.Token, "image/jpeg", truncated).WantProblem(t, 400, "INVALID_MEDIA")
+			wantRecord(t, upload(e, e.Token, "image/png", imgs[1]))
+			wantRecord(t, upload(e, e.Token, "image/png", imgs[2])) // the third object: at the limit
+			upload(e, e.Token, "image/png", imgs[3]).WantProblem(t, 409, "MEDIA_QUOTA_EXCEEDED")
+			// With the budget spent, the budget is what answers, before
+			// any decoding.
+			upload(e, e.Token, "image/jpeg", truncated).WantProblem(t, 409, "MEDIA_QUOTA_EXCEEDED")
 			if u := countAdmitted(t, e); u.objects != 3 {
 				t.Fatalf("admitted %+v, want 3 objects", u)
 			}
 		})
+		t.Run("a storage failure keeps its admission, and the retry reuses it", func(t *testing.T) {
+			fb := &failingBlob{Store: fsblob.New(t.TempDir())}
+			e := mediaEnv(t, kind, fb, mediaOpts{budgetObjects: 1})
+			fb.fail.Store(true)
+			upload(e, e.Token, "image/png", imgs[0]).WantProblem(t, 503, "SERVICE_UNAVAILABLE")
+			if u := countAdmitted(t, e); u.objects != 1 || u.bytes != int64(len(imgs[0])) {
+				t.Fatalf("after a storage failure: admitted %+v, want the upload's admission kept", u)
+			}
+			// Another image does not fit: the failed one holds the slot.
+			fb.fail.Store(false)
+			upload(e, e.Token, "image/png", imgs[1]).WantProblem(t, 409, "MEDIA_QUOTA_EXCEEDED")
+			// The identical bytes at the same path reuse the admission.
+			wantRecord(t, upload(e, e.Token, "image/png", imgs[0]))
+			if u := countAdmitted(t, e); u.objects != 1 || u.bytes != int64(len(imgs[0])) {
+				t.Fatalf("after the retry: admitted %+v", u)
+			}
+		})
 	})
+}
+
+// failingBlob fails every Put while fail is set.
+type failingBlob struct {
+	blob.Store
+	fail atomic.Bool
+}
+
+func (f *failingBlob) Put(ctx context.Context, key string, data []byte, contentType string) error {
+	if f.fail.Load() {
+		return fmt.Errorf("failingBlob: storage is down")
+	}
+	return f.Store.Put(ctx, key, data, contentType)
 }
 
 func TestMediaConcurrentSameBytes(t *testing.T) {
@@ -566,4 +606,102 @@ func BenchmarkMediaUpload(b *testing.B) {
 	}
 	json.Unmarshal(upload(e, e.Token, "image/jpeg", bodies[0]).Body, &rec)
 	b.ReportMetric(float64(rec.Data.Bytes), "webp-bytes")
+}
+
+// Decoding is admitted by a memory estimate read from the header before
+// any pixel is decoded. The shapes, made here: a 4000x4000 16-bit
+// interlaced PNG (about 336 MiB to decode and re-encode) and a 4000x4000
+// progressive CMYK JPEG (about 458 MiB) are refused with 413 and charged
+// nothing; the same PNG not interlaced (about 214 MiB) is admitted to
+// decoding, and a real 16-bit PNG is stored.
+func TestMediaDecodeMemoryAdmission(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		e := mediaEnv(t, kind, fsblob.New(t.TempDir()), mediaOpts{})
+		for _, tc := range []struct {
+			name, contentType string
+			body              []byte
+			traits            []string
+		}{
+			{"16-bit interlaced PNG", "image/png", mediatest.PNGShape(4000, 4000, 16, 2, true), []string{"16-bit samples", "interlaced", "256 MiB"}},
+			{"progressive CMYK JPEG", "image/jpeg", mediatest.JPEGShape(4000, 4000, true, 4), []string{"progressive", "CMYK", "256 MiB"}},
+		} {
+			p := upload(e, e.Token, tc.contentType, tc.body).WantProblem(t, http.StatusRequestEntityTooLarge, "MEDIA_TOO_LARGE")
+			for _, want := range tc.traits {
+				if !strings.Contains(p.Detail, want) {
+					t.Errorf("%s: detail %q does not mention %q", tc.name, p.Detail, want)
+				}
+			}
+		}
+		// Admitted to decoding: it fails there, for want of pixel data.
+		p := upload(e, e.Token, "image/png", mediatest.PNGShape(4000, 4000, 16, 2, false)).WantProblem(t, 400, "INVALID_MEDIA")
+		if !strings.Contains(p.Detail, "decoded") {
+			t.Errorf("non-interlaced 16-bit PNG: %q, want a decoding failure", p.Detail)
+		}
+		if u := countAdmitted(t, e); u != (admitted{}) {
+			t.Fatalf("admitted %+v, want nothing", u)
+		}
+		m := image.NewNRGBA64(image.Rect(0, 0, 320, 200))
+		for i := range m.Pix {
+			m.Pix[i] = byte(i * 7)
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, m); err != nil {
+			t.Fatal(err)
+		}
+		if rec := wantRecord(t, upload(e, e.Token, "image/png", b.Bytes())); rec.Width != 320 || rec.Height != 200 {
+			t.Fatalf("16-bit PNG: %+v", rec)
+		}
+		if s := e.Server.MediaDecodes(); s.PeakUsed == 0 || s.PeakUsed > s.Budget || s.Running != 0 {
+			t.Fatalf("decode gate after the uploads: %+v", s)
+		}
+	})
+}
+
+// Concurrent uploads decode within the process's budget: with room for
+// one photo's decode at a time, six uploads from six goroutines all
+// succeed, one decode at a time.
+func TestMediaConcurrentDecodesBounded(t *testing.T) {
+	e := apitest.New(t, apitest.Options{Store: apitest.SQLite, Blob: fsblob.New(t.TempDir()), Config: func(c *config.Config) {
+		c.RateReads, c.RateWrites = 1<<20, 1<<20
+		c.MediaDecodeBytes = 3 << 20 // a 640x480 photo's estimate is about 2.2 MiB
+	}})
+	const n = 6
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = mediatest.JPEG(mediatest.Photo(640, 480, 4, uint64(40+i)), 90)
+	}
+	var wg sync.WaitGroup
+	status := make([]int, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status[i] = upload(e, e.Token, "image/jpeg", bodies[i]).Status
+		}()
+	}
+	wg.Wait()
+	for i, st := range status {
+		if st != http.StatusOK {
+			t.Fatalf("upload %d: %d", i, st)
+		}
+	}
+	s := e.Server.MediaDecodes()
+	if s.PeakRunning != 1 || s.PeakUsed > 3<<20 || s.Running != 0 || s.Waiting != 0 {
+		t.Fatalf("decode gate: %+v, want one decode at a time within 3 MiB", s)
+	}
+}
+
+// An embedded colour profile other than sRGB is refused with a 400 that
+// names it and charges nothing; an sRGB profile passes.
+func TestMediaColourProfiles(t *testing.T) {
+	e := mediaEnv(t, apitest.SQLite, fsblob.New(t.TempDir()), mediaOpts{})
+	jpg := mediatest.JPEG(mediatest.Photo(64, 48, 3, 9), 90)
+	p := upload(e, e.Token, "image/jpeg", mediatest.JPEGWithICC(jpg, mediatest.ICCProfile("RGB ", "Adobe RGB (1998)"), 500)).WantProblem(t, 400, "INVALID_MEDIA")
+	if !strings.Contains(p.Detail, "Adobe RGB (1998)") || !strings.Contains(p.Detail, "sRGB") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	if u := countAdmitted(t, e); u != (admitted{}) {
+		t.Fatalf("admitted %+v", u)
+	}
+	wantRecord(t, upload(e, e.Token, "image/jpeg", mediatest.JPEGWithICC(jpg, mediatest.ICCProfile("RGB ", "sRGB IEC61966-2.1"), 500)))
 }

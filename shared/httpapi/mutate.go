@@ -18,7 +18,7 @@ func (c *Call) Mutate(operation string, pattern *regexp.Regexp, body []byte, pre
 // mutateIn is Mutate for a caller whose receipts are not a token's: sc
 // names the vendor and the credential (here a pairing) they belong to.
 func (c *Call) mutateIn(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
-	key, err := idempotency.HeaderKey(c.R.Header.Get("Idempotency-Key"), pattern)
+	key, err := idempotency.HeaderKey(c.R.Header.Values("Idempotency-Key"), pattern)
 	if err != nil {
 		return err
 	}

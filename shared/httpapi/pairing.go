@@ -60,7 +60,7 @@ func (s *Server) createPairing(c *Call) error {
 	if err := pairing.ParseCreate(body); err != nil {
 		return err
 	}
-	key, err := idempotency.HeaderKey(c.R.Header.Get("Idempotency-Key"), idempotency.ConnectionKeyPattern)
+	key, err := idempotency.HeaderKey(c.R.Header.Values("Idempotency-Key"), idempotency.ConnectionKeyPattern)
 	if err != nil {
 		return err
 	}

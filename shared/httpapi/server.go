@@ -10,6 +10,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -166,7 +168,8 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		sellerorders: sellerorder.Service{Store: gated, Clock: d.Clock},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
-			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects}},
+			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
+			Gate:   media.NewGate(d.Config.MediaDecodeBytes, runtime.GOMAXPROCS(0)), StoreTimeout: d.Config.StoreTimeout},
 	}
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
 	byPath := map[string][]Route{}
@@ -191,11 +194,36 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	return s, nil
 }
 
+// MediaDecodes reports the process's image decodes: the memory and slots
+// they hold, how many wait, and the high-water marks.
+func (s *Server) MediaDecodes() media.GateStats { return s.media.Gate.Stats() }
+
 // Routes lists the mounted routes.
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
-// ServeHTTP serves a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves a request. A path that is not in canonical form (".",
+// ".." or empty segments) is refused here with problem+json: the mux would
+// answer it with a text/html redirect to the cleaned path, sending a client
+// somewhere it did not name.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; r.Method != http.MethodConnect && !canonicalPath(p) {
+		c := s.newCall(w, r, Route{})
+		defer c.finish()
+		c.fail(errs.Ef(errs.CodeInvalidRequest, "path: %q is not in canonical form (no \".\", \"..\" or empty segments); the service does not clean or redirect paths", p))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// canonicalPath reports whether p is an absolute path with no ".", ".."
+// or empty segment (a trailing slash aside).
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	return c == p || c != "/" && c+"/" == p // "//" is not "/" with a trailing slash
+}
 
 // dispatch picks the route for the method, or answers 405 with Allow.
 func (s *Server) dispatch(routes []Route) http.Handler {
@@ -246,7 +274,7 @@ func (s *Server) admit(c *Call, rt Route) error {
 		return nil
 	}
 	raw, ok := bearer(c.R.Header.Get("Authorization"))
-	if !ok {
+	if !ok || len(c.R.Header.Values("Authorization")) > 1 {
 		return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
 	}
 	if pairing.IsCredential(raw) {

@@ -32,7 +32,7 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 // policy; its writes wait for the request's rate decision.
 func (s *Server) webhooks() webhook.Service {
 	return webhook.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock,
-		Policy: webhook.Policy{AllowPrivate: s.deps.Config.AllowPrivateWebhooks, Resolver: s.deps.WebhookResolver}}
+		Policy: webhook.Policy{AllowLoopback: s.deps.Config.AllowPrivateWebhooks, Resolver: s.deps.WebhookResolver}}
 }
 
 func (s *Server) listWebhookSubscriptions(c *Call) error {

@@ -24,6 +24,9 @@ var publicHosts = webhook.Hosts{
 	"rebind.example.com":   {netip.MustParseAddr("93.184.216.34")},
 	"metadata.example.com": {netip.MustParseAddr("169.254.169.254")},
 	"loop6.example.com":    {netip.MustParseAddr("::1")},
+	"localhost":            {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+	"lan.example.com":      {netip.MustParseAddr("192.168.1.20")},
+	"corp.example.com":     {netip.MustParseAddr("172.16.5.4")},
 }
 
 func webhookEnv(t *testing.T, kind apitest.StoreKind, allowPrivate bool) *apitest.Env {
@@ -333,14 +336,20 @@ func TestWebhookURLRefusals(t *testing.T) {
 }
 
 // Under --allow-private-webhooks, local receivers are allowed: plain http,
-// any port, loopback.
+// any port, loopback. Every other private address stays refused, whether
+// written as a literal or reached through a name (checked through the
+// test resolver: no traffic leaves loopback).
 func TestWebhookURLsUnderTheLocalFlag(t *testing.T) {
 	e := webhookEnv(t, apitest.SQLite, true)
-	for _, u := range []string{"http://127.0.0.1:8081/hook", "http://localhost:3000/", "https://[::1]:8443/x"} {
+	for _, u := range []string{"http://127.0.0.1:8081/hook", "http://localhost:3000/", "https://[::1]:8443/x", "http://loop6.example.com:9000/", "https://hooks.example.com/x"} {
 		mustSubscribe(t, e, u, "*")
 	}
-	r, _ := createSubscription(t, e, "local-key-1", map[string]any{"url": "http://u:p@127.0.0.1:8081/", "event_types": []string{"*"}})
-	r.WantProblem(t, 400, "WEBHOOK_URL_NOT_ALLOWED")
+	for i, u := range []string{"http://u:p@127.0.0.1:8081/", "http://10.0.0.8:8080/", "http://172.16.0.1/", "http://192.168.1.20/",
+		"http://169.254.169.254/latest", "http://[fd00::1]/", "http://internal.example.com/", "http://lan.example.com:8080/",
+		"http://corp.example.com/", "http://metadata.example.com/"} {
+		r, _ := createSubscription(t, e, fmt.Sprintf("local-key-%d", i), map[string]any{"url": u, "event_types": []string{"*"}})
+		r.WantProblem(t, 400, "WEBHOOK_URL_NOT_ALLOWED")
+	}
 }
 
 // The count of subscriptions is kept with a bound in the same transaction

@@ -39,8 +39,18 @@ var (
 	ConnectionKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{8,128}$`)
 )
 
-// HeaderKey reads and checks the Idempotency-Key of a request.
-func HeaderKey(value string, pattern *regexp.Regexp) (string, error) {
+// HeaderKey reads and checks the Idempotency-Key of a request from the
+// header's values (http.Header.Values): the header is sent once, or the
+// request is refused, since two keys would leave which one guards the
+// effect to the order a proxy kept them in.
+func HeaderKey(values []string, pattern *regexp.Regexp) (string, error) {
+	if len(values) > 1 {
+		return "", errs.Ef(errs.CodeIdempotencyKeyInvalid, "Idempotency-Key: send the header once; it was sent %d times", len(values))
+	}
+	value := ""
+	if len(values) == 1 {
+		value = values[0]
+	}
 	if value == "" {
 		return "", errs.E(errs.CodeIdempotencyKeyMissing, "Idempotency-Key: the header is required for this operation")
 	}
@@ -172,13 +182,13 @@ func (k Keeper) run(ctx context.Context, sc Scope, fingerprint string, prepare f
 		}
 		return k.replay(ctx, sc, fingerprint, func() error { return err })
 	}
-	body, err := json.Marshal(m.Body)
+	body, err := store.Marshal(m.Body)
 	if err != nil {
 		return Result{}, fmt.Errorf("idempotency: encode response: %w", err)
 	}
 	now := k.Clock.Now()
 	r := Receipt{Fingerprint: fingerprint, Status: m.Status, Body: body, CreatedAt: now}
-	data, err := json.Marshal(r)
+	data, err := store.Marshal(r)
 	if err != nil {
 		return Result{}, fmt.Errorf("idempotency: encode receipt: %w", err)
 	}

@@ -41,7 +41,7 @@ func (h *Header) Start(now time.Time) {
 // Encode stores job (the whole record, whose Header h is) at key and
 // version; once the job is finished it expires retention after completion.
 func (h Header) Encode(job any, key store.Key, version int64, retention time.Duration) (store.Item, error) {
-	b, err := json.Marshal(job)
+	b, err := store.Marshal(job)
 	if err != nil {
 		return store.Item{}, fmt.Errorf("jobrun: encode %s: %w", h.ID, err)
 	}

@@ -26,6 +26,12 @@ type Header struct {
 	Width, Height int
 	// Orientation is the EXIF orientation of a JPEG (1..8), 1 otherwise.
 	Orientation int
+	// Cost estimates, from the header alone, the memory decoding and
+	// re-encoding the image holds at its peak, in bytes (see header.go).
+	Cost int64
+	// Traits name what makes Cost more than the pixel count suggests
+	// (16-bit samples, interlaced, progressive, CMYK…), for messages.
+	Traits []string
 }
 
 func invalid(format string, args ...any) error {
@@ -64,8 +70,10 @@ func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 	var err error
 	switch format {
 	case TypeJPEG:
+		if h.Orientation, err = jpegOrientation(b); err != nil {
+			return Header{}, err
+		}
 		cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
-		h.Orientation = jpegOrientation(b)
 	case TypePNG:
 		if err := pngOneFrame(b); err != nil {
 			return Header{}, err
@@ -95,6 +103,22 @@ func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 	if h.Width > vp8enc.MaxDimension || h.Height > vp8enc.MaxDimension {
 		return Header{}, invalid("body: %dx%d is wider or taller than %d pixels", h.Width, h.Height, vp8enc.MaxDimension)
 	}
+	var sh shape
+	switch format {
+	case TypeJPEG:
+		if sh, err = jpegShape(b, h.Width, h.Height); err != nil {
+			return Header{}, err
+		}
+	case TypePNG:
+		sh = pngShape(b, h.Width, h.Height)
+	case TypeWebP:
+		sh = webpShape(b, h.Width, h.Height)
+	}
+	if err := checkProfile(sh); err != nil {
+		return Header{}, err
+	}
+	h.Cost = sh.decode + encodeBytesPerPixel*int64(h.Width)*int64(h.Height)
+	h.Traits = sh.traits
 	return h, nil
 }
 
@@ -151,25 +175,48 @@ func webpFrame(b []byte) (w, h int, err error) {
 	return 0, 0, invalid("body: the WebP file has no image frame")
 }
 
-// jpegOrientation reads the EXIF orientation tag of a JPEG, 1 when absent
-// or unreadable: the pixels are turned upright before the metadata goes.
-func jpegOrientation(b []byte) int {
+// jpegSegments walks the marker segments of a JPEG before its first scan,
+// calling fn with each marker and its payload (cut short at the end of the
+// bytes). A segment's length counts its own two bytes, so a length below 2
+// is refused: it would make the walk go backwards. Anything else the walk
+// cannot follow is left for the decoder to report.
+func jpegSegments(b []byte, fn func(marker byte, payload []byte)) error {
 	for i := 2; i+4 <= len(b); {
 		if b[i] != 0xff {
-			return 1
+			return nil
 		}
 		marker := b[i+1]
-		if marker == 0xda || marker == 0xd9 { // start of scan, end of image
-			return 1
+		switch {
+		case marker == 0xff: // fill byte before a marker
+			i++
+			continue
+		case marker == 0x01 || marker >= 0xd0 && marker <= 0xd7: // no payload
+			i += 2
+			continue
+		case marker == 0xda || marker == 0xd9: // start of scan, end of image
+			return nil
 		}
 		n := int(binary.BigEndian.Uint16(b[i+2:]))
-		seg := b[min(i+4, len(b)):min(i+2+n, len(b))]
-		if marker == 0xe1 && bytes.HasPrefix(seg, []byte("Exif\x00\x00")) {
-			return exifOrientation(seg[6:])
+		if n < 2 {
+			return invalid("body: the image header cannot be read (the JPEG segment at byte %d declares length %d; at least 2 is possible)", i, n)
 		}
+		fn(marker, b[i+4:min(i+2+n, len(b))])
 		i += 2 + n
 	}
-	return 1
+	return nil
+}
+
+// jpegOrientation reads the EXIF orientation tag of a JPEG, 1 when absent
+// or unreadable: the pixels are turned upright before the metadata goes.
+func jpegOrientation(b []byte) (int, error) {
+	o := 1
+	seen := false
+	err := jpegSegments(b, func(marker byte, seg []byte) {
+		if marker == 0xe1 && !seen && bytes.HasPrefix(seg, []byte("Exif\x00\x00")) {
+			o, seen = exifOrientation(seg[6:]), true
+		}
+	})
+	return o, err
 }
 
 func exifOrientation(t []byte) int {

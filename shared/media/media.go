@@ -85,6 +85,15 @@ type Service struct {
 	// url is BaseURL + "/" + key.
 	BaseURL string
 	Budget  Budget
+	// Gate bounds the process's decodes; nil is a gate of
+	// DefaultDecodeBudget and one slot.
+	Gate *Gate
+	// StoreTimeout bounds each phase of store and blob work (reading the
+	// record, admitting, storing); decoding is outside it. Zero is 5 s.
+	StoreTimeout time.Duration
+	// DecodeWait bounds the wait for a turn at the gate; past it the
+	// upload answers 503. Zero is 20 s.
+	DecodeWait time.Duration
 }
 
 // Configured reports whether uploads can be stored.
@@ -158,12 +167,24 @@ type Upload struct {
 	Body        []byte
 }
 
-// Put stores an upload and returns its record. The digest and the header
-// are checked first; then the vendor's record for the digest is returned if
-// it is stored, or the upload is admitted against the vendor's budget (a
-// retry of the same bytes reuses its pending admission), and only then are
-// pixels decoded, encoded and stored. An admission is kept when the work
-// fails.
+// Put stores an upload and returns its record, in phases that each get
+// their own bound: ctx should carry no store deadline, since decoding is
+// CPU work that a store deadline must not cut short.
+//
+//  1. The digest and the header (format, frame, pixels, colour profile,
+//     decoding cost) are checked: a wrong file costs nothing.
+//  2. The vendor's record and budget are read (store deadline): a stored
+//     record is the answer; an upload the budget cannot admit is 409
+//     before any decoding.
+//  3. The pixels are decoded and re-encoded, once the process's decode gate
+//     has room for the header's cost estimate (no store deadline; the wait
+//     for the gate is bounded by DecodeWait). A file that fails here
+//     (truncated, corrupt, too large once encoded) has been charged
+//     nothing.
+//  4. The upload is admitted against the budget (store deadline): the
+//     pending record and the counter move in one transaction. From here a
+//     failure keeps the admission, and a retry of the same bytes reuses it.
+//  5. The object is stored and the record marked stored (store deadline).
 func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
 	if !s.Configured() {
 		return Record{}, errNotConfigured()
@@ -174,48 +195,131 @@ func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
 	if sum := sha256.Sum256(u.Body); hex.EncodeToString(sum[:]) != u.SHA256 {
 		return Record{}, invalid("sha256: the path digest is not the SHA-256 of the body (%d bytes)", len(u.Body))
 	}
-	// The header is read before admission, so a wrong file costs no
-	// budget.
 	h, err := Inspect(u.Body, u.ContentType, MaxPixels)
 	if err != nil {
 		return Record{}, err
 	}
-	d, version, err := s.admit(ctx, u)
+	gate := s.gate()
+	if h.Cost > gate.Budget() {
+		return Record{}, tooCostly(h, gate.Budget())
+	}
+	sctx, cancel := s.storeCtx(ctx)
+	items, err := s.Store.GetMany(sctx, []store.Key{recordKey(u.VendorID, u.SHA256), budgetKey(u.VendorID)})
+	cancel()
+	if err != nil {
+		return Record{}, errs.Unavailablef(err, "the media budget could not be read")
+	}
+	d, version, found, err := recorded(items[0])
 	if err != nil {
 		return Record{}, err
 	}
-	if d.State == stateStored {
+	if found && d.State == stateStored {
 		return s.view(d), nil
 	}
-	c, err := Canonicalize(u.Body, h, Quality, MaxOutputBytes)
+	size := int64(len(u.Body))
+	if used := items[1].Nums; !found && (used[attrBytes]+size > s.Budget.Bytes || used[attrObjects]+1 > s.Budget.Objects) {
+		return Record{}, s.overBudget(used[attrBytes], used[attrObjects], size)
+	}
+	c, err := s.canonicalize(ctx, u.Body, h)
 	if err != nil {
 		return Record{}, err
 	}
+	if !found {
+		sctx, cancel := s.storeCtx(ctx)
+		d, version, err = s.admit(sctx, u, items)
+		cancel()
+		if err != nil {
+			return Record{}, err
+		}
+		if d.State == stateStored {
+			return s.view(d), nil
+		}
+	}
+	sctx, cancel = s.storeCtx(ctx)
+	defer cancel()
 	key := Key(c.Data)
-	if err := s.Blob.Put(ctx, key, c.Data, ContentType); err != nil {
+	if err := s.Blob.Put(sctx, key, c.Data, ContentType); err != nil {
 		return Record{}, errs.Unavailablef(err, "the image could not be stored; retry the same bytes")
 	}
-	return s.finish(ctx, u, d, version, key, c)
+	return s.finish(sctx, u, d, version, key, c)
 }
 
-// admit returns the vendor's record for the digest, admitting the upload
-// against the budget when there is none: the record (pending) and the
-// counter move in one transaction, the counter's bounds keeping the budget
-// under concurrency.
-func (s Service) admit(ctx context.Context, u Upload) (doc, int64, error) {
+func (s Service) gate() *Gate {
+	if s.Gate != nil {
+		return s.Gate
+	}
+	return NewGate(DefaultDecodeBudget, 1)
+}
+
+func (s Service) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	t := s.StoreTimeout
+	if t <= 0 {
+		t = 5 * time.Second
+	}
+	return context.WithTimeout(ctx, t)
+}
+
+// canonicalize decodes and re-encodes the upload within the gate.
+func (s Service) canonicalize(ctx context.Context, b []byte, h Header) (Canonical, error) {
+	wait := s.DecodeWait
+	if wait <= 0 {
+		wait = 20 * time.Second
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	release, err := s.gate().Acquire(wctx, h.Cost)
+	cancel()
+	if err != nil {
+		return Canonical{}, errs.Unavailablef(err, "the service is decoding other images; retry the same bytes shortly")
+	}
+	defer release()
+	return Canonicalize(b, h, Quality, MaxOutputBytes)
+}
+
+// tooCostly is the 413 of an image whose decoding would take more memory
+// than one decode may.
+func tooCostly(h Header, budget int64) error {
+	how := "fewer pixels"
+	if len(h.Traits) > 0 {
+		how = "fewer pixels, or without what makes it costly (" + strings.Join(h.Traits, ", ") + "): 8-bit samples, not interlaced, baseline (not progressive), RGB (not CMYK)"
+	}
+	kind := ""
+	if len(h.Traits) > 0 {
+		kind = " (" + strings.Join(h.Traits, ", ") + ")"
+	}
+	return errs.Ef(errs.CodeMediaTooLarge,
+		"body: decoding this %dx%d image%s would take about %d MiB of memory; at most %d MiB is available to one image. Save it with %s and upload again",
+		h.Width, h.Height, kind, (h.Cost+(1<<20)-1)>>20, budget>>20, how)
+}
+
+// recorded reads the vendor's record for a digest, if there is one.
+func recorded(it store.Item) (doc, int64, bool, error) {
+	if it.PK == "" {
+		return doc{}, 0, false, nil
+	}
+	var d doc
+	if err := json.Unmarshal(it.Data, &d); err != nil {
+		return doc{}, 0, false, fmt.Errorf("media: record %s: %w", it.SK, err)
+	}
+	return d, it.Version, true, nil
+}
+
+// admit admits the upload against the budget, starting from items (the
+// record, absent, and the budget counter as just read): the record
+// (pending) and the counter move in one transaction, the counter's bounds
+// keeping the budget under concurrency. A record that appeared meanwhile
+// (a concurrent upload of the same bytes) is returned instead.
+func (s Service) admit(ctx context.Context, u Upload, items []store.Item) (doc, int64, error) {
 	rk, bk := recordKey(u.VendorID, u.SHA256), budgetKey(u.VendorID)
 	size := int64(len(u.Body))
 	for attempt := 0; attempt < 5; attempt++ {
-		items, err := s.Store.GetMany(ctx, []store.Key{rk, bk})
-		if err != nil {
-			return doc{}, 0, errs.Unavailablef(err, "the media budget could not be read")
-		}
-		if items[0].PK != "" {
-			var d doc
-			if err := json.Unmarshal(items[0].Data, &d); err != nil {
-				return doc{}, 0, fmt.Errorf("media: record %s: %w", rk.SK, err)
+		if attempt > 0 {
+			var err error
+			if items, err = s.Store.GetMany(ctx, []store.Key{rk, bk}); err != nil {
+				return doc{}, 0, errs.Unavailablef(err, "the media budget could not be read")
 			}
-			return d, items[0].Version, nil
+		}
+		if d, version, found, err := recorded(items[0]); err != nil || found {
+			return d, version, err
 		}
 		used := items[1].Nums
 		if used[attrBytes]+size > s.Budget.Bytes || used[attrObjects]+1 > s.Budget.Objects {

@@ -260,6 +260,9 @@ func Validate(ops []Op) error {
 				return err
 			}
 		}
+		if n := opSize(op); n > MaxItemBytes {
+			return &ItemTooLargeError{Key: k, Size: n, Limit: MaxItemBytes}
+		}
 	}
 	return nil
 }

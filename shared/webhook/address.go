@@ -63,6 +63,12 @@ func prefixes(ss ...string) []netip.Prefix {
 	return out
 }
 
+// Reachable reports whether the policy lets a webhook connect to addr: a
+// public address, or a loopback one under AllowLoopback.
+func (p Policy) Reachable(addr netip.Addr) bool {
+	return Public(addr) || p.AllowLoopback && addr.IsValid() && addr.Zone() == "" && addr.Unmap().IsLoopback()
+}
+
 // Public reports whether a webhook may connect to addr: a globally
 // reachable unicast address. IPv4-mapped IPv6 addresses are judged as the
 // IPv4 address they carry; an address with a zone is never public.
@@ -93,9 +99,13 @@ func Public(addr netip.Addr) bool {
 // Policy is what a deployment lets webhooks reach. The zero Policy is
 // production's: HTTPS on port 443 to public addresses only.
 type Policy struct {
-	// AllowPrivate (the local --allow-private-webhooks flag) also allows
-	// plain http, any port and private or loopback addresses, for tests.
-	AllowPrivate bool
+	// AllowLoopback (the local --allow-private-webhooks flag) also allows
+	// plain http, any port, single-label names and loopback addresses
+	// (127.0.0.0/8, ::1), for local runs and tests. Every other non-public
+	// address (10/8, 172.16/12, 192.168/16, link-local, …) stays refused:
+	// a local run must not be pointed at machines on the developer's
+	// network.
+	AllowLoopback bool
 	// Resolver finds the addresses of host names at creation and at dial
 	// time; nil is the system's resolver. Tests give a fixed one.
 	Resolver Resolver
@@ -108,8 +118,8 @@ func urlErr(format string, args ...any) error {
 var labelPattern = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
 
 // ParseURL checks a subscription URL's shape without resolving it: an
-// absolute https URL (or http under AllowPrivate) without user info or
-// fragment, on port 443 (any port under AllowPrivate), whose host is a
+// absolute https URL (or http under AllowLoopback) without user info or
+// fragment, on port 443 (any port under AllowLoopback), whose host is a
 // fully qualified domain name or a canonical IP literal. Hosts that only
 // look like names but that browsers and resolvers read as IPv4 numbers
 // (2130706433, 0x7f.1, 0177.0.0.1, 127.1) are refused, and a literal
@@ -129,7 +139,7 @@ func (p Policy) ParseURL(raw string) (*url.URL, error) {
 		return nil, urlErr("is not a valid URL")
 	}
 	switch {
-	case u.Scheme != "https" && !(p.AllowPrivate && u.Scheme == "http"):
+	case u.Scheme != "https" && !(p.AllowLoopback && u.Scheme == "http"):
 		return nil, urlErr("must use https")
 	case u.Opaque != "" || u.Host == "":
 		return nil, urlErr("must be an absolute URL with a host")
@@ -145,7 +155,7 @@ func (p Policy) ParseURL(raw string) (*url.URL, error) {
 		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
 			return nil, urlErr("has an invalid port")
 		}
-		if !p.AllowPrivate && n != 443 {
+		if !p.AllowLoopback && n != 443 {
 			return nil, urlErr("must use port 443")
 		}
 	}
@@ -153,12 +163,15 @@ func (p Policy) ParseURL(raw string) (*url.URL, error) {
 	if addr, literal, err := hostAddress(host); err != nil {
 		return nil, err
 	} else if literal {
-		if !p.AllowPrivate && !Public(addr) {
+		if !p.Reachable(addr) {
+			if p.AllowLoopback {
+				return nil, urlErr("%s is neither a public nor a loopback address", addr)
+			}
 			return nil, urlErr("%s is not a public address", addr)
 		}
 		return u, nil
 	}
-	if err := checkName(host, p.AllowPrivate); err != nil {
+	if err := checkName(host, p.AllowLoopback); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -302,12 +315,13 @@ func checkName(host string, allowPrivate bool) error {
 }
 
 // CheckURL parses a subscription URL (ParseURL) and, for a host name,
-// resolves it and refuses it when any address is not public. A name that
+// resolves it and refuses it when any address is not reachable (public, or
+// loopback under AllowLoopback). A name that
 // does not exist is refused; a lookup that fails otherwise is an outage
 // (503), since the service fails closed.
 func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	u, err := p.ParseURL(raw)
-	if err != nil || p.AllowPrivate {
+	if err != nil {
 		return u, err
 	}
 	host := strings.ToLower(u.Hostname())
@@ -328,7 +342,10 @@ func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 		return nil, urlErr("the host %s does not resolve", host)
 	}
 	for _, a := range addrs {
-		if !Public(a) {
+		if !p.Reachable(a) {
+			if p.AllowLoopback {
+				return nil, urlErr("the host %s resolves to %s, which is neither a public nor a loopback address", host, a.Unmap())
+			}
 			return nil, urlErr("the host %s resolves to %s, which is not a public address", host, a.Unmap())
 		}
 	}

@@ -58,7 +58,7 @@ func TestParseIPv4LikeBrowsers(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
-	prod, local := Policy{}, Policy{AllowPrivate: true}
+	prod, local := Policy{}, Policy{AllowLoopback: true}
 	accepted := []string{
 		"https://hooks.example.com/moku", "https://hooks.example.com:443/moku?x=1", "https://HOOKS.Example.com/", "https://8.8.8.8/x",
 		"https://[2606:4700:4700::1111]/x", "https://hooks.example.com./x", "https://xn--bcher-kva.example/",
@@ -117,14 +117,16 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) = %v, want WEBHOOK_URL_NOT_ALLOWED mentioning %q", u, err, want)
 		}
 	}
-	// The local flag opens plain http, any port and private addresses, but
-	// never user info or fragments.
+	// The local flag opens plain http, any port and loopback addresses, but
+	// never user info or fragments, and no other private address.
 	for _, u := range []string{"http://127.0.0.1:8080/hook", "https://localhost:9000/", "http://intranet/x", "http://[::1]:3000/"} {
 		if _, err := local.ParseURL(u); err != nil {
 			t.Errorf("local ParseURL(%q) = %v", u, err)
 		}
 	}
-	for _, u := range []string{"http://u@127.0.0.1/", "http://127.0.0.1/#f", "ftp://127.0.0.1/"} {
+	for _, u := range []string{"http://u@127.0.0.1/", "http://127.0.0.1/#f", "ftp://127.0.0.1/",
+		"http://10.0.0.8/", "http://172.16.0.1:8080/", "http://192.168.1.20/", "http://169.254.169.254/", "http://100.64.1.1/",
+		"http://0.0.0.0/", "http://[fd00::1]/", "http://[fe80::1]/", "http://[::]/"} {
 		if _, err := local.ParseURL(u); err == nil {
 			t.Errorf("local ParseURL(%q) accepted", u)
 		}
@@ -156,9 +158,26 @@ func TestCheckURLResolvesNames(t *testing.T) {
 	if _, err := (Policy{Resolver: failing{}}).CheckURL(ctx, "https://hooks.example.com/x"); errs.As(err).Kind != errs.Unavailable {
 		t.Fatalf("lookup outage: %v, want 503", err)
 	}
-	// Under the local flag names are not resolved at creation.
-	if _, err := (Policy{AllowPrivate: true}).CheckURL(ctx, "http://internal.example.com/x"); err != nil {
-		t.Fatalf("local: %v", err)
+	// Under the local flag a name may resolve to loopback, never to
+	// another private address.
+	local := hosts
+	local.AllowLoopback = true
+	local.Resolver = Hosts{
+		"localhost": {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}, "hooks.example.com": {netip.MustParseAddr("93.184.216.34")},
+		"lan.example.com": {netip.MustParseAddr("192.168.1.20")}, "ten.example.com": {netip.MustParseAddr("10.1.2.3")},
+		"corp.example.com": {netip.MustParseAddr("172.20.0.1")}, "ula.example.com": {netip.MustParseAddr("fd12::1")},
+		"half.example.com": {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.1")},
+	}
+	for _, u := range []string{"http://localhost:8080/x", "https://hooks.example.com/x"} {
+		if _, err := local.CheckURL(ctx, u); err != nil {
+			t.Errorf("local %s: %v", u, err)
+		}
+	}
+	for _, name := range []string{"lan", "ten", "corp", "ula", "half"} {
+		_, err := local.CheckURL(ctx, "http://"+name+".example.com:8080/x")
+		if e := errs.As(err); e.Code != errs.CodeWebhookURLNotAllowed || !strings.Contains(e.Detail, "neither a public nor a loopback address") {
+			t.Errorf("local %s: %v, want refused", name, err)
+		}
 	}
 }
 
@@ -193,11 +212,38 @@ func TestDialerRefusesPrivateAddressesAtConnect(t *testing.T) {
 		t.Fatalf("client: %v, want refused", err)
 	}
 	// Under the local flag it connects.
-	res, err := NewClient(Policy{AllowPrivate: true, Resolver: rebind}).Get("http://rebind.example.com:" + strconv.Itoa(port) + "/")
+	res, err := NewClient(Policy{AllowLoopback: true, Resolver: rebind}).Get("http://rebind.example.com:" + strconv.Itoa(port) + "/")
 	if err != nil || res.StatusCode != 204 {
 		t.Fatalf("local client: %v %v", res, err)
 	}
 	res.Body.Close()
+}
+
+// The dial-time check under the local flag lets loopback through and
+// refuses every other private address. The check runs on the address
+// strings the dialer hands its Control hook, so no packet is sent anywhere
+// but loopback.
+func TestLocalDialerAllowsLoopbackOnly(t *testing.T) {
+	local := Dialer{Policy: Policy{AllowLoopback: true}}
+	prod := Dialer{}
+	ctx := context.Background()
+	for _, a := range []string{"127.0.0.1:80", "127.9.8.7:8080", "[::1]:3000", "[::ffff:127.0.0.1]:80"} {
+		if err := local.control(ctx, "tcp", a, nil); err != nil {
+			t.Errorf("local %s: %v, want allowed", a, err)
+		}
+		if err := prod.control(ctx, "tcp", a, nil); !IsRefused(err) {
+			t.Errorf("production %s: %v, want refused", a, err)
+		}
+	}
+	for _, a := range []string{"10.0.0.8:80", "172.16.0.1:80", "172.31.255.254:443", "192.168.1.20:8080", "169.254.169.254:80",
+		"100.64.1.1:80", "0.0.0.0:80", "[fd00::1]:80", "[fe80::1]:80", "[::ffff:192.168.0.1]:80", "[::]:80", "224.0.0.1:80"} {
+		if err := local.control(ctx, "tcp", a, nil); !IsRefused(err) {
+			t.Errorf("local %s: %v, want refused", a, err)
+		}
+	}
+	if err := local.control(ctx, "tcp", "93.184.216.34:443", nil); err != nil {
+		t.Errorf("local public address: %v", err)
+	}
 }
 
 // Redirects are never followed: a 3xx is the answer, and a failure.
@@ -209,7 +255,7 @@ func TestClientFollowsNoRedirect(t *testing.T) {
 		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
 	}))
 	defer srv.Close()
-	res, err := NewClient(Policy{AllowPrivate: true}).Post(srv.URL, "application/json", strings.NewReader("{}"))
+	res, err := NewClient(Policy{AllowLoopback: true}).Post(srv.URL, "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,13 +54,13 @@ type Dialer struct {
 	Policy Policy
 }
 
-// control refuses a connection to a non-public address.
+// control refuses a connection to an address the policy does not reach.
 func (d Dialer) control(_ context.Context, _, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return refusal{}
 	}
-	if !d.Policy.AllowPrivate && !Public(ap.Addr()) {
+	if !d.Policy.Reachable(ap.Addr()) {
 		return refusal{addr: ap.Addr().Unmap()}
 	}
 	return nil

@@ -5,6 +5,7 @@ package mediatest
 
 import (
 	"bytes"
+	"compress/zlib"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -210,4 +211,105 @@ func TransparentPNG(w, h int) []byte {
 		}
 	}
 	return PNG(m)
+}
+
+// PNGShape is a PNG signature and header announcing a w x h image of the
+// given bit depth, colour type (0 grey, 2 RGB, 4 grey+alpha, 6 RGBA) and
+// interlacing, then the end: no pixel data, so only what the header says can
+// be judged.
+func PNGShape(w, h int, depth, colour byte, interlaced bool) []byte {
+	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
+	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
+	il := byte(0)
+	if interlaced {
+		il = 1
+	}
+	ihdr = append(ihdr, depth, colour, 0, 0, il)
+	out := []byte("\x89PNG\r\n\x1a\n")
+	out = append(out, chunk("IHDR", ihdr)...)
+	return append(out, chunk("IEND", nil)...)
+}
+
+// jpegSegment is a JPEG marker segment with its length.
+func jpegSegment(marker byte, payload []byte) []byte {
+	out := []byte{0xff, marker}
+	out = binary.BigEndian.AppendUint16(out, uint16(len(payload)+2))
+	return append(out, payload...)
+}
+
+// JPEGShape is the start of a JPEG announcing a w x h frame: progressive
+// (SOF2) or baseline (SOF0), with comps components (1, 3 or 4) sampled
+// 1x1, an Adobe marker with transform when comps is 4 (0: CMYK), a scan
+// header and the end: no scan data, so only what the header says can be
+// judged.
+func JPEGShape(w, h int, progressive bool, comps int) []byte {
+	out := []byte{0xff, 0xd8}
+	if comps == 4 {
+		out = append(out, jpegSegment(0xee, []byte("Adobe\x00\x64\x00\x00\x00\x00\x00"))...)
+	}
+	sof := []byte{8, byte(h >> 8), byte(h), byte(w >> 8), byte(w), byte(comps)}
+	for i := 0; i < comps; i++ {
+		sof = append(sof, byte(i+1), 0x11, 0)
+	}
+	marker := byte(0xc0)
+	if progressive {
+		marker = 0xc2
+	}
+	out = append(out, jpegSegment(marker, sof)...)
+	sos := []byte{byte(comps)}
+	for i := 0; i < comps; i++ {
+		sos = append(sos, byte(i+1), 0)
+	}
+	out = append(out, jpegSegment(0xda, append(sos, 0, 63, 0))...)
+	return append(out, 0xff, 0xd9)
+}
+
+// ICCProfile is a minimal ICC profile: a header naming the data colour
+// space ("RGB ", "GRAY", "CMYK") and one v2 description tag.
+func ICCProfile(space, description string) []byte {
+	desc := []byte("desc\x00\x00\x00\x00")
+	desc = binary.BigEndian.AppendUint32(desc, uint32(len(description)+1))
+	desc = append(desc, description...)
+	desc = append(desc, 0)
+	desc = append(desc, make([]byte, 12+67)...) // empty Unicode and ScriptCode parts
+	p := make([]byte, 128)
+	copy(p[12:], "mntr")
+	copy(p[16:], space)
+	copy(p[20:], "XYZ ")
+	copy(p[36:], "acsp")
+	p = binary.BigEndian.AppendUint32(p, 1)
+	p = append(p, "desc"...)
+	p = binary.BigEndian.AppendUint32(p, uint32(128+4+12))
+	p = binary.BigEndian.AppendUint32(p, uint32(len(desc)))
+	p = append(p, desc...)
+	binary.BigEndian.PutUint32(p[0:], uint32(len(p)))
+	return p
+}
+
+// JPEGWithICC inserts profile after the start of a JPEG, in APP2
+// ICC_PROFILE segments of at most chunk bytes each, as editors write it.
+func JPEGWithICC(jpg, profile []byte, chunkSize int) []byte {
+	var segs []byte
+	n := (len(profile) + chunkSize - 1) / chunkSize
+	for i := 0; i < n; i++ {
+		part := profile[i*chunkSize : min(len(profile), (i+1)*chunkSize)]
+		payload := append([]byte("ICC_PROFILE\x00"), byte(i+1), byte(n))
+		segs = append(segs, jpegSegment(0xe2, append(payload, part...))...)
+	}
+	out := append([]byte{}, jpg[:2]...)
+	out = append(out, segs...)
+	return append(out, jpg[2:]...)
+}
+
+// PNGWithICC inserts profile as an iCCP chunk after a PNG's header.
+func PNGWithICC(p, profile []byte) []byte {
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(profile)
+	zw.Close()
+	data := append([]byte("test profile\x00\x00"), z.Bytes()...)
+	ihdrEnd := 8 + 12 + 13
+	out := append([]byte{}, p[:ihdrEnd]...)
+	out = append(out, chunk("iCCP", data)...)
+	return append(out, p[ihdrEnd:]...)
 }

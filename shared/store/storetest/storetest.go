@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,6 +68,7 @@ func Run(t *testing.T, open Factory) {
 		{"ConcurrentCreateOneWinner", testConcurrentCreate},
 		{"ConcurrentVersionedUpdates", testConcurrentVersioned},
 		{"HundredOpTransaction", testHundredOps},
+		{"ItemSizeLimit", testItemSizeLimit},
 		{"RoundTripsCounted", testRoundTrips},
 	}
 	for _, tc := range tests {
@@ -282,6 +284,45 @@ func testValidate(t *testing.T, s store.Store, _ *Clock) {
 	bad := store.Item{PK: "P", SK: "x", Nums: map[string]int64{"Bad Name": 1}}
 	if err := s.Transact(ctx, store.Put(bad, store.Cond{})); err == nil {
 		t.Fatal("invalid attribute name accepted")
+	}
+}
+
+// An item of exactly store.MaxItemBytes, counted as DynamoDB counts it,
+// is written by both stores (DynamoDB Local agrees with the count); one byte
+// more is refused before the write by both, with nothing of the
+// transaction written.
+func testItemSizeLimit(t *testing.T, s store.Store, clock *Clock) {
+	ctx := context.Background()
+	sized := func(sk string, size int) store.Item {
+		it := store.Item{PK: "P", SK: sk, Version: 7, Nums: map[string]int64{"count": 123456},
+			ExpiresAt: clock.Now().Add(24 * time.Hour).Unix(), Data: []byte(`{"x":""}`)}
+		pad := size - store.ItemSize(it)
+		it.Data = []byte(`{"x":"` + strings.Repeat("<&>", pad/3) + strings.Repeat("a", pad%3) + `"}`)
+		if got := store.ItemSize(it); got != size {
+			t.Fatalf("sized item is %d bytes, want %d", got, size)
+		}
+		return it
+	}
+	mustTx(t, s, store.Put(sized("exact", store.MaxItemBytes), store.IfAbsent()))
+	if got, err := s.Get(ctx, store.Key{PK: "P", SK: "exact"}); err != nil || store.ItemSize(got) != store.MaxItemBytes {
+		t.Fatalf("exact item: %v, %d bytes", err, store.ItemSize(got))
+	}
+	over := sized("over", store.MaxItemBytes+1)
+	for _, ops := range [][]store.Op{
+		{store.Put(over, store.IfAbsent())},
+		{store.Put(item("P", "small", 1, `{}`), store.IfAbsent()), store.Put(over, store.IfAbsent())},
+		{store.Update(over.Key(), over.Data, 2, map[string]int64{"count": 1}, store.Cond{})},
+	} {
+		err := s.Transact(ctx, ops...)
+		var tl *store.ItemTooLargeError
+		if !errors.As(err, &tl) || tl.Limit != store.MaxItemBytes || tl.Size <= store.MaxItemBytes || tl.Key.SK != "over" {
+			t.Fatalf("over the limit: %v, want *store.ItemTooLargeError", err)
+		}
+	}
+	for _, sk := range []string{"over", "small"} {
+		if _, err := s.Get(ctx, store.Key{PK: "P", SK: sk}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s: %v, want nothing written", sk, err)
+		}
 	}
 }
 
