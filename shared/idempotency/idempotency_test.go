@@ -239,3 +239,14 @@ func TestRetryOnLostRace(t *testing.T) {
 		t.Fatal("Retry does not wrap ErrRetry")
 	}
 }
+
+// TestFingerprintKeepsEveryDigit: two bodies whose integers differ only
+// beyond float64's 53 bits are different input (expected_version accepts
+// any int64), so the same key with the second is a reuse, not a replay.
+func TestFingerprintKeepsEveryDigit(t *testing.T) {
+	a := idempotency.Fingerprint("adjust", "inv_1", []byte(`{"target_on_hand":1,"expected_version":9007199254740993}`))
+	b := idempotency.Fingerprint("adjust", "inv_1", []byte(`{"target_on_hand":1,"expected_version":9007199254740992}`))
+	if a == b {
+		t.Fatal("expected_version 9007199254740993 and 9007199254740992 share a fingerprint")
+	}
+}
