@@ -15,11 +15,6 @@ import (
 
 const vendorID = "ven_1"
 
-// fixedMasters is an authority whose masters a test sets.
-type fixedMasters struct{ m catalog.Masters }
-
-func (f fixedMasters) Masters(context.Context, string) (catalog.Masters, error) { return f.m, nil }
-
 type fixture struct {
 	svc   catalog.Service
 	store *sqlite.Store
