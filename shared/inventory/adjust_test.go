@@ -53,6 +53,12 @@ func TestAdjustFloor(t *testing.T) {
 	f.hold(t, p.ID, 0, 3) // version 3
 	_, err := f.adjust(t, id, inventory.Adjustment{TargetOnHand: 2, ExpectedVersion: 3})
 	wantCode(t, err, errs.CodeBelowReserved)
+	// Decided before the write, not only by the write's condition.
+	_, ops, _, err := f.svc.PrepareAdjust(context.Background(), vendorID, id, inventory.Adjustment{TargetOnHand: 2, ExpectedVersion: 3})
+	wantCode(t, err, errs.CodeBelowReserved)
+	if len(ops) != 0 {
+		t.Fatalf("a refused adjustment prepared %d operations", len(ops))
+	}
 	if it, _ := f.svc.Get(context.Background(), vendorID, id); it.OnHand != 5 || it.Version != 3 {
 		t.Fatalf("a refused adjustment changed the item: %+v", it)
 	}
