@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"regexp"
 	"time"
@@ -78,8 +79,12 @@ func (s Scope) storeKey() store.Key {
 func Fingerprint(operation, target string, body []byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", operation, target)
+	// Numbers stay as written: decoded as float64, integers beyond 2^53
+	// that differ would share a fingerprint (and a reused key replay).
 	var v any
-	if json.Unmarshal(body, &v) == nil {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if dec.Decode(&v) == nil && dec.Decode(new(any)) == io.EOF {
 		canon, _ := json.Marshal(v)
 		h.Write(canon)
 	} else {
