@@ -18,7 +18,7 @@ import (
 
 // TestHeaderKey: required where marked; 8..128 of the pattern's characters.
 func TestHeaderKey(t *testing.T) {
-	if _, err := idempotency.HeaderKey("", idempotency.ProductKeyPattern); !errs.Is(err, errs.CodeIdempotencyKeyMissing) {
+	if _, err := idempotency.HeaderKey(nil, idempotency.ProductKeyPattern); !errs.Is(err, errs.CodeIdempotencyKeyMissing) {
 		t.Errorf("missing key: %v", err)
 	}
 	for _, c := range []struct {
@@ -35,14 +35,14 @@ func TestHeaderKey(t *testing.T) {
 		{"order 42 ab", false, false},
 		{"order#42ab", false, false},
 	} {
-		_, err := idempotency.HeaderKey(c.key, idempotency.ProductKeyPattern)
+		_, err := idempotency.HeaderKey([]string{c.key}, idempotency.ProductKeyPattern)
 		if c.product != (err == nil) {
 			t.Errorf("product key %q: %v", c.key, err)
 		}
 		if err != nil && !errs.Is(err, errs.CodeIdempotencyKeyInvalid) {
 			t.Errorf("product key %q: %v, want IDEMPOTENCY_KEY_INVALID", c.key, err)
 		}
-		if _, err := idempotency.HeaderKey(c.key, idempotency.ConnectionKeyPattern); c.conn != (err == nil) {
+		if _, err := idempotency.HeaderKey([]string{c.key}, idempotency.ConnectionKeyPattern); c.conn != (err == nil) {
 			t.Errorf("connection key %q: %v", c.key, err)
 		}
 	}
@@ -248,5 +248,13 @@ func TestFingerprintKeepsEveryDigit(t *testing.T) {
 	b := idempotency.Fingerprint("adjust", "inv_1", []byte(`{"target_on_hand":1,"expected_version":9007199254740992}`))
 	if a == b {
 		t.Fatal("expected_version 9007199254740993 and 9007199254740992 share a fingerprint")
+	}
+}
+
+// One Idempotency-Key header, not two: two values are refused, whatever
+// they are.
+func TestHeaderKeyOnce(t *testing.T) {
+	if _, err := idempotency.HeaderKey([]string{"key-00000001", "key-00000001"}, idempotency.ProductKeyPattern); err == nil {
+		t.Error("two Idempotency-Key headers were accepted")
 	}
 }
