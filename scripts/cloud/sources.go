@@ -72,8 +72,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 	fn := s.Tpl.Functions[m.Function]
-	done := map[string]bool{}      // finished shards
-	iters := map[string]*string{}  // shard → next iterator
+	done := map[string]bool{}     // finished shards
+	iters := map[string]*string{} // shard → next iterator
 	pending := map[string][]streamtypes.Record{}
 	for ctx.Err() == nil {
 		desc, err := s.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamARN)})
@@ -250,8 +250,8 @@ func (s *Sources) failed(ctx context.Context, m *StreamMapping, shard string, ba
 	}
 	doc := map[string]any{
 		"requestContext": map[string]any{
-			"functionArn":         "arn:aws:lambda:" + region() + ":" + localAccount + ":function:" + s.Tpl.Functions[m.Function].Name,
-			"condition":           condition,
+			"functionArn":            "arn:aws:lambda:" + region() + ":" + localAccount + ":function:" + s.Tpl.Functions[m.Function].Name,
+			"condition":              condition,
 			"approximateInvokeCount": retries + 1,
 		},
 		"version":   "1.0",
