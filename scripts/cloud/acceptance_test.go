@@ -10,7 +10,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -453,5 +452,3 @@ func TestAcceptance(t *testing.T) {
 		t.Fatalf("the shapes differ:\nlocal: %v\ncloud: %v", got[0], got[1])
 	}
 }
-
-var _ = context.Background

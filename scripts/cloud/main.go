@@ -43,7 +43,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -585,5 +584,3 @@ Try it:
 `, v.ID, tok.Token, tok.Token, baseURL, tok.Token, baseURL, v.ID)
 	return nil
 }
-
-var _ = time.Second
