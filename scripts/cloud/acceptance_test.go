@@ -443,6 +443,9 @@ func TestAcceptance(t *testing.T) {
 		s := start(t, cloud, []string{"SELLERAPI_CLOUD_TEMPLATE=" + tpl}, serveFlags...)
 		got[1] = walk(t, s)
 		s.stop()
+		if left, _ := filepath.Glob(filepath.Join(s.data, "emulators", "*.pid")); len(left) > 0 {
+			t.Errorf("the interrupted serve left emulators running: %v", left)
+		}
 		if !strings.Contains(s.logs.String(), "cold and warm latency per function") {
 			t.Errorf("the cloud serve printed no latency table:\n%s", tail(s.logs.String(), 40))
 		}
