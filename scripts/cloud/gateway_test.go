@@ -23,7 +23,7 @@ func TestMatch(t *testing.T) {
 	g := &Gateway{Routes: testRoutes}
 	for _, c := range []struct {
 		method, path, key string
-		params           map[string]string
+		params            map[string]string
 	}{
 		{"GET", "/v1/vendors/ven_1", "GET /v1/vendors/{vendor_id}", map[string]string{"vendor_id": "ven_1"}},
 		{"DELETE", "/v1/vendors/ven_1", "ANY /v1/vendors/{vendor_id}", map[string]string{"vendor_id": "ven_1"}},
