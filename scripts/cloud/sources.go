@@ -75,6 +75,7 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 	done := map[string]bool{}     // finished shards
 	iters := map[string]*string{} // shard → next iterator
 	pending := map[string][]streamtypes.Record{}
+	fetched := map[string]string{} // shard → sequence number of the last record read
 	for ctx.Err() == nil {
 		desc, err := s.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamARN)})
 		if err != nil {
@@ -91,11 +92,16 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 				continue
 			}
 			if _, ok := iters[id]; !ok {
-				typ := streamtypes.ShardIteratorType(m.StartingPosition)
-				if len(done) > 0 || len(iters) > 0 {
-					typ = streamtypes.ShardIteratorTypeTrimHorizon // a child shard is read whole
+				in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(s.StreamARN), ShardId: sh.ShardId,
+					ShardIteratorType: streamtypes.ShardIteratorType(m.StartingPosition)}
+				switch {
+				case fetched[id] != "":
+					// A lost iterator resumes after what was read.
+					in.ShardIteratorType, in.SequenceNumber = streamtypes.ShardIteratorTypeAfterSequenceNumber, aws.String(fetched[id])
+				case len(done) > 0 || len(iters) > 0:
+					in.ShardIteratorType = streamtypes.ShardIteratorTypeTrimHorizon // a child shard is read whole
 				}
-				out, err := s.Streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(s.StreamARN), ShardId: sh.ShardId, ShardIteratorType: typ})
+				out, err := s.Streams.GetShardIterator(ctx, in)
 				if err != nil {
 					s.Log.Error("stream: shard iterator", "shard", id, "error", err)
 					continue
@@ -112,6 +118,9 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 					continue
 				}
 				pending[id] = append(pending[id], out.Records...)
+				if n := len(out.Records); n > 0 {
+					fetched[id] = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
+				}
 				iters[id] = out.NextShardIterator
 			}
 			if len(pending[id]) > 0 {
