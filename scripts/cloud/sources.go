@@ -117,7 +117,12 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 					delete(iters, id)
 					continue
 				}
-				pending[id] = append(pending[id], out.Records...)
+				for _, r := range out.Records {
+					// Records the mapping's filters drop are never sent.
+					if m.Filters.Match(asDoc(lambdaRecord(r, s.StreamARN))) {
+						pending[id] = append(pending[id], r)
+					}
+				}
 				if n := len(out.Records); n > 0 {
 					fetched[id] = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
 				}
@@ -380,7 +385,9 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 			continue
 		}
 		ev := events.SQSEvent{}
-		for _, msg := range msgs {
+		var dropped []sqstypes.DeleteMessageBatchRequestEntry
+		kept := msgs[:0]
+		for i, msg := range msgs {
 			rec := events.SQSMessage{
 				MessageId:      aws.ToString(msg.MessageId),
 				ReceiptHandle:  aws.ToString(msg.ReceiptHandle),
@@ -397,7 +404,22 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 					rec.MessageAttributes[k] = events.SQSMessageAttribute{StringValue: a.StringValue, BinaryValue: a.BinaryValue, DataType: aws.ToString(a.DataType)}
 				}
 			}
+			if !m.Filters.Match(asDoc(rec)) {
+				// Lambda deletes the messages its filters drop.
+				dropped = append(dropped, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
+				continue
+			}
+			kept = append(kept, msg)
 			ev.Records = append(ev.Records, rec)
+		}
+		if len(dropped) > 0 {
+			if _, err := s.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: dropped}); err != nil {
+				s.Log.Error("sqs: delete filtered", "queue", q.Name, "error", err)
+			}
+		}
+		msgs = kept
+		if len(msgs) == 0 {
+			continue
 		}
 		payload, _ := json.Marshal(ev)
 		out, err := s.Fns.Invoke(ctx, fn.Logical, payload)

@@ -85,6 +85,7 @@ type StreamMapping struct {
 	PartialBatch     bool
 	StartingPosition string
 	BatchWindow      time.Duration
+	Filters          Filters
 }
 
 // QueueMapping is an SQS event source mapping.
@@ -94,6 +95,7 @@ type QueueMapping struct {
 	MaxConcurrency  int
 	PartialBatch    bool
 	BatchWindow     time.Duration
+	Filters         Filters
 }
 
 // Schedule is an EventBridge rule invoking a function on a fixed rate.
@@ -129,7 +131,7 @@ var played = map[string][]string{
 	"AWS::ApiGatewayV2::Stage":        {"ApiId", "StageName", "AutoDeploy"},
 	"AWS::ApiGatewayV2::Integration":  {"ApiId", "IntegrationType", "IntegrationUri", "PayloadFormatVersion"},
 	"AWS::ApiGatewayV2::Route":        {"ApiId", "RouteKey", "Target", "AuthorizationType"},
-	"AWS::Lambda::EventSourceMapping": {"FunctionName", "EventSourceArn", "BatchSize", "FunctionResponseTypes", "BisectBatchOnFunctionError", "DestinationConfig", "MaximumRecordAgeInSeconds", "MaximumRetryAttempts", "StartingPosition", "ScalingConfig", "MaximumBatchingWindowInSeconds", "Enabled"},
+	"AWS::Lambda::EventSourceMapping": {"FunctionName", "EventSourceArn", "BatchSize", "FunctionResponseTypes", "BisectBatchOnFunctionError", "DestinationConfig", "MaximumRecordAgeInSeconds", "MaximumRetryAttempts", "StartingPosition", "ScalingConfig", "MaximumBatchingWindowInSeconds", "Enabled", "FilterCriteria"},
 	"AWS::Events::Rule":               {"Name", "ScheduleExpression", "State", "Targets"},
 	"AWS::IAM::Role":                  nil,
 	"AWS::IAM::Policy":                nil,
@@ -465,6 +467,12 @@ func (t *Template) mapping(id string, p map[string]any) error {
 			return fmt.Errorf("MaximumBatchingWindowInSeconds: %w", err)
 		}
 	}
+	var filters Filters
+	if fc, ok := p["FilterCriteria"]; ok {
+		if filters, err = parseFilters(fc); err != nil {
+			return err
+		}
+	}
 	batch := func(def int) (int, error) {
 		v, ok := p["BatchSize"]
 		if !ok {
@@ -482,7 +490,7 @@ func (t *Template) mapping(id string, p map[string]any) error {
 				return fmt.Errorf("%s is not understood by the cloud runner for a stream", k)
 			}
 		}
-		s := &StreamMapping{Function: fn, PartialBatch: partial, MaxRetries: -1, MaxRecordAge: -1, BatchWindow: window}
+		s := &StreamMapping{Function: fn, PartialBatch: partial, MaxRetries: -1, MaxRecordAge: -1, BatchWindow: window, Filters: filters}
 		if s.BatchSize, err = batch(100); err != nil {
 			return fmt.Errorf("BatchSize: %w", err)
 		}
@@ -520,7 +528,7 @@ func (t *Template) mapping(id string, p map[string]any) error {
 				return fmt.Errorf("%s does not apply to an SQS event source", k)
 			}
 		}
-		m := QueueMapping{Function: fn, Queue: srcID, PartialBatch: partial, BatchWindow: window}
+		m := QueueMapping{Function: fn, Queue: srcID, PartialBatch: partial, BatchWindow: window, Filters: filters}
 		if m.BatchSize, err = batch(10); err != nil {
 			return fmt.Errorf("BatchSize: %w", err)
 		}

@@ -93,16 +93,25 @@ func TestTemplate(t *testing.T) {
 		}
 	}
 
+	filtered, err := LoadTemplate(mutate(t, tpl, func(r map[string]any) {
+		each(r, "AWS::Lambda::EventSourceMapping", func(_ string, p map[string]any) {
+			p["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT"]}`}}}
+		})
+	}))
+	if err != nil || len(filtered.Stream.Filters) != 1 || len(filtered.QueueFeeds[0].Filters) != 1 {
+		t.Fatalf("filters: %v", err)
+	}
+
 	for _, c := range []struct {
 		name string
 		edit func(map[string]any)
 		want string
 	}{
-		{"stream filters", func(r map[string]any) {
+		{"a filter operator", func(r map[string]any) {
 			each(r, "AWS::Lambda::EventSourceMapping", func(_ string, p map[string]any) {
-				p["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT"]}`}}}
+				p["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"dynamodb":{"Keys":{"pk":{"S":[{"cidr":"10.0.0.0/8"}]}}}}`}}}
 			})
-		}, "property FilterCriteria is not understood by the cloud runner"},
+		}, `operator "cidr" is not played by the cloud runner`},
 		{"tumbling window", func(r map[string]any) {
 			each(r, "AWS::Lambda::EventSourceMapping", func(_ string, p map[string]any) { p["TumblingWindowInSeconds"] = 30 })
 		}, "property TumblingWindowInSeconds is not understood"},
