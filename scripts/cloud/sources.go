@@ -25,10 +25,16 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
+// Invoker invokes a function (by logical id) with an event; *Functions is
+// one.
+type Invoker interface {
+	Invoke(ctx context.Context, id string, payload []byte) ([]byte, error)
+}
+
 // Sources runs the template's event sources.
 type Sources struct {
 	Tpl     *Template
-	Fns     *Functions
+	Fns     Invoker
 	Streams *dynamodbstreams.Client
 	SQS     *sqs.Client
 	Log     *slog.Logger
