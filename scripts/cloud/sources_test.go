@@ -150,4 +150,3 @@ func TestStreamMapping(t *testing.T) {
 type invokerFunc func() ([]byte, error)
 
 func (f invokerFunc) Invoke(context.Context, string, []byte) ([]byte, error) { return f() }
-
