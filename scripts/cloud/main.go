@@ -401,6 +401,18 @@ func createResources(ctx context.Context, tpl *Template, c *clients) error {
 			return fmt.Errorf("table %s time to live: %w", t.Name, err)
 		}
 	}
+	if err := createQueues(ctx, tpl, c.sqs); err != nil {
+		return err
+	}
+	if _, err := c.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(tpl.Bucket.Name)}); err != nil && !strings.Contains(err.Error(), "BucketAlready") {
+		return fmt.Errorf("create bucket %s: %w", tpl.Bucket.Name, err)
+	}
+	return nil
+}
+
+// createQueues creates the template's queues with their visibility
+// timeouts, retention and redrive policies, and records their URLs.
+func createQueues(ctx context.Context, tpl *Template, client *sqs.Client) error {
 	// Dead-letter queues first: a queue's redrive policy names its DLQ's ARN.
 	arns := map[string]string{}
 	var create func(id string) error
@@ -420,12 +432,12 @@ func createResources(ctx context.Context, tpl *Template, c *clients) error {
 			rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": arns[q.DeadLetter], "maxReceiveCount": q.MaxReceiveCount})
 			attrs[string(sqstypes.QueueAttributeNameRedrivePolicy)] = string(rp)
 		}
-		out, err := c.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: attrs})
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: attrs})
 		if err != nil {
 			return fmt.Errorf("create queue %s: %w", q.Name, err)
 		}
 		q.URL = aws.ToString(out.QueueUrl)
-		a, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 		if err != nil {
 			return fmt.Errorf("queue %s: %w", q.Name, err)
 		}
@@ -436,9 +448,6 @@ func createResources(ctx context.Context, tpl *Template, c *clients) error {
 		if err := create(id); err != nil {
 			return err
 		}
-	}
-	if _, err := c.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(tpl.Bucket.Name)}); err != nil && !strings.Contains(err.Error(), "BucketAlready") {
-		return fmt.Errorf("create bucket %s: %w", tpl.Bucket.Name, err)
 	}
 	return nil
 }

@@ -373,6 +373,8 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 				MaxNumberOfMessages:         int32(min(10, m.BatchSize-len(msgs))),
 				WaitTimeSeconds:             1,
 				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+				// The older name too: the emulator knows only it.
+				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
 				MessageAttributeNames:       []string{"All"},
 			})
 			if err != nil {

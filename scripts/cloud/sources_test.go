@@ -14,6 +14,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/moku/sellerapi/shared/queue/sqsqueue/sqstest"
 )
 
 // router is a stream function that fails on poison records: with a
@@ -150,3 +153,84 @@ func TestStreamMapping(t *testing.T) {
 type invokerFunc func() ([]byte, error)
 
 func (f invokerFunc) Invoke(context.Context, string, []byte) ([]byte, error) { return f() }
+
+// worker is an SQS function that fails the messages whose body is "bad",
+// reporting them in its partial batch response.
+type worker struct {
+	mu       sync.Mutex
+	receives map[string][]string // body → ApproximateReceiveCount of each delivery
+}
+
+func (w *worker) Invoke(_ context.Context, _ string, payload []byte) ([]byte, error) {
+	var ev events.SQSEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	res := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for _, m := range ev.Records {
+		w.receives[m.Body] = append(w.receives[m.Body], m.Attributes["ApproximateReceiveCount"])
+		if m.Body == "bad" {
+			res.BatchItemFailures = append(res.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+		}
+	}
+	return json.Marshal(res)
+}
+
+func (w *worker) count(body string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.receives[body])
+}
+
+// TestQueueMapping plays an SQS mapping on the SQS emulator, with the queue
+// created as createResources creates the template's: a message the worker
+// reports failed comes back after the visibility timeout and goes to the
+// dead-letter queue after maxReceiveCount receives; the others are deleted
+// after one delivery.
+func TestQueueMapping(t *testing.T) {
+	c := sqstest.Client(t)
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	tpl := &Template{
+		Functions: map[string]*Function{"W": {Logical: "W", Name: "worker"}},
+		Queues: map[string]*Queue{
+			"Q":   {Logical: "Q", Name: "cloud-q-" + suffix, VisibilityTimeout: time.Second, Retention: time.Hour, DeadLetter: "DLQ", MaxReceiveCount: 2},
+			"DLQ": {Logical: "DLQ", Name: "cloud-dlq-" + suffix, VisibilityTimeout: 30 * time.Second, Retention: time.Hour},
+		},
+	}
+	if err := createQueues(t.Context(), tpl, c); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{receives: map[string][]string{}}
+	s := &Sources{Tpl: tpl, Fns: w, SQS: c, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, body := range []string{"good-1", "bad", "good-2"} {
+		if _, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(tpl.Queues["Q"].URL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		s.queue(ctx, QueueMapping{Function: "W", Queue: "Q", BatchSize: 10, PartialBatch: true})
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+
+	var dead []string
+	for deadline := time.Now().Add(30 * time.Second); len(dead) == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing reached the dead-letter queue; deliveries %v", w.receives)
+		}
+		out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(tpl.Queues["DLQ"].URL), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			dead = append(dead, aws.ToString(m.Body))
+		}
+	}
+	if !slices.Equal(dead, []string{"bad"}) || !slices.Equal(w.receives["bad"], []string{"1", "2"}) || w.count("good-1") != 1 || w.count("good-2") != 1 {
+		t.Fatalf("dead letters %v; deliveries %v", dead, w.receives)
+	}
+}
