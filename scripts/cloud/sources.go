@@ -374,8 +374,8 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 				WaitTimeSeconds:             1,
 				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 				// The older name too: the emulator knows only it.
-				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
-				MessageAttributeNames:       []string{"All"},
+				AttributeNames:        []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
+				MessageAttributeNames: []string{"All"},
 			})
 			if err != nil {
 				if ctx.Err() == nil {
