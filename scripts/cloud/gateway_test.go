@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moku/sellerapi/shared/clock/clocktest"
 )
 
 var testRoutes = []Route{
@@ -55,7 +57,7 @@ func TestEvent(t *testing.T) {
 	r.Header.Set("Content-Type", "image/png")
 	r.Header.Set("X-Custom", "a")
 	r.Header.Add("X-Custom", "b")
-	ev := event(r, []byte("\x89PNG\x00"), testRoutes[1], map[string]string{"vendor_id": "ven_1"}, "req-1", time.Unix(1700000000, 0))
+	ev := event(r, []byte("\x89PNG\x00"), testRoutes[1], map[string]string{"vendor_id": "ven_1"}, "req-1", clocktest.Date(2026, 3, 4, 10, 0, 0))
 	if ev.Version != "2.0" || ev.RouteKey != "ANY /v1/vendors/{vendor_id}" || ev.RawPath != "/v1/vendors/ven_1/media/abc" || ev.RawQueryString != "x=1&x=2" {
 		t.Fatalf("event %+v", ev)
 	}
