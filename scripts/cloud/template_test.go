@@ -143,6 +143,7 @@ func TestTemplate(t *testing.T) {
 // message naming both queues, before it serves anything.
 func TestSwappedQueueURLs(t *testing.T) {
 	tpl := cloudTemplate(t)
+	t.Parallel()
 	bin := build(t, "./scripts/cloud")
 	for _, c := range []struct {
 		name string
