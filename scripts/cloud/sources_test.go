@@ -191,11 +191,13 @@ func (w *worker) count(body string) int {
 // after one delivery.
 func TestQueueMapping(t *testing.T) {
 	c := sqstest.Client(t)
+	// The visibility timeout is long enough that a loaded machine deletes a
+	// handled message before it shows again.
 	suffix := fmt.Sprint(time.Now().UnixNano())
 	tpl := &Template{
 		Functions: map[string]*Function{"W": {Logical: "W", Name: "worker"}},
 		Queues: map[string]*Queue{
-			"Q":   {Logical: "Q", Name: "cloud-q-" + suffix, VisibilityTimeout: time.Second, Retention: time.Hour, DeadLetter: "DLQ", MaxReceiveCount: 2},
+			"Q":   {Logical: "Q", Name: "cloud-q-" + suffix, VisibilityTimeout: 5 * time.Second, Retention: time.Hour, DeadLetter: "DLQ", MaxReceiveCount: 2},
 			"DLQ": {Logical: "DLQ", Name: "cloud-dlq-" + suffix, VisibilityTimeout: 30 * time.Second, Retention: time.Hour},
 		},
 	}
