@@ -21,7 +21,7 @@
 //
 // The administrative commands invoke the template's admin function on the
 // emulators of the serve running on the same --data. The template is
-// --template, else $SELLERAPI_CLOUD_TEMPLATE, else bin/cloud/cdk.out of the
+// --template, else $SELLERAPI_CLOUD_TEMPLATE, else bin/cloud-stack/cdk.out of the
 // repository, which `make cloud` (scripts/cloud-synth) builds and
 // synthesizes for this machine.
 package main
@@ -113,7 +113,7 @@ func commonFlags(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.data, "data", ".data", "directory of this run's state (the emulators' files, the running serve's endpoints)")
 	fs.StringVar(&c.store, "store", "dynamodb", "accepted for functions/local's command line; the deployed shape always runs on DynamoDB")
 	fs.StringVar(&c.table, "table", "", "accepted for functions/local's command line; the template names the table")
-	fs.StringVar(&c.template, "template", os.Getenv("SELLERAPI_CLOUD_TEMPLATE"), "the synthesized template (default: bin/cloud/cdk.out/sellerapi-local.template.json, made on first use)")
+	fs.StringVar(&c.template, "template", os.Getenv("SELLERAPI_CLOUD_TEMPLATE"), "the synthesized template (default: bin/cloud-stack/cdk.out/sellerapi-local.template.json, made on first use)")
 }
 
 // state is what a serve writes to <data>/cloud.json for the administrative
@@ -269,7 +269,7 @@ func templatePath(ctx context.Context, root, flagged string, stderr io.Writer) (
 	if flagged != "" {
 		return filepath.Abs(flagged)
 	}
-	def := filepath.Join(root, "bin", "cloud", "cdk.out", "sellerapi-local.template.json")
+	def := filepath.Join(root, "bin", "cloud-stack", "cdk.out", "sellerapi-local.template.json")
 	if _, err := os.Stat(def); err == nil {
 		return def, nil
 	}
