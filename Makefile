@@ -14,11 +14,27 @@ EVENT ?=
 INVOKE_DATA ?=
 CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CLI_TELEMETRY=true npx --no-install cdk
 
-.PHONY: run test fuzz bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy
+CLOUD_DATA ?= .cloud
 
-## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA)
+.PHONY: run test fuzz bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
+
+## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (STORE=dynamodb: on DynamoDB Local and the SQS emulator, started here)
 run: local
+ifeq ($(STORE),dynamodb)
+	ADDR=$(ADDR) DATA=$(DATA) BIN=$(BIN) bash scripts/run-dynamodb
+else
 	$(BIN)/local serve --addr $(ADDR) --data $(DATA) --store $(STORE)
+endif
+
+## cloud: the deployed shape on this machine: every function built for the host, the stack synthesized, and its API, stream, queues and schedule run from the template on the emulators (scripts/cloud) on http://$(ADDR)/v1
+cloud:
+	bash scripts/cloud-synth
+	go build -o $(BIN)/cloud ./scripts/cloud
+	$(BIN)/cloud serve --addr $(ADDR) --data $(CLOUD_DATA)
+
+## localstack: deploy the stack (stage localstack) onto a running LocalStack with the pinned CDK CLI (scripts/localstack up first; needs Docker)
+localstack: cdk-cli
+	bash scripts/localstack deploy
 
 ## test: install the emulators the tests need, start them, run every check and test
 test:
@@ -69,7 +85,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN) dist infra/cdk.out
+	rm -rf $(BIN) dist infra/cdk.out $(CLOUD_DATA)
 
 ## tidy: go mod tidy; -e because the module proxy refuses a pprof version
 ## that only modernc.org/sqlite's own tests import

@@ -26,19 +26,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/moku/sellerapi/scripts/internal/lambdaruntime"
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
@@ -199,99 +195,33 @@ type result struct {
 	ready, response time.Duration
 }
 
-// invoke starts bin as a fresh process, serves it event through the
-// Runtime API and returns its answer and how long it took, measured from
-// just before the process starts: to its first request for an event
-// (ready: init done) and to its response.
+// invoke starts bin as a fresh process (scripts/internal/lambdaruntime,
+// the Runtime API scripts/cloud runs its warm functions on), serves it
+// event and returns its answer and how long it took, measured from just
+// before the process starts: to its first request for an event (ready:
+// init done) and to its response.
 func invoke(ctx context.Context, bin string, event []byte, timeout time.Duration, stderr io.Writer) (result, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	env := os.Environ()
+	if os.Getenv("AWS_REGION") == "" {
+		env = append(env, "AWS_REGION=us-east-1")
+	}
+	name := filepath.Base(bin)
+	p, err := lambdaruntime.Start(ctx, lambdaruntime.Spec{
+		Name: name, ARN: "arn:aws:lambda:us-east-1:123456789012:function:" + name,
+		Bin: bin, Env: env, Memory: 512, Logs: stderr,
+	})
 	if err != nil {
 		return result{}, err
 	}
-	const requestID = "8476a536-e9f4-11e8-9739-2dfe598c3fcd"
-	type answer struct {
-		body   []byte
-		failed bool
-		at     time.Time
+	defer p.Stop()
+	out, err := p.Invoke(ctx, event, time.Now().Add(timeout))
+	if err != nil {
+		return result{}, fmt.Errorf("%s gave no answer: %w", bin, err)
 	}
-	answers := make(chan answer, 1)
-	readyAt := make(chan time.Time, 1)
-	var served atomic.Bool
-	stop := make(chan struct{})
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", func(w http.ResponseWriter, r *http.Request) {
-		if served.Swap(true) {
-			// One event per process: the next poll waits until we stop it.
-			select {
-			case <-stop:
-			case <-r.Context().Done():
-			}
-			return
-		}
-		readyAt <- time.Now()
-		h := w.Header()
-		h.Set("Lambda-Runtime-Aws-Request-Id", requestID)
-		h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(time.Now().Add(timeout).UnixMilli(), 10))
-		h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:"+filepath.Base(bin))
-		h.Set("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000;Sampled=0")
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(event)
-	})
-	reply := func(failed bool) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			w.WriteHeader(http.StatusAccepted)
-			select {
-			case answers <- answer{body: b, failed: failed, at: time.Now()}:
-			default:
-			}
-		}
-	}
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", reply(false))
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", reply(true))
-	mux.HandleFunc("POST /2018-06-01/runtime/init/error", reply(true))
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	defer srv.Close()
-	defer close(stop)
-
-	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = append(os.Environ(),
-		"AWS_LAMBDA_RUNTIME_API="+ln.Addr().String(),
-		"AWS_LAMBDA_FUNCTION_NAME="+filepath.Base(bin),
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512",
-		"AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
-	)
-	if os.Getenv("AWS_REGION") == "" {
-		cmd.Env = append(cmd.Env, "AWS_REGION=us-east-1")
-	}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	exited := make(chan error, 1)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return result{}, err
-	}
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Kill()
-		<-exited
-	}()
-
-	var r result
-	select {
-	case a := <-answers:
-		r.body, r.failed, r.response = a.body, a.failed, a.at.Sub(start)
-	case err := <-exited:
-		exited <- err // for the deferred wait
-		return r, fmt.Errorf("%s exited before answering: %v", bin, err)
-	case <-time.After(timeout):
-		return r, fmt.Errorf("%s gave no answer within %s", bin, timeout)
-	}
-	select {
-	case at := <-readyAt:
-		r.ready = at.Sub(start)
-	default:
-		r.ready = r.response // an init error: it never asked for an event
+	r := result{body: out.Body, failed: out.Failed, response: time.Since(p.Started)}
+	r.ready = r.response // an init error: it never asked for an event
+	if !p.Ready.IsZero() {
+		r.ready = p.Ready.Sub(p.Started)
 	}
 	return r, nil
 }

@@ -26,6 +26,11 @@ const (
 	EnvStoreTimeout = "SELLERAPI_STORE_TIMEOUT"
 	EnvLogLevel     = "SELLERAPI_LOG_LEVEL"
 
+	// EnvAllowPrivateWebhooks ("true") lets webhooks reach private and
+	// loopback addresses: what --allow-private-webhooks sets on the
+	// functions of a local cloud run (scripts/cloud). Never set by the stack.
+	EnvAllowPrivateWebhooks = "SELLERAPI_ALLOW_PRIVATE_WEBHOOKS"
+
 	// Media storage: an S3 bucket, or else a directory (default: the
 	// embedded store's data directory); the public address objects are
 	// served under; and the per-vendor admission budget.
@@ -170,6 +175,13 @@ func FromEnv() (Config, error) {
 			}
 			*dst = n
 		}
+	}
+	if v := os.Getenv(EnvAllowPrivateWebhooks); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("config: %s: %w", EnvAllowPrivateWebhooks, err)
+		}
+		c.AllowPrivateWebhooks = b
 	}
 	if v := os.Getenv(EnvStoreTimeout); v != "" {
 		d, err := time.ParseDuration(v)
