@@ -100,8 +100,8 @@ type Definition struct {
 	// alarm goes off. Default: the prod stage.
 	Canary bool
 	// MediaEdge serves uploaded images through CloudFront (media.go).
-	// Default: every stage but local, which LocalStack and the deployed
-	// shape run on one machine (scripts/cloud) deploy and where no
+	// Default: every stage but local (the deployed shape run on one
+	// machine, scripts/cloud) and localstack (make localstack), where no
 	// CloudFront runs; there the API's own media route serves them.
 	MediaEdge bool
 	// Throttle is the stage's limit on every route; PublicThrottle the
@@ -180,7 +180,7 @@ func Default(stage string) Definition {
 		Stage:     stage,
 		Retain:    stage == "prod",
 		Canary:    stage == "prod",
-		MediaEdge: stage != "local",
+		MediaEdge: stage != "local" && stage != "localstack",
 		Assets:    "../dist",
 		// One line per operation group (the local server mounts
 		// app.AllGroups); its routes come from the group.

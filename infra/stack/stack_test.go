@@ -1225,8 +1225,10 @@ func TestMediaIsServedFromTheEdge(t *testing.T) {
 	if _, ok := prod.out["MediaBaseUrl"]; !ok {
 		t.Error("no MediaBaseUrl output")
 	}
-	if d := Default("local"); d.MediaEdge {
-		t.Error("stage local (LocalStack, the deployed shape on one machine) has a CloudFront edge, which neither runs")
+	for _, stage := range []string{"local", "localstack"} {
+		if Default(stage).MediaEdge {
+			t.Errorf("stage %s has a CloudFront edge, which neither LocalStack nor the deployed shape on one machine runs", stage)
+		}
 	}
 }
 
