@@ -41,6 +41,7 @@ type pool struct {
 	mu    sync.Mutex
 	idle  []*lambdaruntime.Process
 	all   []*lambdaruntime.Process
+	busy  int // invocations under way, held to fn.Reserved
 	cold  []time.Duration
 	warm  []time.Duration
 	ready []time.Duration
@@ -118,6 +119,10 @@ func (fs *Functions) Invoke(ctx context.Context, id string, payload []byte) ([]b
 	if len(payload) > 6*1024*1024 {
 		return nil, &FunctionError{Function: p.fn.Name, Message: fmt.Sprintf("request payload of %d bytes exceeds Lambda's 6 MB synchronous limit", len(payload))}
 	}
+	if !p.enter() {
+		return nil, &FunctionError{Function: p.fn.Name, Message: fmt.Sprintf("TooManyRequestsException: Rate Exceeded (reserved concurrency %d)", p.fn.Reserved)}
+	}
+	defer p.leave()
 	proc, cold, err := fs.acquire(p)
 	if err != nil {
 		return nil, &FunctionError{Function: p.fn.Name, Message: err.Error()}
@@ -179,6 +184,24 @@ func (fs *Functions) acquire(p *pool) (*lambdaruntime.Process, bool, error) {
 	p.all = append(p.all, proc)
 	p.mu.Unlock()
 	return proc, true, nil
+}
+
+// enter counts an invocation in, unless the function's reserved
+// concurrency is taken.
+func (p *pool) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fn.Reserved > 0 && p.busy >= p.fn.Reserved {
+		return false
+	}
+	p.busy++
+	return true
+}
+
+func (p *pool) leave() {
+	p.mu.Lock()
+	p.busy--
+	p.mu.Unlock()
 }
 
 func (p *pool) release(proc *lambdaruntime.Process, cold bool, took time.Duration) {

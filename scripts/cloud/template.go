@@ -63,9 +63,12 @@ type Function struct {
 	Logical, Name string
 	Timeout       time.Duration
 	Memory        int
-	Asset         string         // path of the code asset in the cloud assembly
-	env           map[string]any // unresolved
-	Env           map[string]string
+	Asset         string // path of the code asset in the cloud assembly
+	// Reserved caps the function's concurrent invocations (0: no cap);
+	// one more is throttled, as Lambda does.
+	Reserved int
+	env      map[string]any // unresolved
+	Env      map[string]string
 }
 
 // Route is an HTTP API route and the function its integration invokes.
@@ -126,7 +129,7 @@ var played = map[string][]string{
 	"AWS::DynamoDB::Table":            {"TableName", "KeySchema", "AttributeDefinitions", "BillingMode", "StreamSpecification", "TimeToLiveSpecification"},
 	"AWS::S3::Bucket":                 {"BucketName"},
 	"AWS::SQS::Queue":                 {"QueueName", "VisibilityTimeout", "RedrivePolicy", "MessageRetentionPeriod"},
-	"AWS::Lambda::Function":           {"FunctionName", "Code", "Handler", "Runtime", "Timeout", "MemorySize", "Environment", "Architectures"},
+	"AWS::Lambda::Function":           {"FunctionName", "Code", "Handler", "Runtime", "Timeout", "MemorySize", "Environment", "Architectures", "ReservedConcurrentExecutions"},
 	"AWS::ApiGatewayV2::Api":          {"Name", "ProtocolType", "DisableExecuteApiEndpoint"},
 	"AWS::ApiGatewayV2::Stage":        {"ApiId", "StageName", "AutoDeploy"},
 	"AWS::ApiGatewayV2::Integration":  {"ApiId", "IntegrationType", "IntegrationUri", "PayloadFormatVersion"},
@@ -146,15 +149,23 @@ var played = map[string][]string{
 	"AWS::ApiGatewayV2::ApiMapping":   nil,
 	"Custom::S3AutoDeleteObjects":     nil,
 	"AWS::SQS::QueueInlinePolicy":     nil,
+	// Metrics, dashboards and CloudFront's access to the bucket have no
+	// effect on one machine (stage local deploys no CloudFront edge).
+	"AWS::CloudWatch::Dashboard":           nil,
+	"AWS::Logs::MetricFilter":              nil,
+	"AWS::CloudFront::OriginAccessControl": nil,
 }
 
 var ignored = map[string][]string{
-	"AWS::DynamoDB::Table":            {"PointInTimeRecoverySpecification", "DeletionProtectionEnabled", "Tags", "SSESpecification"},
-	"AWS::S3::Bucket":                 {"BucketEncryption", "OwnershipControls", "PublicAccessBlockConfiguration", "Tags", "VersioningConfiguration"},
-	"AWS::SQS::Queue":                 {"SqsManagedSseEnabled", "Tags"},
-	"AWS::Lambda::Function":           {"Description", "LoggingConfig", "RecursiveLoop", "Role", "Tags"},
-	"AWS::ApiGatewayV2::Api":          {"Description", "Tags"},
-	"AWS::ApiGatewayV2::Stage":        {"Tags"},
+	"AWS::DynamoDB::Table": {"PointInTimeRecoverySpecification", "DeletionProtectionEnabled", "Tags", "SSESpecification"},
+	"AWS::S3::Bucket":      {"BucketEncryption", "OwnershipControls", "PublicAccessBlockConfiguration", "Tags", "VersioningConfiguration"},
+	"AWS::SQS::Queue":      {"SqsManagedSseEnabled", "Tags"},
+	// No X-Ray here; Lambda's loop guard never trips on one machine.
+	"AWS::Lambda::Function":  {"Description", "LoggingConfig", "RecursiveLoop", "Role", "Tags", "TracingConfig"},
+	"AWS::ApiGatewayV2::Api": {"Description", "Tags"},
+	// The stage's throttles are a ceiling against floods, and its access
+	// log goes to CloudWatch; the functions' own logs show every request.
+	"AWS::ApiGatewayV2::Stage":        {"Tags", "DefaultRouteSettings", "RouteSettings", "AccessLogSettings"},
 	"AWS::ApiGatewayV2::Integration":  {},
 	"AWS::ApiGatewayV2::Route":        {},
 	"AWS::Lambda::EventSourceMapping": {"Tags"},
@@ -376,6 +387,11 @@ func (t *Template) function(id string, r resource) error {
 	if v, ok := p["MemorySize"]; ok {
 		if f.Memory, err = number(v); err != nil {
 			return fmt.Errorf("MemorySize: %w", err)
+		}
+	}
+	if v, ok := p["ReservedConcurrentExecutions"]; ok {
+		if f.Reserved, err = number(v); err != nil || f.Reserved < 1 {
+			return fmt.Errorf("ReservedConcurrentExecutions %v: the runner plays a cap of one or more", v)
 		}
 	}
 	if e, ok := p["Environment"].(map[string]any); ok {

@@ -92,6 +92,20 @@ func TestTemplate(t *testing.T) {
 			t.Fatalf("queue %s: redrive %+v", q.Name, q)
 		}
 	}
+	// The stack's own filter and limits are played, not passed over.
+	if len(got.Stream.Filters) == 0 {
+		t.Error("the stream mapping's event filter was not read")
+	}
+	for _, f := range got.Functions {
+		if want := map[bool]int{true: 1, false: 0}[strings.HasSuffix(f.Name, "-reservation-expirer")]; f.Reserved != want {
+			t.Errorf("%s: reserved concurrency %d, want %d", f.Name, f.Reserved, want)
+		}
+	}
+	for _, q := range got.QueueFeeds {
+		if q.MaxConcurrency < 2 {
+			t.Errorf("queue mapping of %s: maximum concurrency %d", q.Queue, q.MaxConcurrency)
+		}
+	}
 
 	filtered, err := LoadTemplate(mutate(t, tpl, func(r map[string]any) {
 		each(r, "AWS::Lambda::EventSourceMapping", func(_ string, p map[string]any) {
