@@ -4,6 +4,7 @@ SHELL := /bin/bash
 ADDR ?= 127.0.0.1:8080
 DATA ?= .data
 STORE ?= sqlite
+RUN_FLAGS ?=
 BIN := bin
 # Ops: the stage that build/synth/deploy act on, extra CDK CLI arguments,
 # and make invoke's function and event.
@@ -16,9 +17,9 @@ CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CL
 
 .PHONY: run test bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy
 
-## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA)
+## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (RUN_FLAGS: more serve flags)
 run: local
-	$(BIN)/local serve --addr $(ADDR) --data $(DATA) --store $(STORE)
+	$(BIN)/local serve --addr $(ADDR) --data $(DATA) --store $(STORE) $(RUN_FLAGS)
 
 ## test: install the emulators the tests need, start them, run every check and test
 test:
