@@ -4,6 +4,7 @@ SHELL := /bin/bash
 ADDR ?= 127.0.0.1:8080
 DATA ?= .data
 STORE ?= sqlite
+RUN_FLAGS ?=
 BIN := bin
 # Ops: the stage that build/synth/deploy act on, extra CDK CLI arguments,
 # and make invoke's function and event.
@@ -18,12 +19,12 @@ CLOUD_DATA ?= .cloud
 
 .PHONY: run test fuzz bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
 
-## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (STORE=dynamodb: on DynamoDB Local and the SQS emulator, started here)
+## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (STORE=dynamodb: on DynamoDB Local and the SQS emulator, started here; RUN_FLAGS: more serve flags)
 run: local
 ifeq ($(STORE),dynamodb)
 	ADDR=$(ADDR) DATA=$(DATA) BIN=$(BIN) bash scripts/run-dynamodb
 else
-	$(BIN)/local serve --addr $(ADDR) --data $(DATA) --store $(STORE)
+	$(BIN)/local serve --addr $(ADDR) --data $(DATA) --store $(STORE) $(RUN_FLAGS)
 endif
 
 ## cloud: the deployed shape on this machine: every function built for the host, the stack synthesized, and its API, stream, queues and schedule run from the template on the emulators (scripts/cloud) on http://$(ADDR)/v1

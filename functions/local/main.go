@@ -8,6 +8,13 @@
 //	local token issue --data DIR --vendor ID --scopes a,b|all [--expires-in 1h]
 //	local token revoke --data DIR --id TOKEN_ID
 //	local pairing review --data DIR --id PAIRING_ID [--reviewer NAME]
+//	local listen [--events a,b|*] [--forward-to URL] [--print-json] [--base URL] [--token T] [--vendor V]
+//	local trigger TYPE [--base URL] [--token T] [--vendor V]
+//
+// listen and trigger are clients of a running server (through
+// shared/client): listen subscribes a forwarder for event types and prints
+// or forwards each verified delivery, removing its subscription on exit;
+// trigger makes a real change that writes an event of TYPE.
 package main
 
 import (
@@ -55,8 +62,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return tokenRevoke(ctx, args[2:], stdout)
 	case cmd == "pairing" && len(args) > 1 && args[1] == "review":
 		return pairingReview(ctx, args[2:], stdout)
+	case cmd == "listen":
+		return listen(ctx, args[1:], stdout)
+	case cmd == "trigger":
+		return trigger(ctx, args[1:], stdout)
 	}
-	return fmt.Errorf("unknown command %q; use serve, vendor create, vendor set-owner, token issue, token revoke or pairing review", args)
+	return fmt.Errorf("unknown command %q; use serve, vendor create, vendor set-owner, token issue, token revoke, pairing review, listen or trigger", args)
 }
 
 // storeFlags are the flags every subcommand takes to find its store.

@@ -152,3 +152,26 @@ func TestBadInvocations(t *testing.T) {
 		}
 	}
 }
+
+// TestNoDemoBesideAVendor: a store that already has a vendor (made with
+// vendor create before the first serve) is not empty, so serve creates no
+// demo vendor and says nothing about a first start.
+func TestNoDemoBesideAVendor(t *testing.T) {
+	dir := t.TempDir()
+	var v struct{ Data struct{ ID string } }
+	cli(t, &v, "vendor", "create", "--data", dir, "--name", "Acme Goods", "--slug", "acme-goods")
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, &out, io.Discard) }()
+	listening := regexp.MustCompile(`listening on (http://\S+/v1)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !listening.MatchString(out.String()); time.Sleep(20 * time.Millisecond) {
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if !listening.MatchString(out.String()) || strings.Contains(out.String(), "First start") || strings.Contains(out.String(), "token:") {
+		t.Fatalf("serve beside an existing vendor printed %q", out.String())
+	}
+}

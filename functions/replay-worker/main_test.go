@@ -54,7 +54,7 @@ func TestReplayThroughTheHandler(t *testing.T) {
 				}
 				subs = append(subs, sub.Data.ID)
 			}
-			ev := event.New(e.Clock.Now(), e.Vendor.ID, event.ProductCreated, "product", "prd_1", nil)
+			ev := event.New(e.Clock.Now(), e.Vendor.ID, event.ProductCreated, "product", "prd_1", map[string]any{"revision": 1, "inventory_item_ids": []string{}})
 			op, err := event.Op(ev)
 			if err != nil {
 				t.Fatal(err)

@@ -70,7 +70,7 @@ func TestDeliveryThroughTheHandler(t *testing.T) {
 
 			deliver := func(id string) lambdatest.Sent {
 				t.Helper()
-				ev := event.New(e.Clock.Now(), e.Vendor.ID, event.ProductCreated, "product", id, nil)
+				ev := event.New(e.Clock.Now(), e.Vendor.ID, event.ProductCreated, "product", id, map[string]any{"revision": 1, "inventory_item_ids": []string{}})
 				op, err := event.Op(ev)
 				if err != nil {
 					t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"github.com/moku/sellerapi/shared/vendor"
 )
 
-// demoMarker records that a store was given its demo vendor, so only the
-// very first start of an empty store creates one.
+// demoMarker records that a store was given its demo vendor, so that two
+// first starts of one empty store create one demo between them.
 var demoMarker = store.Key{PK: "META", SK: "DEMO"}
 
 // Demo is what the first start of an empty store creates.
@@ -21,10 +21,16 @@ type Demo struct {
 	Token  auth.Issued
 }
 
-// EnsureDemo creates a demo vendor and a token with every scope the first
-// time it runs against a store; later it returns ok false. Concurrent first
-// starts create one demo between them.
+// EnsureDemo creates a demo vendor and a token with every scope when the
+// store holds no vendor at all; otherwise (a vendor created by hand, or a
+// demo made before) it returns ok false. Concurrent first starts create one
+// demo between them: the marker is claimed only on an empty store.
 func (a *App) EnsureDemo(ctx context.Context) (d Demo, ok bool, err error) {
+	if any, err := vendor.Any(ctx, a.Store); err != nil {
+		return Demo{}, false, fmt.Errorf("app: demo: %w", err)
+	} else if any {
+		return Demo{}, false, nil
+	}
 	data, _ := json.Marshal(map[string]time.Time{"claimed_at": a.Clock.Now()})
 	err = a.Store.Transact(ctx, store.Put(store.Item{PK: demoMarker.PK, SK: demoMarker.SK, Version: 1, Data: data}, store.IfAbsent()))
 	if store.IsCondition(err) {

@@ -104,6 +104,15 @@ func (c *Call) raw(status int, b []byte) {
 	c.W.Write([]byte("\n"))
 }
 
+// page writes an HTML page (the API reference).
+func (c *Call) page(status int, b []byte) {
+	h := c.W.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+	c.W.WriteHeader(status)
+	c.W.Write(b)
+}
+
 // Data writes {"data": v}.
 func (c *Call) Data(status int, v any) error { return c.JSON(status, envelope{Data: v}) }
 

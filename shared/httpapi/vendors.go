@@ -1,19 +1,29 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"sort"
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/openapi"
+	"github.com/moku/sellerapi/shared/openapi/reference"
 	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Vendors is the Vendors group, with the public contract and error catalog.
 var Vendors = Group{Name: "vendors", Routes: func(s *Server) []Route {
 	doc, docErr := openapi.Document(s.deps.Config.BaseURL)
+	page, pageErr := reference.HTML(doc)
 	return []Route{
+		{Method: http.MethodGet, Path: "/docs", Operation: "getDocs", Handle: func(c *Call) error {
+			if err := errors.Join(docErr, pageErr); err != nil {
+				return err
+			}
+			c.page(http.StatusOK, page)
+			return nil
+		}},
 		{Method: http.MethodGet, Path: "/openapi.json", Operation: "getOpenAPI", Handle: func(c *Call) error {
 			if docErr != nil {
 				return docErr

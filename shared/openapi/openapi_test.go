@@ -13,6 +13,7 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/openapi"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
@@ -146,5 +147,13 @@ func TestEventTypesDocumented(t *testing.T) {
 	sort.Strings(types)
 	if !slices.Equal(enum, types) {
 		t.Fatalf("EventType enum %v differs from event.Types() %v", enum, types)
+	}
+}
+
+// TestDocumentValid: the document is valid OpenAPI 3.1 and every $ref
+// resolves, as the validator the HTTP tests use reads it.
+func TestDocumentValid(t *testing.T) {
+	if _, err := apitest.NewContract(openapi.Raw()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -49,6 +49,19 @@ func Key(id string) store.Key { return store.Key{PK: Partition(id), SK: "VENDOR"
 // slugKey reserves a slug across vendors.
 func slugKey(slug string) store.Key { return store.Key{PK: "VSLUG#" + slug, SK: "VSLUG"} }
 
+// registry is the partition with one item per vendor, so that whether a
+// store has any vendor is one query (the store has no scan).
+const registry = "VENDORS"
+
+// Any reports whether the store holds at least one vendor.
+func Any(ctx context.Context, st store.Store) (bool, error) {
+	items, err := st.Query(ctx, store.Query{PK: registry, Limit: 1})
+	if err != nil {
+		return false, fmt.Errorf("vendor: any: %w", err)
+	}
+	return len(items) > 0, nil
+}
+
 var (
 	idPattern   = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 	slugPattern = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
@@ -102,6 +115,7 @@ func (s Service) Create(ctx context.Context, name, slug string) (Vendor, error) 
 	err = s.Store.Transact(ctx,
 		store.Put(it, store.IfAbsent()),
 		store.Put(store.Item{PK: sk.PK, SK: sk.SK, Version: 1, Data: reserve}, store.IfAbsent()),
+		store.Put(store.Item{PK: registry, SK: v.ID, Version: 1, Data: reserve}, store.IfAbsent()),
 	)
 	if store.IsCondition(err) {
 		return Vendor{}, errs.Ef(errs.CodeConflict, "slug: %q is taken by another vendor", slug)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -150,7 +151,17 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srvH)
+	var h http.Handler = srvH
+	// Every exchange of a test is checked against the published document;
+	// benchmarks skip the check, which would dominate what they measure.
+	if _, bench := t.(*testing.B); !bench {
+		c, err := loadContract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = checked(t, c, srvH)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	e := &Env{T: t, URL: hs.URL + "/v1", Store: raw, Clock: fake, App: a, Server: srvH, Logs: logs}
 	v, err := vendor.Service{Store: raw, Clock: fake}.Create(ctx, "Acme Goods", "acme-goods")
@@ -159,7 +170,36 @@ func New(t testing.TB, o Options) *Env {
 	}
 	e.Vendor = v
 	e.Token = e.NewToken(v.ID, auth.AllScopes()...)
+	if h != http.Handler(srvH) {
+		// Whatever events the test wrote are read back over HTTP at its end,
+		// so each one's data is checked against its type's schema.
+		t.Cleanup(e.readEvents)
+	}
 	return e
+}
+
+// readEvents pages through the vendor's event log.
+func (e *Env) readEvents() {
+	if e.T.Failed() {
+		return
+	}
+	tok := e.NewToken(e.Vendor.ID, auth.AllScopes()...)
+	path := "/vendors/" + e.Vendor.ID + "/events?limit=100"
+	for range 1000 {
+		r := e.Do(Req{Path: path, Token: tok})
+		if r.Status != http.StatusOK {
+			return // documented refusals (a test's faulty store, its spent rate window) are checked too
+		}
+		var page struct {
+			Page struct {
+				NextCursor *string `json:"next_cursor"`
+			} `json:"page"`
+		}
+		if json.Unmarshal(r.Body, &page) != nil || page.Page.NextCursor == nil {
+			return
+		}
+		path = "/vendors/" + e.Vendor.ID + "/events?limit=100&page_after=" + url.QueryEscape(*page.Page.NextCursor)
+	}
 }
 
 // NewToken issues a token for a vendor with scopes.

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moku/sellerapi/shared/client"
+)
+
+// apiFlags are the flags of the subcommands that call a running server
+// through its API, as any client does.
+type apiFlags struct {
+	base, token, vendor string
+}
+
+const envToken = "MOKU_TOKEN"
+
+func (f *apiFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.base, "base", "http://127.0.0.1:8080/v1", "the API's base URL")
+	fs.StringVar(&f.token, "token", os.Getenv(envToken), "access token with webhooks and the needed write scopes (default $"+envToken+")")
+	fs.StringVar(&f.vendor, "vendor", "", "vendor id (default: the token's only vendor)")
+}
+
+// open returns a client and the vendor to act on.
+func (f *apiFlags) open(ctx context.Context) (*client.Client, string, error) {
+	if f.token == "" {
+		return nil, "", fmt.Errorf("no token: pass --token or set $%s (make run prints one on first start)", envToken)
+	}
+	c := client.New(f.base, f.token)
+	if f.vendor != "" {
+		return c, f.vendor, nil
+	}
+	vs, err := c.ListVendors(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(vs) != 1 {
+		return nil, "", fmt.Errorf("the token reaches %d vendors; pass --vendor", len(vs))
+	}
+	return c, vs[0].ID, nil
+}
+
+// listen subscribes a forwarder to event types for as long as it runs:
+// every delivery is verified with the subscription's secret, printed, and
+// (with --forward-to) posted on to a local URL with its headers unchanged,
+// whose status becomes the delivery's answer. On exit (Ctrl-C) the
+// subscription is deleted. The server must accept loopback webhook URLs
+// (serve --allow-private-webhooks, as make run's local server can).
+func listen(ctx context.Context, args []string, stdout io.Writer) error {
+	var api apiFlags
+	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
+	api.define(fs)
+	events := fs.String("events", "*", "comma-separated event types to receive, or *")
+	forward := fs.String("forward-to", "", "local URL to post each verified delivery to, e.g. http://127.0.0.1:3000/webhooks")
+	addr := fs.String("addr", "127.0.0.1:0", "where the forwarder listens (the subscription's URL)")
+	printJSON := fs.Bool("print-json", false, "print each event's JSON body")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, vendorID, err := api.open(ctx)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	types := strings.Split(*events, ",")
+	desc := "local listen " + ln.Addr().String()
+	sub, err := c.CreateWebhookSubscription(ctx, vendorID, client.WebhookSubscriptionCreate{URL: "http://" + ln.Addr().String() + "/", EventTypes: types, Description: &desc})
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	// The subscription goes away however listen ends.
+	defer func() {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := c.DeleteWebhookSubscription(cleanup, vendorID, sub.ID); err != nil {
+			fmt.Fprintf(stdout, "could not remove subscription %s: %v\n", sub.ID, err)
+			return
+		}
+		fmt.Fprintf(stdout, "Removed subscription %s.\n", sub.ID)
+	}()
+
+	var mu sync.Mutex // one delivery's lines at a time
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, err := client.ReadWebhook(r, sub.Secret, time.Now())
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			fmt.Fprintf(stdout, "%s  rejected a delivery: %v\n", time.Now().UTC().Format(time.TimeOnly), err)
+			http.Error(w, "signature not verified", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(stdout, "%s  --> %s [%s] %s/%s (delivery %s, attempt %s, signature verified)\n", time.Now().UTC().Format(time.TimeOnly),
+			d.Event.Type, d.EventID, d.Event.Resource.Type, d.Event.Resource.ID, d.DeliveryID, d.Attempt)
+		if *printJSON {
+			fmt.Fprintf(stdout, "%s\n", d.Body)
+		}
+		status := http.StatusOK
+		if *forward != "" {
+			status = forwardTo(r.Context(), *forward, r.Header, d.Body)
+			fmt.Fprintf(stdout, "%s  <-- %d from %s\n", time.Now().UTC().Format(time.TimeOnly), status, *forward)
+		}
+		w.WriteHeader(status)
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "Ready: subscription %s sends %s to %s (signing secret %s). Ctrl-C to stop.\n", sub.ID, *events, sub.URL, sub.Secret)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+// forwardTo posts a delivery on with the headers it came with; a failure
+// to reach the target answers 502, which the service retries.
+func forwardTo(ctx context.Context, target string, h http.Header, body []byte) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return http.StatusBadGateway
+	}
+	for _, k := range []string{"Content-Type", "User-Agent", "Moku-Event-Id", "Moku-Delivery-Id", "Moku-Delivery-Attempt", "Moku-Signature"} {
+		if v := h.Get(k); v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return http.StatusBadGateway
+	}
+	io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// trigger makes a real change that writes an event of the given type, on
+// fresh demo resources (a product "trigger-…", a connection "Trigger …"),
+// with whatever changes must come first; it prints each step.
+func trigger(ctx context.Context, args []string, stdout io.Writer) error {
+	var api apiFlags
+	fs := flag.NewFlagSet("trigger", flag.ContinueOnError)
+	api.define(fs)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("usage: local trigger TYPE [--base URL] [--token T] [--vendor V]; TYPE is one of %s", strings.Join(triggerTypes(), ", "))
+	}
+	typ := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	steps := triggerPlan(typ)
+	if steps == nil {
+		return fmt.Errorf("trigger: %q is not a type trigger makes; use one of %s", typ, strings.Join(triggerTypes(), ", "))
+	}
+	c, vendorID, err := api.open(ctx)
+	if err != nil {
+		return err
+	}
+	t := &triggerRun{c: c, vendor: vendorID, out: stdout, suffix: randomSuffix()}
+	for _, step := range steps {
+		if err := step(ctx, t); err != nil {
+			return fmt.Errorf("trigger %s: %w", typ, err)
+		}
+	}
+	fmt.Fprintf(stdout, "Trigger succeeded: %s was written.\n", typ)
+	return nil
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// triggerRun holds what the steps of one trigger made.
+type triggerRun struct {
+	c           *client.Client
+	vendor      string
+	out         io.Writer
+	suffix      string
+	product     client.Product
+	item        client.InventoryItem
+	connection  client.Connection
+	reservation client.Reservation
+}
+
+type step func(context.Context, *triggerRun) error
+
+func createProduct(ctx context.Context, t *triggerRun) error {
+	slug := "trigger-" + t.suffix
+	p, _, err := t.c.CreateProduct(ctx, t.vendor, client.ProductCreate{Kind: "simple", Name: "Trigger " + t.suffix, Slug: slug,
+		Description: "Made by local trigger.", Price: 1000, Category: "demo", Subcategory: "trigger",
+		ImageURLs: []string{"https://cdn.example.com/trigger.jpg"}, Options: map[string]any{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1})
+	if err != nil {
+		return err
+	}
+	t.product = p
+	fmt.Fprintf(t.out, "Created product %s (product.created)\n", p.ID)
+	for it, err := range t.c.InventoryItems(ctx, t.vendor) {
+		if err != nil {
+			return err
+		}
+		if it.ProductID == p.ID {
+			t.item = it
+		}
+	}
+	return nil
+}
+
+func productStep(action, event string) step {
+	return func(ctx context.Context, t *triggerRun) error {
+		p, err := t.c.TransitionProduct(ctx, t.vendor, t.product.ID, action, t.product.Revision)
+		if err != nil {
+			return err
+		}
+		t.product = p
+		fmt.Fprintf(t.out, "%s product %s (%s)\n", strings.ToUpper(action[:1])+action[1:], p.ID, event)
+		return nil
+	}
+}
+
+func adjust(ctx context.Context, t *triggerRun) error {
+	it, _, err := t.c.AdjustInventoryItem(ctx, t.vendor, t.item.ID, t.item.OnHand+10, t.item.Version)
+	if err != nil {
+		return err
+	}
+	t.item = it
+	fmt.Fprintf(t.out, "Adjusted inventory item %s to on_hand %d (inventory_item.adjusted)\n", it.ID, it.OnHand)
+	return nil
+}
+
+func createConnection(ctx context.Context, t *triggerRun) error {
+	conn, err := t.c.CreateConnection(ctx, t.vendor, client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "trigger-" + t.suffix,
+		DisplayName: "Trigger " + t.suffix, Roles: client.Roles{Catalog: "destination", BasePrice: "destination", Inventory: "destination",
+			OrderIngress: "disabled", ExternalOrderFulfillment: "moku"}})
+	if err != nil {
+		return err
+	}
+	t.connection = conn
+	fmt.Fprintf(t.out, "Created connection %s (connection.created)\n", conn.ID)
+	return nil
+}
+
+func connectionStep(action, event string) step {
+	return func(ctx context.Context, t *triggerRun) error {
+		conn, err := t.c.TransitionConnection(ctx, t.vendor, t.connection.ID, action, t.connection.Version)
+		if err != nil {
+			return err
+		}
+		t.connection = conn
+		fmt.Fprintf(t.out, "%s connection %s (%s)\n", strings.ToUpper(action[:1])+action[1:], conn.ID, event)
+		return nil
+	}
+}
+
+func reserve(ctx context.Context, t *triggerRun) error {
+	r, err := t.c.CreateReservation(ctx, t.vendor, client.ReservationCreate{ConnectionID: t.connection.ID, InventoryItemID: t.item.ID, Quantity: 1, ExpiresInSeconds: 900})
+	if err != nil {
+		return err
+	}
+	t.reservation = r
+	fmt.Fprintf(t.out, "Created reservation %s (reservation.created)\n", r.ID)
+	return nil
+}
+
+func reservationStep(action, event string) step {
+	return func(ctx context.Context, t *triggerRun) error {
+		r, err := t.c.TransitionReservation(ctx, t.vendor, t.reservation.ID, action, t.reservation.Version)
+		if err != nil {
+			return err
+		}
+		t.reservation = r
+		fmt.Fprintf(t.out, "%s reservation %s (%s)\n", strings.ToUpper(action[:1])+action[1:], r.ID, event)
+		return nil
+	}
+}
+
+// triggerPlan lists the changes that write typ last (nil: not one trigger
+// makes).
+func triggerPlan(typ string) []step {
+	product := []step{createProduct}
+	stocked := []step{createProduct, adjust, createConnection, reserve}
+	conn := []step{createConnection}
+	switch typ {
+	case "product.created":
+		return product
+	case "product.published":
+		return append(product, productStep("publish", typ))
+	case "product.unpublished":
+		return append(product, productStep("publish", "product.published"), productStep("unpublish", typ))
+	case "product.archived":
+		return append(product, productStep("archive", typ))
+	case "product.restored":
+		return append(product, productStep("archive", "product.archived"), productStep("restore", typ))
+	case "inventory_item.adjusted":
+		return append(product, adjust)
+	case "connection.created":
+		return conn
+	case "connection.paused":
+		return append(conn, connectionStep("pause", typ))
+	case "connection.resumed":
+		return append(conn, connectionStep("pause", "connection.paused"), connectionStep("resume", typ))
+	case "connection.disconnected":
+		return append(conn, connectionStep("disconnect", typ))
+	case "reservation.created":
+		return stocked
+	case "reservation.renewed":
+		return append(stocked, reservationStep("renew", typ))
+	case "reservation.committed":
+		return append(stocked, reservationStep("commit", typ))
+	case "reservation.released":
+		return append(stocked, reservationStep("release", typ))
+	}
+	return nil
+}
+
+// triggerTypes lists what trigger makes, in triggerPlan's order.
+func triggerTypes() []string {
+	return []string{
+		"product.created", "product.published", "product.unpublished", "product.archived", "product.restored",
+		"inventory_item.adjusted",
+		"connection.created", "connection.paused", "connection.resumed", "connection.disconnected",
+		"reservation.created", "reservation.renewed", "reservation.committed", "reservation.released",
+	}
+}

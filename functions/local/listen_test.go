@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moku/sellerapi/shared/client"
+)
+
+// serveForTest starts serve on a fresh data directory, with loopback
+// webhooks allowed, and returns its base URL, demo vendor and token.
+func serveForTest(t *testing.T, extra ...string) (base, vendorID, token string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--allow-private-webhooks"}, extra...)
+		done <- run(ctx, args, &out, io.Discard)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	listening := regexp.MustCompile(`listening on (http://\S+/v1)`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := listening.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	demo := regexp.MustCompile(`vendor id: (\S+)\s+token:\s+(\S+)`).FindStringSubmatch(out.String())
+	if base == "" || demo == nil {
+		t.Fatalf("server did not start: %q", out.String())
+	}
+	return base, demo[1], demo[2]
+}
+
+// TestListenAndTrigger: listen subscribes a forwarder, trigger makes a real
+// change, the delivery arrives verified and is forwarded with its
+// signature (which the target verifies with the printed secret), and the
+// subscription is gone once listen stops.
+func TestListenAndTrigger(t *testing.T) {
+	base, vendorID, token := serveForTest(t)
+	var mu sync.Mutex
+	var got []client.Delivery
+	secret := make(chan string, 1)
+	var signing string
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if signing == "" {
+			signing = <-secret
+		}
+		d, err := client.ReadWebhook(r, signing, time.Now())
+		if err != nil {
+			t.Errorf("forwarded delivery: %v", err)
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		got = append(got, d)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer target.Close()
+
+	ctx, stop := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"listen", "--base", base, "--token", token, "--events", "inventory_item.adjusted,product.published", "--forward-to", target.URL}, &out, io.Discard)
+	}()
+	ready := regexp.MustCompile(`Ready: subscription (\S+) .* \(signing secret (whsec_\S+)\)`)
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && m == nil; time.Sleep(20 * time.Millisecond) {
+		m = ready.FindStringSubmatch(out.String())
+	}
+	if m == nil {
+		t.Fatalf("listen did not start: %q", out.String())
+	}
+	secret <- m[2]
+
+	var trig syncBuffer
+	if err := run(context.Background(), []string{"trigger", "inventory_item.adjusted", "--base", base, "--token", token}, &trig, io.Discard); err != nil {
+		t.Fatalf("trigger: %v\n%s", err, trig.String())
+	}
+	if !strings.Contains(trig.String(), "Trigger succeeded: inventory_item.adjusted") {
+		t.Fatalf("trigger printed %q", trig.String())
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0].Event.Type != "inventory_item.adjusted" || got[0].Event.VendorID != vendorID {
+		t.Fatalf("forwarded %+v; listen printed %q", got, out.String())
+	}
+	mu.Unlock()
+	if !strings.Contains(out.String(), "--> inventory_item.adjusted") || !strings.Contains(out.String(), "signature verified") || !strings.Contains(out.String(), "<-- 204") {
+		t.Fatalf("listen printed %q", out.String())
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	if !strings.Contains(out.String(), "Removed subscription "+m[1]) {
+		t.Fatalf("listen printed %q", out.String())
+	}
+	c := client.New(base, token)
+	for sub, err := range c.WebhookSubscriptions(context.Background(), vendorID) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Fatalf("subscription %s outlived listen", sub.ID)
+	}
+}
+
+// TestTriggerEveryType: each type trigger offers ends with an event of
+// that type in the vendor's log.
+func TestTriggerEveryType(t *testing.T) {
+	base, vendorID, token := serveForTest(t, "--rate-writes", "1000", "--rate-reads", "1000")
+	c := client.New(base, token)
+	count := func(typ string) int {
+		n := 0
+		for _, err := range c.Events(context.Background(), vendorID, typ, 100) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	for _, typ := range triggerTypes() {
+		before := count(typ)
+		if err := run(context.Background(), []string{"trigger", typ, "--base", base, "--token", token}, io.Discard, io.Discard); err != nil {
+			t.Fatalf("trigger %s: %v", typ, err)
+		}
+		if after := count(typ); after != before+1 {
+			t.Fatalf("trigger %s wrote %d events of that type, want 1", typ, after-before)
+		}
+	}
+}
+
+func TestTriggerRefusesUnknownTypes(t *testing.T) {
+	t.Setenv(envToken, "")
+	for _, args := range [][]string{{"trigger"}, {"trigger", "product.teleported", "--token", "x"}, {"trigger", "product.created"}} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		if err == nil {
+			t.Errorf("%v succeeded", args)
+		}
+	}
+}
