@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/pairing"
 )
@@ -103,6 +104,11 @@ func (s *Server) acceptPairing(c *Call) error {
 	in, err := pairing.ParseAccept(body)
 	if err != nil {
 		return err
+	}
+	if roles, ok := connection.Preset(in.Preset); ok {
+		if err := c.requireSourceScopes(roles); err != nil {
+			return err
+		}
 	}
 	v, err := s.pairings.Accept(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"), c.Principal.Token.ID, in)
 	if err != nil {
