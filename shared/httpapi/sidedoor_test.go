@@ -40,7 +40,7 @@ func TestSideDoorsNeedTheFrontDoorsScopes(t *testing.T) {
 		}
 		// Re-roling a destination into a source is the same door.
 		var conn connBody
-		e.Get("/vendors/" + e.Vendor.ID + "/connections/" + f.dest).JSON(t, &conn)
+		e.Get("/vendors/"+e.Vendor.ID+"/connections/"+f.dest).JSON(t, &conn)
 		r = e.Do(apitest.Req{Method: http.MethodPut, Path: "/connections/" + f.dest + "/roles", Token: limited,
 			Body: map[string]any{"expected_version": conn.Data.Version, "roles": sourceRoles}})
 		r.WantProblem(t, http.StatusForbidden, "INSUFFICIENT_SCOPE")
@@ -63,9 +63,9 @@ func TestSideDoorsNeedTheFrontDoorsScopes(t *testing.T) {
 			t.Fatalf("authority changed:\n%s\n%s", authorityBefore, got)
 		}
 		var jobs struct{ Data []any }
-		e.Get("/vendors/" + e.Vendor.ID + "/sync-jobs").JSON(t, &jobs)
+		e.Get("/vendors/"+e.Vendor.ID+"/sync-jobs").JSON(t, &jobs)
 		var conns struct{ Data []any }
-		e.Get("/vendors/" + e.Vendor.ID + "/connections").JSON(t, &conns)
+		e.Get("/vendors/"+e.Vendor.ID+"/connections").JSON(t, &conns)
 		if len(jobs.Data) != 0 || len(conns.Data) != 2 {
 			t.Fatalf("%d sync jobs and %d connections after refusals", len(jobs.Data), len(conns.Data))
 		}
