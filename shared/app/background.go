@@ -8,19 +8,19 @@ import (
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
-// ExpireReservations releases every reservation whose hold has ended, in
-// batches, until none is due. The reservation-expirer Lambda runs it on a
+// ExpireReservations releases every reservation whose hold has ended,
+// walking every expiry shard once; entries that fail are logged, counted
+// and left for the next pass. The reservation-expirer Lambda runs it on a
 // schedule; the local server runs it every second.
-func (a *App) ExpireReservations(ctx context.Context) (int, error) {
-	svc := reservation.Service{Store: a.Store, Clock: a.Clock}
-	total := 0
-	for {
-		n, err := svc.ExpireDue(ctx, 100)
-		total += n
-		if err != nil || n == 0 {
-			return total, err
-		}
+func (a *App) ExpireReservations(ctx context.Context) (reservation.Run, error) {
+	run, err := reservation.Service{Store: a.Store, Clock: a.Clock}.ExpireDue(ctx, 100)
+	for _, e := range run.Errors {
+		a.Log.ErrorContext(ctx, "expire reservation", "error", e)
 	}
+	if run.Failed > 0 {
+		a.Log.WarnContext(ctx, "reservation expiry pass had failures", "expired", run.Expired, "failed", run.Failed)
+	}
+	return run, err
 }
 
 // RunBackground does, in one process, what the stream router, the
@@ -56,10 +56,8 @@ func (a *App) RunBackground(ctx context.Context, interval time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if n, err := a.ExpireReservations(ctx); err != nil {
-			a.Log.ErrorContext(ctx, "expire reservations", "error", err)
-		} else if n > 0 {
-			a.Log.InfoContext(ctx, "expired reservations", "count", n)
+		if run, err := a.ExpireReservations(ctx); err == nil && run.Expired > 0 {
+			a.Log.InfoContext(ctx, "expired reservations", "count", run.Expired)
 		}
 		if s, ok := a.Store.(*sqlite.Store); ok && time.Since(lastSweep) >= time.Minute {
 			lastSweep = time.Now()
