@@ -469,7 +469,9 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 		return verdict{}, fmt.Errorf("%w: %v", errRace, err)
 	}
 	// The adjustment's add is conditioned on the item's version and floor;
-	// it stands for the product's guard.
+	// it stands for the product's guard. The job's authority guard stands
+	// for the adjustment's fence on the same record.
+	ops = slices.DeleteFunc(ops, func(op store.Op) bool { return op.Item.Key() == connection.AuthorityKey(j.VendorID) })
 	g.product = nil
 	return verdict{status: ItemUpdated, service: sv, ops: ops, guards: g,
 		effectID: ptr(stockeffect.ID(itemID, b.Version+1))}, nil
