@@ -24,11 +24,11 @@ type rateGate struct {
 	queries atomic.Int32
 }
 
-func startGate(ctx context.Context, l ratelimit.Limiter, vendorID string, class ratelimit.Class) *rateGate {
+func startGate(ctx context.Context, take func(context.Context) (ratelimit.Status, error)) *rateGate {
 	g := &rateGate{done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
-		g.status, g.err = l.Take(ctx, vendorID, class)
+		g.status, g.err = take(ctx)
 	}()
 	return g
 }
