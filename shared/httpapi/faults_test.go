@@ -230,7 +230,7 @@ func TestFaultsOnEveryStoreCall(t *testing.T) {
 		if kind == apitest.DynamoDB {
 			stride = 3
 		}
-		if testing.Short() || os.Getenv("FAULTS_STRIDE") != "" {
+		if os.Getenv("FAULTS_STRIDE") != "" {
 			fmt.Sscan(os.Getenv("FAULTS_STRIDE"), &stride)
 		}
 		exercised := 0
