@@ -9,6 +9,7 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -23,7 +24,7 @@ import (
 // after a hold ends, on the embedded store and on DynamoDB Local.
 func TestExpiresDueHolds(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
-		fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		fake := clocktest.Fake(2026, 1, 1, 0, 0, 0)
 		s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(fake.Now))
 		if err != nil {
 			t.Fatal(err)
@@ -32,7 +33,7 @@ func TestExpiresDueHolds(t *testing.T) {
 		expiresDueHolds(t, s, fake)
 	})
 	t.Run("dynamodb", func(t *testing.T) {
-		fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		fake := clocktest.Fake(2026, 1, 1, 0, 0, 0)
 		client, table := ddbtest.NewTable(t)
 		expiresDueHolds(t, dynamodb.New(client, table, dynamodb.WithClock(fake.Now)), fake)
 	})
