@@ -44,7 +44,7 @@ func (c *Call) requireSourceScopes(r connection.Roles) error {
 // products.
 func (c *Call) requireJobScope(kind string) error {
 	if kind == syncjob.KindInventory {
-		return c.requireScope(auth.InventoryWrite, "an inventory sync job can set stock")
+		return c.requireScope(syncjob.DomainScope(kind), "an inventory sync job can set stock")
 	}
-	return c.requireScope(auth.ProductsWrite, "a "+kind+" sync job can change products")
+	return c.requireScope(syncjob.DomainScope(kind), "a "+kind+" sync job can change products")
 }

@@ -161,7 +161,10 @@ func (w Worker) recheck(ctx context.Context, j Job) error {
 		}
 		return nil
 	}
-	p, err := w.Auth.Recheck(ctx, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite)
+	// The scopes the job was admitted with, the domain's included: a
+	// token that lost inventory.write (or products.write) meanwhile stops
+	// the job.
+	p, err := w.Auth.Recheck(ctx, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite, DomainScope(j.Kind))
 	if err != nil {
 		return err
 	}
