@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
