@@ -199,7 +199,7 @@ func (r *faultRun) scenario(settled func()) map[string]any {
 // normal answer or 503 with Retry-After, a retried request then answers
 // normally, and the state left is exactly the state of the run without
 // faults (counters, buckets, effects, events: nothing half-written). On
-// DynamoDB Local, every third call is injected, to keep the run short.
+// DynamoDB Local, every twelfth call is injected, to keep the run short.
 func TestFaultsOnEveryStoreCall(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		var f *faulty
@@ -228,7 +228,7 @@ func TestFaultsOnEveryStoreCall(t *testing.T) {
 		}
 		stride := int64(1)
 		if kind == apitest.DynamoDB {
-			stride = 3
+			stride = 12
 		}
 		if os.Getenv("FAULTS_STRIDE") != "" {
 			fmt.Sscan(os.Getenv("FAULTS_STRIDE"), &stride)
