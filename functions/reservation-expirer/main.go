@@ -14,9 +14,12 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 )
 
-// Result is what a run reports.
+// Result is what a run reports. Failed entries were logged and stay for
+// the next run; they do not fail the invocation, which would only have the
+// schedule retry what the next minute's run retries anyway.
 type Result struct {
 	Expired int `json:"expired"`
+	Failed  int `json:"failed"`
 }
 
 // newHandler builds the function once, at init.
@@ -26,8 +29,8 @@ func newHandler(ctx context.Context, cfg config.Config, opts ...app.Option) (fun
 		return nil, err
 	}
 	return func(ctx context.Context) (Result, error) {
-		n, err := a.ExpireReservations(ctx)
-		return Result{Expired: n}, err
+		run, err := a.ExpireReservations(ctx)
+		return Result{Expired: run.Expired, Failed: run.Failed}, err
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/pipeline"
@@ -150,7 +151,8 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 		// The job did not change (write checked that), so the adjustment's
 		// own condition failed: a concurrent change won the item.
 		cerr := conflict(ce)
-		if jobrun.Transient(cerr) {
+		if jobrun.Transient(cerr) || errors.Is(cerr, idempotency.ErrRetry) {
+			// A fault, or the Stock Pool changed hands: decide it again.
 			return w.jobs().Retry(ctx, s, i, cerr)
 		}
 		return w.reject(ctx, s, i, cerr)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // Masters are the current source-of-truth owners of a vendor's Catalog,
@@ -13,6 +15,39 @@ type Masters struct {
 	Catalog   *string
 	BasePrice *string
 	Inventory *string
+	// Fence, when set, is the condition that the authority record is still
+	// as read. A write decided on these masters carries it in its
+	// transaction, so it cannot commit after the domain changed hands.
+	Fence *store.Op
+}
+
+// Fenced appends the masters' fence, if any, to ops.
+func (m Masters) Fenced(ops []store.Op) []store.Op {
+	if m.Fence == nil {
+		return ops
+	}
+	return append(ops, *m.Fence)
+}
+
+// authorityMoved is the answer to a write whose fence failed: the masters
+// changed between its read and its commit. It is worth a retry, which
+// decides the write again on the new masters.
+func authorityMoved() error {
+	return idempotency.Retry(errs.E(errs.CodeAuthorityMismatch, "the vendor authority changed while the write was decided; read the vendor authority and retry"))
+}
+
+// Moved reports, after a write's conditions failed, whether the authority
+// record changed since m was read; a read error counts as moved, so that
+// the write is decided again rather than misexplained.
+func Moved(ctx context.Context, a Authority, vendorID string, m Masters) error {
+	if m.Fence == nil {
+		return nil
+	}
+	cur, err := a.Masters(ctx, vendorID)
+	if err != nil || cur.Fence == nil || cur.Fence.Cond.Absent != m.Fence.Cond.Absent || cur.Fence.Cond.Version != m.Fence.Cond.Version {
+		return authorityMoved()
+	}
+	return nil
 }
 
 // Authority tells who masters a vendor's domains. The connections group

@@ -11,6 +11,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -134,8 +135,11 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (
 	if err != nil {
 		return Product{}, nil, nil, err
 	}
-	ops = append(ops, ev)
+	ops = m.Fenced(append(ops, ev))
 	conflict = func(ce *store.ConditionError) error {
+		if err := Moved(ctx, s.Authority, vendorID, m); err != nil {
+			return err
+		}
 		if ce.Has(1) {
 			return slugTaken(p.Slug)
 		}
@@ -179,6 +183,25 @@ func revisionConflict(current int64) error {
 
 // Update replaces the editable fields of a product (PATCH).
 func (s Service) Update(ctx context.Context, vendorID, productID string, in Input) (Product, error) {
+	return retryMoved(ctx, func() (Product, error) { return s.update(ctx, vendorID, productID, in) })
+}
+
+// retryMoved runs a product write again while it loses to a change of the
+// vendor authority, so that the write is decided on the masters it
+// commits under.
+func retryMoved(ctx context.Context, write func() (Product, error)) (Product, error) {
+	for attempt := 1; ; attempt++ {
+		p, err := write()
+		if !errors.Is(err, idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
+			return p, err
+		}
+		if err := idempotency.Pause(ctx, attempt); err != nil {
+			return Product{}, errs.Unavailablef(err, "the product could not be stored")
+		}
+	}
+}
+
+func (s Service) update(ctx context.Context, vendorID, productID string, in Input) (Product, error) {
 	masters := MastersLater(ctx, s.Authority, vendorID)
 	p, it, err := s.Load(ctx, vendorID, productID)
 	if err != nil {
@@ -273,11 +296,15 @@ func (s Service) Update(ctx context.Context, vendorID, productID string, in Inpu
 	if err != nil {
 		return Product{}, err
 	}
-	ops = append(ops, ev)
+	// Catalog and base price must not have changed hands meanwhile.
+	ops = m.Fenced(append(ops, ev))
 	if err := s.Store.Transact(ctx, ops...); err != nil {
 		ce, ok := store.AsCondition(err)
 		if !ok {
 			return Product{}, errs.Unavailablef(err, "the product could not be stored")
+		}
+		if err := Moved(ctx, s.Authority, vendorID, m); err != nil {
+			return Product{}, err
 		}
 		if len(ops) > 2 && ce.Has(2) && !ce.Has(0) {
 			return Product{}, slugTaken(next.Slug)
@@ -339,6 +366,10 @@ var eventOf = map[string]string{
 
 // Transition moves a product through its lifecycle.
 func (s Service) Transition(ctx context.Context, vendorID, productID, action string, t Transition) (Product, error) {
+	return retryMoved(ctx, func() (Product, error) { return s.transition(ctx, vendorID, productID, action, t) })
+}
+
+func (s Service) transition(ctx context.Context, vendorID, productID, action string, t Transition) (Product, error) {
 	row, ok := transitions[action]
 	if !ok {
 		return Product{}, fmt.Errorf("catalog: unknown action %q", action)
@@ -355,11 +386,11 @@ func (s Service) Transition(ctx context.Context, vendorID, productID, action str
 	if t.ExpectedRevision != p.Revision {
 		return Product{}, revisionConflict(p.Revision)
 	}
+	var m Masters
 	if identity {
 		// Archive and restore change the canonical identity: the caller must
 		// hold both current source-authority bindings.
-		m, err := masters()
-		if err != nil {
+		if m, err = masters(); err != nil {
 			return Product{}, err
 		}
 		if err := CheckBindings(m, t.Authority); err != nil {
@@ -397,8 +428,11 @@ func (s Service) Transition(ctx context.Context, vendorID, productID, action str
 	if err != nil {
 		return Product{}, err
 	}
-	err = s.Store.Transact(ctx, store.Update(Key(vendorID, p.ID), data, next.Revision, nil, store.IfVersion(p.Revision)), ev)
+	err = s.Store.Transact(ctx, m.Fenced([]store.Op{store.Update(Key(vendorID, p.ID), data, next.Revision, nil, store.IfVersion(p.Revision)), ev})...)
 	if store.IsCondition(err) {
+		if err := Moved(ctx, s.Authority, vendorID, m); err != nil {
+			return Product{}, err
+		}
 		return Product{}, s.explainConflict(ctx, vendorID, p.ID, p.Revision)
 	}
 	if err != nil {

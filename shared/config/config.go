@@ -23,6 +23,8 @@ const (
 	EnvTable        = "SELLERAPI_TABLE"
 	EnvRateReads    = "SELLERAPI_RATE_READS"
 	EnvRateWrites   = "SELLERAPI_RATE_WRITES"
+	EnvRatePublic   = "SELLERAPI_RATE_PUBLIC"
+	EnvRateExchange = "SELLERAPI_RATE_EXCHANGE"
 	EnvStoreTimeout = "SELLERAPI_STORE_TIMEOUT"
 	EnvLogLevel     = "SELLERAPI_LOG_LEVEL"
 
@@ -84,6 +86,10 @@ type Config struct {
 	Table string
 	// RateReads and RateWrites are the per-vendor one-minute allowances.
 	RateReads, RateWrites int
+	// RatePublic is each client's one-minute allowance on the
+	// unauthenticated routes that do work (media files), RateExchange on
+	// the pairing-code exchange; a client is its IP address (IPv6: /64).
+	RatePublic, RateExchange int
 	// StoreTimeout bounds each request's store work; past it the request
 	// fails closed with 503.
 	StoreTimeout time.Duration
@@ -124,6 +130,8 @@ func Default() Config {
 		Table:        "sellerapi",
 		RateReads:    60,
 		RateWrites:   12,
+		RatePublic:   120,
+		RateExchange: 10,
 		StoreTimeout: 5 * time.Second,
 		LogLevel:     "info",
 
@@ -167,7 +175,7 @@ func FromEnv() (Config, error) {
 			*dst = n
 		}
 	}
-	for name, dst := range map[string]*int{EnvRateReads: &c.RateReads, EnvRateWrites: &c.RateWrites} {
+	for name, dst := range map[string]*int{EnvRateReads: &c.RateReads, EnvRateWrites: &c.RateWrites, EnvRatePublic: &c.RatePublic, EnvRateExchange: &c.RateExchange} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -206,8 +214,8 @@ func (c *Config) Validate() error {
 	if c.Store != StoreSQLite && c.Store != StoreDynamoDB {
 		return fmt.Errorf("config: store %q is neither %s nor %s", c.Store, StoreSQLite, StoreDynamoDB)
 	}
-	if c.RateReads < 1 || c.RateWrites < 1 {
-		return fmt.Errorf("config: rate allowances must be at least 1 (reads %d, writes %d)", c.RateReads, c.RateWrites)
+	if c.RateReads < 1 || c.RateWrites < 1 || c.RatePublic < 1 || c.RateExchange < 1 {
+		return fmt.Errorf("config: rate allowances must be at least 1 (reads %d, writes %d, public %d, exchange %d)", c.RateReads, c.RateWrites, c.RatePublic, c.RateExchange)
 	}
 	if c.StoreTimeout <= 0 {
 		return fmt.Errorf("config: store timeout must be positive")

@@ -107,7 +107,11 @@ func (m Masters) Masters(ctx context.Context, vendorID string) (catalog.Masters,
 	if err != nil {
 		return catalog.Masters{}, err
 	}
-	return catalog.Masters{Catalog: st.Catalog, BasePrice: st.BasePrice, Inventory: st.Inventory}, nil
+	fence := store.Check(AuthorityKey(vendorID), store.IfAbsent())
+	if st.exists {
+		fence = store.Check(AuthorityKey(vendorID), store.IfVersion(st.version))
+	}
+	return catalog.Masters{Catalog: st.Catalog, BasePrice: st.BasePrice, Inventory: st.Inventory, Fence: &fence}, nil
 }
 
 // Master is one domain's master as the API shows it.

@@ -58,6 +58,9 @@ func (s *Server) createConnection(c *Call) error {
 	if err != nil {
 		return err
 	}
+	if err := c.requireSourceScopes(in.Roles); err != nil {
+		return err
+	}
 	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
 		v, ops, conflict, err := s.connections.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 		if err != nil {
@@ -124,6 +127,9 @@ func (s *Server) replaceRoles(c *Call) error {
 	}
 	in, err := connection.ParseRoles(body)
 	if err != nil {
+		return err
+	}
+	if err := c.requireSourceScopes(in.Roles); err != nil {
 		return err
 	}
 	v, err := s.connections.ReplaceRoles(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), in)

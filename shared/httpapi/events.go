@@ -27,7 +27,7 @@ func (s *Server) listEvents(c *Call) error {
 	if err != nil {
 		return err
 	}
-	evs, last, more, err := event.Log{Store: s.deps.Store}.List(c.Ctx, c.Principal.Vendor.ID, typ, pr.After, pr.Limit)
+	evs, last, more, err := event.Log{Store: gatedStore{Store: s.deps.Store}}.List(c.Ctx, c.Principal.Vendor.ID, typ, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Server) listEvents(c *Call) error {
 }
 
 func (s *Server) getEvent(c *Call) error {
-	e, err := event.Log{Store: s.deps.Store}.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"))
+	e, err := event.Log{Store: gatedStore{Store: s.deps.Store}}.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/store"
@@ -17,13 +18,17 @@ type rateGate struct {
 	status ratelimit.Status
 	err    error
 	once   sync.Once
+	// queries counts the request's queries: the first overlaps the
+	// decision, the rest (a list walking on past non-matching records)
+	// wait for it.
+	queries atomic.Int32
 }
 
-func startGate(ctx context.Context, l ratelimit.Limiter, vendorID string, class ratelimit.Class) *rateGate {
+func startGate(ctx context.Context, take func(context.Context) (ratelimit.Status, error)) *rateGate {
 	g := &rateGate{done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
-		g.status, g.err = l.Take(ctx, vendorID, class)
+		g.status, g.err = take(ctx)
 	}()
 	return g
 }
@@ -41,9 +46,20 @@ func gateOf(ctx context.Context) *rateGate {
 	return g
 }
 
-// gatedStore is the store handlers see: reads go straight through, writes
-// wait for the request's rate decision and are refused when it is no.
+// gatedStore is the store handlers see: single reads and a request's first
+// query go straight through; writes and any further query wait for the
+// request's rate decision and are refused when it is no, so a refused
+// request does no expensive work.
 type gatedStore struct{ store.Store }
+
+func (s gatedStore) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
+	if g := gateOf(ctx); g != nil && g.queries.Add(1) > 1 {
+		if err := g.wait(); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.Query(ctx, q)
+}
 
 func (s gatedStore) Transact(ctx context.Context, ops ...store.Op) error {
 	if g := gateOf(ctx); g != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/media"
+	"github.com/moku/sellerapi/shared/ratelimit"
 )
 
 // Media is the media upload group: a vendor's PUT of raw image bytes, and
@@ -21,7 +22,7 @@ import (
 var Media = Group{Name: "media", Routes: func(s *Server) []Route {
 	return []Route{
 		{Method: http.MethodPut, Path: "/vendors/{vendor_id}/media/{sha256}", Operation: "putMedia", Scopes: []auth.Scope{auth.ProductsWrite}, Handle: s.putMedia},
-		{Method: http.MethodGet, Path: "/media/{file}", Operation: "getMediaFile", Handle: s.getMediaFile},
+		{Method: http.MethodGet, Path: "/media/{file}", Operation: "getMediaFile", Throttle: ratelimit.Public, Handle: s.getMediaFile},
 	}
 }}
 

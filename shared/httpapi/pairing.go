@@ -5,8 +5,10 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/pairing"
+	"github.com/moku/sellerapi/shared/ratelimit"
 )
 
 // StorePairings is the store-plugin paired discovery group: the seller's
@@ -24,7 +26,7 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 		{Method: http.MethodGet, Path: one, Operation: "getStorePairing", Scopes: read, Handle: s.getPairing},
 		{Method: http.MethodPost, Path: one + "/accept", Operation: "acceptStorePairing", Scopes: write, Handle: s.acceptPairing},
 		{Method: http.MethodPost, Path: one + "/revoke", Operation: "revokeStorePairing", Scopes: write, Handle: s.revokePairing},
-		{Method: http.MethodPost, Path: "/store-pairings/exchange", Operation: "exchangeStorePairingCode", Handle: s.exchangePairing},
+		{Method: http.MethodPost, Path: "/store-pairings/exchange", Operation: "exchangeStorePairingCode", Throttle: ratelimit.Exchange, Handle: s.exchangePairing},
 		{Method: http.MethodGet, Path: "/store-pairings/current", Operation: "getCurrentStorePairing", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.currentPairing},
 		{Method: http.MethodPost, Path: "/store-pairings/current/discovery", Operation: "postStorePairingDiscovery", Scopes: discovery, Credential: DiscoveryCredential, Handle: s.postDiscovery},
 		// Operational routes of an active pairing (sync_jobs.go).
@@ -103,6 +105,11 @@ func (s *Server) acceptPairing(c *Call) error {
 	in, err := pairing.ParseAccept(body)
 	if err != nil {
 		return err
+	}
+	if roles, ok := connection.Preset(in.Preset); ok {
+		if err := c.requireSourceScopes(roles); err != nil {
+			return err
+		}
 	}
 	v, err := s.pairings.Accept(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"), c.Principal.Token.ID, in)
 	if err != nil {

@@ -235,14 +235,14 @@ func TestReservationExpiry(t *testing.T) {
 		f.reserve("exp-key-2", 2, "expires_in_seconds", 600).JSON(t, &long)
 		f.want(t, 10, 5, 5, 2)
 		svc := reservation.Service{Store: f.e.Store, Clock: f.e.Clock}
-		if n, err := svc.ExpireDue(context.Background(), 100); err != nil || n != 0 {
-			t.Fatalf("nothing due yet: %d %v", n, err)
+		if run, err := svc.ExpireDue(context.Background(), 100); err != nil || run.Expired != 0 || run.Failed != 0 {
+			t.Fatalf("nothing due yet: %+v %v", run, err)
 		}
 		f.e.Clock.Advance(61 * time.Second)
 		// Past its hold, the reservation can no longer be committed.
 		f.move(short.Data.ID, "commit", "exp-commit", map[string]any{"expected_version": 1}).WantProblem(t, 409, "RESERVATION_STATE_CONFLICT")
-		if n, err := svc.ExpireDue(context.Background(), 100); err != nil || n != 1 {
-			t.Fatalf("expired %d, %v; want 1", n, err)
+		if run, err := svc.ExpireDue(context.Background(), 100); err != nil || run.Expired != 1 || run.Failed != 0 {
+			t.Fatalf("expired %+v, %v; want 1", run, err)
 		}
 		f.want(t, 10, 2, 8, 1)
 		var got resBody
@@ -250,18 +250,18 @@ func TestReservationExpiry(t *testing.T) {
 		if got.Data.Status != "expired" || got.Data.Version != 2 {
 			t.Fatalf("after expiry: %+v", got.Data)
 		}
-		if n, _ := svc.ExpireDue(context.Background(), 100); n != 0 {
-			t.Fatalf("expired again: %d", n)
+		if run, _ := svc.ExpireDue(context.Background(), 100); run.Expired != 0 || run.Failed != 0 {
+			t.Fatalf("expired again: %+v", run)
 		}
 		// A renewed hold expires at its new time, not the old one.
 		f.move(long.Data.ID, "renew", "exp-renew", map[string]any{"expected_version": 1, "expires_in_seconds": 3600})
 		f.e.Clock.Advance(10 * time.Minute)
-		if n, _ := svc.ExpireDue(context.Background(), 100); n != 0 {
-			t.Fatalf("expired a renewed hold: %d", n)
+		if run, _ := svc.ExpireDue(context.Background(), 100); run.Expired != 0 || run.Failed != 0 {
+			t.Fatalf("expired a renewed hold: %+v", run)
 		}
 		f.e.Clock.Advance(time.Hour)
-		if n, _ := svc.ExpireDue(context.Background(), 100); n != 1 {
-			t.Fatalf("renewed hold not expired at its time: %d", n)
+		if run, _ := svc.ExpireDue(context.Background(), 100); run.Expired != 1 || run.Failed != 0 {
+			t.Fatalf("renewed hold not expired at its time: %+v", run)
 		}
 		f.want(t, 10, 0, 10, 0)
 		expired := 0

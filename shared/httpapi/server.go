@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path"
 	"runtime"
 	"slices"
@@ -83,7 +84,11 @@ type Route struct {
 	// value is a personal access token. A route for another kind has a
 	// non-nil, empty Scopes.
 	Credential Credential
-	Handle     func(*Call) error
+	// Throttle, on a public route, is the class of the per-client window
+	// the request spends before its handler runs; empty for routes that do
+	// no work worth throttling (static documents).
+	Throttle ratelimit.Class
+	Handle   func(*Call) error
 }
 
 // Credential is a kind of bearer credential.
@@ -271,7 +276,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 // is 403, like a missing scope.
 func (s *Server) admit(c *Call, rt Route) error {
 	if rt.Scopes == nil {
-		return nil
+		return s.admitPublic(c, rt)
 	}
 	raw, ok := bearer(c.R.Header.Get("Authorization"))
 	if !ok || len(c.R.Header.Values("Authorization")) > 1 {
@@ -311,17 +316,59 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 		return errs.E(errs.CodeInsufficientScope, "A store-plugin discovery credential reaches only the /store-pairings/current routes of its own pairing.")
 	}
 	c.Discovery = d
-	s.spendRate(c, rt, d.VendorID)
+	// The pairing's own allowance, of the vendor's size: a plugin, paired
+	// or not yet accepted, never spends the seller's window.
+	class := classOf(rt)
+	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+		return s.limiter.TakeFrom(ctx, pairing.Partition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
+	})
 	return nil
+}
+
+// admitPublic decides a throttled public route's per-client window before
+// its handler does any work: there is no credential to answer for it.
+func (s *Server) admitPublic(c *Call, rt Route) error {
+	if rt.Throttle == "" {
+		return nil
+	}
+	limit := s.deps.Config.RatePublic
+	if rt.Throttle == ratelimit.Exchange {
+		limit = s.deps.Config.RateExchange
+	}
+	pk := ratelimit.ClientPartition(clientAddr(c.R))
+	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+		return s.limiter.TakeFrom(ctx, pk, "client's", rt.Throttle, limit)
+	})
+	return c.settleRate()
+}
+
+// clientAddr is the request's source address: the peer locally, the
+// caller's source IP as API Gateway reports it behind the Lambda proxy
+// (which sets RemoteAddr from it). Forwarding headers are not trusted.
+func clientAddr(r *http.Request) netip.Addr {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr()
+	}
+	a, _ := netip.ParseAddr(r.RemoteAddr)
+	return a
+}
+
+func classOf(rt Route) ratelimit.Class {
+	if rt.Method != http.MethodGet && rt.Method != http.MethodHead {
+		return ratelimit.Write
+	}
+	return ratelimit.Read
 }
 
 // spendRate starts the vendor's rate decision for the request.
 func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
-	class := ratelimit.Read
-	if rt.Method != http.MethodGet && rt.Method != http.MethodHead {
-		class = ratelimit.Write
-	}
-	g := startGate(c.Ctx, s.limiter, vendorID, class)
+	class := classOf(rt)
+	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) { return s.limiter.Take(ctx, vendorID, class) })
+}
+
+// startRate starts the request's rate decision beside its handler.
+func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status, error)) {
+	g := startGate(c.Ctx, take)
 	c.Ctx = context.WithValue(c.Ctx, gateKey{}, g)
 	c.R = c.R.WithContext(c.Ctx)
 	c.gate = g

@@ -120,8 +120,8 @@ func TestStockEffectPerMovement(t *testing.T) {
 		}
 		rid(f.reserve("eff-res-c", 4, "expires_in_seconds", 60), 201).JSON(t, &c)
 		e.Clock.Advance(61 * time.Second)
-		if n, err := (reservation.Service{Store: e.Store, Clock: e.Clock}).ExpireDue(context.Background(), 10); err != nil || n != 1 {
-			t.Fatalf("expired %d, %v", n, err)
+		if run, err := (reservation.Service{Store: e.Store, Clock: e.Clock}).ExpireDue(context.Background(), 10); err != nil || run.Expired != 1 || run.Failed != 0 {
+			t.Fatalf("expired %+v, %v", run, err)
 		}
 		reqIDs = append(reqIDs, nil)
 
@@ -232,8 +232,8 @@ func TestStockLedgerInvariant(t *testing.T) {
 			for i := 0; i < 6; i++ {
 				time.Sleep(20 * time.Millisecond)
 				f.e.Clock.Advance(30 * time.Second)
-				if _, err := svc.ExpireDue(context.Background(), 100); err != nil {
-					t.Errorf("expire: %v", err)
+				if run, err := svc.ExpireDue(context.Background(), 100); err != nil || run.Failed != 0 {
+					t.Errorf("expire: %+v %v", run, err)
 				}
 			}
 		}()

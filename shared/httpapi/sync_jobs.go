@@ -42,6 +42,9 @@ func (s *Server) createSyncJob(c *Call) error {
 	if err != nil {
 		return err
 	}
+	if err := c.requireJobScope(sub.Kind); err != nil {
+		return err
+	}
 	by := syncjob.StartedBy{Type: syncjob.StartedByToken, ID: c.Principal.Token.ID}
 	return c.Mutate("sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.Principal.Vendor.ID, by, sub))
 }

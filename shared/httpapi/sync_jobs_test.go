@@ -606,7 +606,7 @@ func TestSyncJobStops(t *testing.T) {
 		f := syncFixture{e: e, kind: kind}
 		conn := mustConnection(t, e, "sync-stop-conn", connectionBody("marketplace_a", destinationRoles)).Data.ID
 		svc := auth.Service{Store: e.Store, Clock: e.Clock}
-		tok, err := svc.Issue(context.Background(), e.Vendor.ID, []auth.Scope{auth.JobsWrite, auth.ConnectionsWrite}, 0)
+		tok, err := svc.Issue(context.Background(), e.Vendor.ID, []auth.Scope{auth.JobsWrite, auth.ConnectionsWrite, auth.InventoryWrite}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -335,7 +335,12 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 		ev,
 		effect,
 	}
+	// The add must not commit once the Stock Pool changed hands.
+	ops = m.Fenced(ops)
 	conflict := func(*store.ConditionError) error {
+		if err := catalog.Moved(ctx, s.Authority, vendorID, m); err != nil {
+			return err
+		}
 		cur, err := s.Get(ctx, vendorID, itemID)
 		if err != nil {
 			return err

@@ -166,7 +166,11 @@ type secretRecord struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-func secretKey(id string) store.Key { return store.Key{PK: "PAIRING#" + id, SK: "PAIRING"} }
+func secretKey(id string) store.Key { return store.Key{PK: Partition(id), SK: "PAIRING"} }
+
+// Partition is the pairing's own partition: its discovery credential and
+// the credential's rate windows.
+func Partition(id string) string { return "PAIRING#" + id }
 
 // codeRecord is the global item a pairing code's hash points at.
 type codeRecord struct {

@@ -7,6 +7,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
@@ -21,6 +22,11 @@ type Class string
 const (
 	Read  Class = "read"
 	Write Class = "write"
+	// Public is a request to an unauthenticated route, counted per client.
+	Public Class = "public"
+	// Exchange is a pairing-code exchange, counted per client on its own:
+	// codes are secrets worth guessing.
+	Exchange Class = "exchange"
 )
 
 // Window is the length of one allowance window.
@@ -49,21 +55,37 @@ func (l Limiter) Limit(c Class) int {
 	return l.Reads
 }
 
-func windowKey(vendorID string, c Class, start time.Time) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: fmt.Sprintf("RATE#%s#%d", c, start.Unix())}
+// ClientPartition is the partition of an unauthenticated client's
+// windows: its IP address, or for IPv6 its /64, which one subscriber
+// usually holds whole.
+func ClientPartition(ip netip.Addr) string {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return "CLIENT#" + p.String()
+	}
+	return "CLIENT#" + ip.String()
 }
 
 // Take spends one unit of the vendor's current window for class. A spent
 // window is 429 with Retry-After; a window that cannot be read is 503.
 func (l Limiter) Take(ctx context.Context, vendorID string, c Class) (Status, error) {
+	return l.TakeFrom(ctx, vendor.Partition(vendorID), "vendor's", c, l.Limit(c))
+}
+
+// TakeFrom spends one unit of the current window of class kept in the
+// partition pk, whose allowance is limit per window: a store-plugin
+// pairing's own (its partition), an unauthenticated client's (see
+// ClientPartition). whose names the owner in the refusal.
+func (l Limiter) TakeFrom(ctx context.Context, pk, whose string, c Class, limit int) (Status, error) {
 	now := l.Clock.Now()
 	start := now.Truncate(Window)
 	reset := start.Add(Window)
-	limit := l.Limit(c)
 	// The counter outlives its window by a minute so late reads still see it.
-	n, err := l.Store.Increment(ctx, windowKey(vendorID, c, start), "n", 1, int64(limit), reset.Add(Window).Unix())
+	k := store.Key{PK: pk, SK: fmt.Sprintf("RATE#%s#%d", c, start.Unix())}
+	n, err := l.Store.Increment(ctx, k, "n", 1, int64(limit), reset.Add(Window).Unix())
 	if store.IsCondition(err) {
-		e := errs.Ef(errs.CodeRateLimited, "The vendor's allowance of %d %ss per minute is spent; retry after the window resets.", limit, c)
+		e := errs.Ef(errs.CodeRateLimited, "The %s allowance of %d %ss per minute is spent; retry after the window resets.", whose, limit, c)
 		e.RetryAfter = RetryAfter(now, reset)
 		return Status{Limit: limit, Remaining: 0, Reset: reset}, e
 	}

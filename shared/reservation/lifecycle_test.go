@@ -167,12 +167,12 @@ func TestExpiry(t *testing.T) {
 	}
 
 	f.clock.Set(b.ExpiresAt.Add(-time.Second))
-	if n, err := f.svc.ExpireDue(ctx, 10); err != nil || n != 0 {
-		t.Fatalf("before any hold ends: expired %d, %v", n, err)
+	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 0 || run.Failed != 0 {
+		t.Fatalf("before any hold ends: %+v, %v", run, err)
 	}
 	f.clock.Set(b.ExpiresAt)
-	if n, err := f.svc.ExpireDue(ctx, 10); err != nil || n != 1 {
-		t.Fatalf("at b's expiry: expired %d, %v", n, err)
+	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 1 || run.Failed != 0 {
+		t.Fatalf("at b's expiry: %+v, %v", run, err)
 	}
 	gotB, _ := f.svc.Load(ctx, vendorID, b.ID)
 	gotA, _ := f.svc.Load(ctx, vendorID, a.ID)
@@ -187,14 +187,14 @@ func TestExpiry(t *testing.T) {
 	wantCode(t, err, errs.CodeReservationState)
 
 	f.clock.Advance(time.Hour)
-	if n, err := f.svc.ExpireDue(ctx, 10); err != nil || n != 1 {
-		t.Fatalf("after a's renewed expiry: expired %d, %v", n, err)
+	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 1 || run.Failed != 0 {
+		t.Fatalf("after a's renewed expiry: %+v, %v", run, err)
 	}
 	if c := f.counts(t); c.stock() != [3]int64{10, 0, 10} || c.ConnReservations != 0 || c.ServiceReservations != 0 {
 		t.Fatalf("after everything expired: %+v", c)
 	}
-	if n, err := f.svc.ExpireDue(ctx, 10); err != nil || n != 0 {
-		t.Fatalf("a second sweep: expired %d, %v", n, err)
+	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 0 || run.Failed != 0 {
+		t.Fatalf("a second sweep: %+v, %v", run, err)
 	}
 }
 

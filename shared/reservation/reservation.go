@@ -14,7 +14,9 @@ package reservation
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/moku/sellerapi/shared/catalog"
@@ -96,12 +98,50 @@ func Key(vendorID, id string) store.Key {
 	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
 }
 
-// expiryPartition indexes active reservations by expiry across vendors, so
-// the expirer finds due holds with one query in time order.
-const expiryPartition = "RESEXP"
+// ExpiryShards is how many partitions index active reservations by
+// expiry. A vendor's holds all go to the shard its id hashes to, so no one
+// partition takes every tenant's writes, and the expirer walks every
+// shard in time order.
+const ExpiryShards = 16
+
+// legacyExpiryPartition is the single partition of earlier versions; the
+// expirer still walks it so that holds indexed there expire.
+const legacyExpiryPartition = "RESEXP"
+
+// ExpiryPartition is the expiry index partition of a vendor's holds.
+func ExpiryPartition(vendorID string) string {
+	h := fnv.New32a()
+	h.Write([]byte(vendorID))
+	return fmt.Sprintf("RESEXP#%02d", h.Sum32()%ExpiryShards)
+}
+
+// expiryPartitions lists every partition the expirer walks.
+func expiryPartitions() []string {
+	out := make([]string, 0, ExpiryShards+1)
+	for i := 0; i < ExpiryShards; i++ {
+		out = append(out, fmt.Sprintf("RESEXP#%02d", i))
+	}
+	return append(out, legacyExpiryPartition)
+}
 
 func expiryKey(r Reservation) store.Key {
-	return store.Key{PK: expiryPartition, SK: fmt.Sprintf("%012d#%s#%s", r.ExpiresAt.Unix(), r.VendorID, r.ID)}
+	return store.Key{PK: ExpiryPartition(r.VendorID), SK: expirySK(r)}
+}
+
+func expirySK(r Reservation) string {
+	return fmt.Sprintf("%012d#%s#%s", r.ExpiresAt.Unix(), r.VendorID, r.ID)
+}
+
+// expiryDue reads the expiry time leading an index entry's sort key.
+func expiryDue(sk string) (time.Time, bool) {
+	if len(sk) < 12 {
+		return time.Time{}, false
+	}
+	secs, err := strconv.ParseInt(sk[:12], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(secs, 0), true
 }
 
 type expiryEntry struct {

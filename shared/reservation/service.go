@@ -3,6 +3,7 @@ package reservation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -376,47 +377,93 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 	return r.View(), ops, conflict, nil
 }
 
+// Run is what one pass of the expirer did.
+type Run struct {
+	// Expired counts the holds this pass expired.
+	Expired int
+	// Failed counts the index entries (or shards) that could not be
+	// handled; they stay and are tried again by the next pass.
+	Failed int
+	// Errors are the first failures, for the log.
+	Errors []error
+}
+
+func (r *Run) fail(err error) {
+	r.Failed++
+	if len(r.Errors) < 10 {
+		r.Errors = append(r.Errors, err)
+	}
+}
+
 // ExpireDue releases every active reservation whose hold ended at or
-// before now, oldest first, at most limit of them; it returns how many it
-// expired. Safe to run from several processes: each expiry is conditioned
-// on the reservation's version.
-func (s Service) ExpireDue(ctx context.Context, limit int) (int, error) {
+// before now, walking each expiry shard in time order, batch entries a
+// query. An entry that fails is counted in the Run and skipped, never the
+// end of the pass: one broken hold cannot keep every other tenant's from
+// expiring. Safe to run from several processes: each expiry is
+// conditioned on the reservation's version. The error is only the
+// context's.
+func (s Service) ExpireDue(ctx context.Context, batch int) (Run, error) {
 	now := s.Clock.Now()
-	items, err := s.Store.Query(ctx, store.Query{PK: expiryPartition, Limit: limit})
+	var run Run
+	for _, pk := range expiryPartitions() {
+		if err := ctx.Err(); err != nil {
+			return run, err
+		}
+		s.expireShard(ctx, pk, now, batch, &run)
+	}
+	return run, ctx.Err()
+}
+
+// expireShard walks one shard's due entries.
+func (s Service) expireShard(ctx context.Context, pk string, now time.Time, batch int, run *Run) {
+	after := ""
+	for {
+		items, err := s.Store.Query(ctx, store.Query{PK: pk, After: after, Limit: batch})
+		if err != nil {
+			run.fail(fmt.Errorf("reservation: expiry shard %s: %w", pk, err))
+			return
+		}
+		for _, it := range items {
+			if due, ok := expiryDue(it.SK); ok && due.After(now) {
+				return // the shard is in expiry order: nothing later is due
+			}
+			expired, err := s.expireEntry(ctx, it, now)
+			if err != nil {
+				run.fail(fmt.Errorf("reservation: expiry entry %s/%s: %w", it.PK, it.SK, err))
+				continue
+			}
+			if expired {
+				run.Expired++
+			}
+		}
+		if len(items) < batch {
+			return
+		}
+		after = items[len(items)-1].SK
+	}
+}
+
+// expireEntry expires the hold an index entry names, or deletes the entry
+// when it is stale (its reservation settled, renewed or gone).
+func (s Service) expireEntry(ctx context.Context, it store.Item, now time.Time) (bool, error) {
+	var e expiryEntry
+	if err := jsonUnmarshal(it.Data, &e); err != nil {
+		return false, err
+	}
+	r, err := s.Load(ctx, e.VendorID, e.ReservationID)
+	if errs.Is(err, errs.CodeNotFound) {
+		return false, s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
+	}
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	n := 0
-	for _, it := range items {
-		var e expiryEntry
-		if err := jsonUnmarshal(it.Data, &e); err != nil {
-			return n, err
-		}
-		r, err := s.Load(ctx, e.VendorID, e.ReservationID)
-		if errs.Is(err, errs.CodeNotFound) {
-			s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		if r.Status != StatusActive || expiryKey(r) != it.Key() {
-			// A stale entry of a settled or renewed reservation.
-			s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
-			continue
-		}
-		if r.ExpiresAt.After(now) {
-			break // the index is in expiry order: nothing later is due
-		}
-		expired, err := s.expire(ctx, e.VendorID, r, now)
-		if err != nil {
-			return n, err
-		}
-		if expired {
-			n++
-		}
+	if r.Status != StatusActive || expirySK(r) != it.SK {
+		return false, s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
 	}
-	return n, nil
+	if r.ExpiresAt.After(now) {
+		return false, nil
+	}
+	return s.expire(ctx, e.VendorID, r, now)
 }
 
 // expire settles r as expired, retrying while concurrent movements of its

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
@@ -45,6 +46,16 @@ const (
 
 // Kinds lists every kind.
 func Kinds() []string { return []string{KindInventory, KindPrice, KindCatalog} }
+
+// DomainScope is the scope of the domain a job of kind may write, which a
+// token needs to start it: inventory.write for stock, products.write for
+// prices and the catalog.
+func DomainScope(kind string) auth.Scope {
+	if kind == KindInventory {
+		return auth.InventoryWrite
+	}
+	return auth.ProductsWrite
+}
 
 // Job statuses: queued on acceptance, running once the worker wrote its
 // first verdict, then completed (every item has a verdict) or failed (the

@@ -161,7 +161,10 @@ func (w Worker) recheck(ctx context.Context, j Job) error {
 		}
 		return nil
 	}
-	p, err := w.Auth.Recheck(ctx, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite)
+	// The scopes the job was admitted with, the domain's included: a
+	// token that lost inventory.write (or products.write) meanwhile stops
+	// the job.
+	p, err := w.Auth.Recheck(ctx, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite, DomainScope(j.Kind))
 	if err != nil {
 		return err
 	}
@@ -469,7 +472,9 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 		return verdict{}, fmt.Errorf("%w: %v", errRace, err)
 	}
 	// The adjustment's add is conditioned on the item's version and floor;
-	// it stands for the product's guard.
+	// it stands for the product's guard. The job's authority guard stands
+	// for the adjustment's fence on the same record.
+	ops = slices.DeleteFunc(ops, func(op store.Op) bool { return op.Item.Key() == connection.AuthorityKey(j.VendorID) })
 	g.product = nil
 	return verdict{status: ItemUpdated, service: sv, ops: ops, guards: g,
 		effectID: ptr(stockeffect.ID(itemID, b.Version+1))}, nil
