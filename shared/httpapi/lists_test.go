@@ -19,7 +19,9 @@ func seedEvents(t *testing.T, e *apitest.Env, typ string, n int) {
 	for i := 0; i < n; i += store.MaxTransactOps {
 		var ops []store.Op
 		for j := i; j < min(n, i+store.MaxTransactOps); j++ {
-			op, err := event.Op(event.New(e.Clock.Now(), e.Vendor.ID, typ, "product", "prd_x", nil))
+			// The data its type documents: the harness checks every event
+			// against the published schema of its type.
+			op, err := event.Op(event.New(e.Clock.Now(), e.Vendor.ID, typ, "product", "prd_x", map[string]any{"revision": j + 2}))
 			if err != nil {
 				t.Fatal(err)
 			}
