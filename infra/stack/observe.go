@@ -1,7 +1,9 @@
 package stack
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -74,16 +76,14 @@ func fiveMinutes(statistic string) *awscloudwatch.MetricOptions {
 	return &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String(statistic)}
 }
 
-// observeFunction alarms on a function's failed invocations and throttles
-// and counts its error-level log lines into ErrorLogsMetric. It returns the
+// observeFunction alarms on a function's failed invocations (its throttles
+// are alarmed ten functions at a time, in finish) and counts its error-level log lines into ErrorLogsMetric. It returns the
 // errors alarm.
 func (s *Stack) observeFunction(name string, f awslambda.Function, logs awslogs.LogGroup) awscloudwatch.Alarm {
 	o := s.obs
 	fn := s.Names.Function(name)
 	errorsAlarm := o.alarm(name+"Errors", fn+"-errors", fn+" failed invocations (init errors, panics, timeouts, returned errors)",
 		f.MetricErrors(fiveMinutes("Sum")), 1, 1)
-	o.alarm(name+"Throttles", fn+"-throttles", fn+" invocations refused for concurrency",
-		f.MetricThrottles(fiveMinutes("Sum")), 1, 1)
 	logs.AddMetricFilter(jsii.String(name+"ErrorLogs"), &awslogs.MetricFilterOptions{
 		FilterName:      jsii.String(fn + "-error-logs"),
 		FilterPattern:   awslogs.FilterPattern_StringValue(jsii.String("$.level"), jsii.String("="), jsii.String("ERROR")),
@@ -141,6 +141,28 @@ func (o *observer) finish() {
 	s := o.s
 	prefix := s.Names.Stack()
 	count, errors5xx, rate, latency := o.count, o.errors5xx, o.rate, o.latency
+	// Throttles, summed over at most ten functions an alarm (an alarm's
+	// math takes ten metrics): a stack holds at most 500 resources, and an
+	// alarm per function would cost 23 of them.
+	for i := 0; i < len(o.fns); i += 10 {
+		group := o.fns[i:min(i+10, len(o.fns))]
+		using := map[string]awscloudwatch.IMetric{}
+		var ids []string
+		for j, name := range group {
+			id := fmt.Sprintf("t%d", j)
+			using[id] = o.functions[name].MetricThrottles(fiveMinutes("Sum"))
+			ids = append(ids, id)
+		}
+		sum := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression:   jsii.String(strings.Join(ids, " + ")),
+			UsingMetrics: &using,
+			Label:        jsii.String("throttles"),
+			Period:       awscdk.Duration_Minutes(jsii.Number(5)),
+		})
+		n := i/10 + 1
+		o.alarm(fmt.Sprintf("Throttles%d", n), fmt.Sprintf("%s-throttles-%d", prefix, n),
+			"Invocations refused for concurrency by "+strings.Join(group, ", "), sum, 1, 1)
+	}
 	errorLogs := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(o.namespace), MetricName: jsii.String(ErrorLogsMetric),
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")})
 	o.alarm("ErrorLogs", prefix+"-error-logs", "Functions logged errors (recovered panics, store failures, failed deliveries' causes)", errorLogs, 1, 1)

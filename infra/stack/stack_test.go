@@ -701,7 +701,36 @@ func TestAlarmsWatchWhatFails(t *testing.T) {
 		"sellerapi-prod-table-throttles", "sellerapi-prod-table-system-errors", "sellerapi-prod-stream-router-iterator-age",
 		"sellerapi-prod-stream-router-dlq-not-empty"}
 	for _, fn := range prod.def.Functions() {
-		want = append(want, "sellerapi-prod-"+fn+"-errors", "sellerapi-prod-"+fn+"-throttles")
+		want = append(want, "sellerapi-prod-"+fn+"-errors")
+	}
+	// Throttles: ten functions an alarm, every function in one.
+	throttled := map[string]int{}
+	for i := 1; i <= (len(prod.def.Functions())+9)/10; i++ {
+		name := fmt.Sprintf("sellerapi-prod-throttles-%d", i)
+		want = append(want, name)
+		for _, id := range prod.ofType("AWS::CloudWatch::Alarm") {
+			p := prod.res[id].Properties
+			if p["AlarmName"] != name {
+				continue
+			}
+			for _, m := range p["Metrics"].([]any) {
+				ms, _ := m.(map[string]any)["MetricStat"].(map[string]any)
+				if ms == nil {
+					continue
+				}
+				metric := ms["Metric"].(map[string]any)
+				if metric["MetricName"] != "Throttles" {
+					t.Errorf("%s sums %v", name, metric["MetricName"])
+				}
+				fn := fns[ref(metric["Dimensions"].([]any)[0].(map[string]any)["Value"])]
+				throttled[fn]++
+			}
+		}
+	}
+	for _, fn := range prod.def.Functions() {
+		if throttled[fn] != 1 {
+			t.Errorf("%s's throttles are in %d alarms, want 1", fn, throttled[fn])
+		}
 	}
 	for _, w := range prod.def.Workers {
 		want = append(want, "sellerapi-prod-"+w.Name+"-oldest", "sellerapi-prod-"+w.Name+"-dlq-not-empty")
