@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return admin(ctx, "token issue", adminpkg.TokenIssue, args[2:], stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
 			fs.StringVar(&r.Vendor, "vendor", "", "vendor id")
 			fs.StringVar(&r.Scopes, "scopes", "all", "comma-separated scopes, or all")
-			fs.StringVar(&r.ExpiresIn, "expires-in", "", "lifetime, e.g. 1h (default: no expiry)")
+			fs.StringVar(&r.ExpiresIn, "expires-in", "", "lifetime, e.g. 1h (default: the deployed maximum, a year)")
 		})
 	case cmd == "token" && len(args) > 1 && args[1] == "revoke":
 		return admin(ctx, "token revoke", adminpkg.TokenRevoke, args[2:], stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
@@ -508,6 +508,11 @@ func admin(ctx context.Context, name, action string, args []string, stdout io.Wr
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// The deployed admin function issues no token without an end; where
+	// functions/local's default is none, the deployed maximum stands in.
+	if req.Action == adminpkg.TokenIssue && req.ExpiresIn == "" {
+		req.ExpiresIn = adminpkg.DeployedTokenLifetime.String()
+	}
 	b, err := os.ReadFile(statePath(c.data))
 	if err != nil {
 		return fmt.Errorf("no cloud serve runs on %s (%v): start one with: cloud serve --data %s", c.data, err, c.data)
@@ -572,7 +577,7 @@ func demo(ctx context.Context, tpl *Template, fns *Functions, c *clients, baseUR
 	if err := json.Unmarshal(raw, &v); err != nil || v.ID == "" {
 		return fmt.Errorf("demo vendor: the admin function answered %s", raw)
 	}
-	raw, err = invokeAdmin(ctx, fns, tpl, adminpkg.Request{Action: adminpkg.TokenIssue, Vendor: v.ID, Scopes: "all"})
+	raw, err = invokeAdmin(ctx, fns, tpl, adminpkg.Request{Action: adminpkg.TokenIssue, Vendor: v.ID, Scopes: "all", ExpiresIn: adminpkg.DeployedTokenLifetime.String()})
 	if err != nil {
 		return fmt.Errorf("demo token: %w", err)
 	}
