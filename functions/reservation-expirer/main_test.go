@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
@@ -17,7 +18,6 @@ import (
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 	"github.com/moku/sellerapi/shared/store/sqlite"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // TestExpiresDueHolds runs the handler as the schedule does, before and
@@ -50,7 +50,7 @@ func expiresDueHolds(t *testing.T, s store.Store, fake *clock.Fake) {
 			t.Fatal(err)
 		}
 	}
-	v, err := vendor.Service{Store: s, Clock: fake}.Create(ctx, "Acme", "acme")
+	v, err := account.Service{Store: s, Clock: fake}.Create(ctx, "Acme", "acme")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,11 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/scripts/internal/lambdaruntime"
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 func main() {
@@ -178,7 +178,7 @@ func seed(ctx context.Context) (map[string]string, error) {
 	defer st.Close()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	v, err := vendor.Service{Store: st, Clock: clock.System{}}.Create(ctx, "Invoke Vendor", "invoke-"+hex.EncodeToString(b[:]))
+	v, err := account.Service{Store: st, Clock: clock.System{}}.Create(ctx, "Invoke Vendor", "invoke-"+hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, fmt.Errorf("seed vendor: %w", err)
 	}

@@ -33,13 +33,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // The actions.
@@ -157,7 +157,7 @@ func refused(e *errs.Error) Response {
 }
 
 func (s Service) do(ctx context.Context, req Request) (any, error) {
-	vendors := vendor.Service{Store: s.Store, Clock: s.Clock}
+	vendors := account.Service{Store: s.Store, Clock: s.Clock}
 	tokens := auth.Service{Store: s.Store, Clock: s.Clock}
 	switch req.Action {
 	case VendorCreate:

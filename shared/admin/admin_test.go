@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/admin"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store/sqlite"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 func newService(t *testing.T) admin.Service {
@@ -55,7 +55,7 @@ func TestActions(t *testing.T) {
 	h := handler{s}
 
 	res := h.do(t, `{"action":"vendor.create","name":"Acme Goods","slug":"acme-goods"}`)
-	var v vendor.View
+	var v account.View
 	roundTrip(t, res.Data, &v)
 	if res.Error != nil || v.Slug != "acme-goods" || v.ID == "" {
 		t.Fatalf("vendor.create: %+v", res)

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // demoMarker records that a store was given its demo vendor, so that two
@@ -17,7 +17,7 @@ var demoMarker = store.Key{PK: "META", SK: "DEMO"}
 
 // Demo is what the first start of an empty store creates.
 type Demo struct {
-	Vendor vendor.Vendor
+	Vendor account.Vendor
 	Token  auth.Issued
 }
 
@@ -26,7 +26,7 @@ type Demo struct {
 // demo made before) it returns ok false. Concurrent first starts create one
 // demo between them: the marker is claimed only on an empty store.
 func (a *App) EnsureDemo(ctx context.Context) (d Demo, ok bool, err error) {
-	if any, err := vendor.Any(ctx, a.Store); err != nil {
+	if any, err := account.Any(ctx, a.Store); err != nil {
 		return Demo{}, false, fmt.Errorf("app: demo: %w", err)
 	} else if any {
 		return Demo{}, false, nil
@@ -39,7 +39,7 @@ func (a *App) EnsureDemo(ctx context.Context) (d Demo, ok bool, err error) {
 	if err != nil {
 		return Demo{}, false, fmt.Errorf("app: claim demo: %w", err)
 	}
-	v, err := vendor.Service{Store: a.Store, Clock: a.Clock}.Create(ctx, "Demo Vendor", "demo-vendor")
+	v, err := account.Service{Store: a.Store, Clock: a.Clock}.Create(ctx, "Demo Vendor", "demo-vendor")
 	if err != nil {
 		return Demo{}, false, fmt.Errorf("app: demo vendor: %w", err)
 	}

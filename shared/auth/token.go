@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // tokenPrefix starts every personal access token, so that secret scanners
@@ -76,7 +76,7 @@ func (t Token) Has(s Scope) bool { return slices.Contains(t.Scopes, s) }
 // Principal is who a request acts as: a token and the vendor it is bound to.
 type Principal struct {
 	Token  Token
-	Vendor vendor.Vendor
+	Vendor account.Vendor
 }
 
 // Service issues, revokes and checks tokens.
@@ -94,7 +94,7 @@ func (s Service) Issue(ctx context.Context, vendorID string, scopes []Scope, ttl
 	if ttl < 0 {
 		return Issued{}, errs.E(errs.CodeInvalidRequest, "expires_in: must be positive")
 	}
-	v, err := vendor.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID)
+	v, err := account.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID)
 	if err != nil {
 		return Issued{}, err
 	}
@@ -177,8 +177,8 @@ func (s Service) Authenticate(ctx context.Context, raw, pathVendorID string) (Pr
 		return Principal{}, unauthenticated()
 	}
 	keys := []store.Key{Key(id)}
-	if pathVendorID != "" && vendor.ValidID(pathVendorID) {
-		keys = append(keys, vendor.Key(pathVendorID))
+	if pathVendorID != "" && account.ValidID(pathVendorID) {
+		keys = append(keys, account.Key(pathVendorID))
 	}
 	items, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
@@ -217,7 +217,7 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 		return Principal{}, unauthenticated()
 	}
 	if vItem == nil {
-		it, err := s.Store.Get(ctx, vendor.Key(t.VendorID))
+		it, err := s.Store.Get(ctx, account.Key(t.VendorID))
 		if errors.Is(err, store.ErrNotFound) {
 			return Principal{}, unauthenticated()
 		}
@@ -226,7 +226,7 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 		}
 		vItem = &it
 	}
-	v, err := vendor.Decode(*vItem)
+	v, err := account.Decode(*vItem)
 	if err != nil {
 		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
 	}

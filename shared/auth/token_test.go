@@ -9,20 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store/sqlite"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 type fixture struct {
 	svc     auth.Service
-	vendors vendor.Service
+	vendors account.Service
 	store   *sqlite.Store
 	clock   *clock.Fake
-	vendor  vendor.Vendor
+	vendor  account.Vendor
 }
 
 func newFixture(t *testing.T) fixture {
@@ -33,7 +33,7 @@ func newFixture(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	vs := vendor.Service{Store: st, Clock: c}
+	vs := account.Service{Store: st, Clock: c}
 	v, err := vs.Create(context.Background(), "Acme", "acme")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
@@ -26,7 +27,6 @@ import (
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // KindInventoryAdjustment is the only kind of bulk operation.
@@ -78,7 +78,7 @@ const IDPrefix = "bop"
 
 // Key is a job's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // Body is a record's adjustment, as submitted.

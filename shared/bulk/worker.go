@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
@@ -21,7 +22,6 @@ import (
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // MaxAttempts is how many tries a record gets when the service cannot
@@ -41,7 +41,7 @@ func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, Prefix) {
 		return nil, nil
 	}
-	vendorID, ok := strings.CutPrefix(c.Key.PK, vendor.Partition(""))
+	vendorID, ok := strings.CutPrefix(c.Key.PK, account.Partition(""))
 	if !ok {
 		return nil, nil
 	}

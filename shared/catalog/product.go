@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Kinds, statuses and catalog statuses.
@@ -183,12 +183,12 @@ const Prefix = "PRODUCT#"
 
 // Key is a product's key.
 func Key(vendorID, productID string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + productID}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + productID}
 }
 
 // SlugKey reserves a product slug within a vendor.
 func SlugKey(vendorID, slug string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: "PSLUG#" + slug}
+	return store.Key{PK: account.Partition(vendorID), SK: "PSLUG#" + slug}
 }
 
 // Bucket attribute names of inventory item seq on the product item.

@@ -19,8 +19,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Types of conflict.
@@ -138,7 +138,7 @@ const IDPrefix = "cfl"
 
 // Key is a conflict's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // OpenKey is the open-index item of (type, connection, resource): it exists
@@ -150,7 +150,7 @@ func OpenKey(vendorID, typ string, connectionID *string, r Resource) store.Key {
 		conn = *connectionID
 	}
 	sum := sha256.Sum256([]byte(typ + "\x00" + conn + "\x00" + r.Type + "\x00" + r.ID))
-	return store.Key{PK: vendor.Partition(vendorID), SK: "CONFLICTOPEN#" + hex.EncodeToString(sum[:])}
+	return store.Key{PK: account.Partition(vendorID), SK: "CONFLICTOPEN#" + hex.EncodeToString(sum[:])}
 }
 
 func (c Conflict) item() (store.Item, error) {

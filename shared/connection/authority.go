@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Authority is the vendor's record of who masters each domain; nil is the
@@ -33,7 +33,7 @@ const (
 
 // AuthorityKey is the vendor's authority item.
 func AuthorityKey(vendorID string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: "AUTHORITY"}
+	return store.Key{PK: account.Partition(vendorID), SK: "AUTHORITY"}
 }
 
 // authState is the authority as read, with what a conditional write needs.

@@ -17,8 +17,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Statuses of a connection.
@@ -171,13 +171,13 @@ const Prefix = "CONN#"
 
 // Key is a connection's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // HealthKey is the key of a connection's health report, kept apart from the
 // connection so that frequent reports never race with its configuration.
 func HealthKey(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: "CONNHEALTH#" + id}
+	return store.Key{PK: account.Partition(vendorID), SK: "CONNHEALTH#" + id}
 }
 
 // Decode reads a connection item.

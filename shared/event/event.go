@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Retention is how long events are kept.
@@ -124,7 +124,7 @@ const Prefix = "EVENT#"
 
 // Key is an event's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // Op is the transaction operation that appends e to the log.

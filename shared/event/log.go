@@ -5,9 +5,9 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Log reads a vendor's event log.
@@ -35,7 +35,7 @@ func (l Log) List(ctx context.Context, vendorID, typ, after string, limit int) (
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
 	keep := func(e Event) bool { return typ == "" || e.Type == typ }
-	q := store.Query{PK: vendor.Partition(vendorID), Prefix: Prefix, After: after, Desc: true}
+	q := store.Query{PK: account.Partition(vendorID), Prefix: Prefix, After: after, Desc: true}
 	events, lastKey, more, err = store.Page(ctx, l.Store, q, limit, Decode, keep)
 	if err != nil {
 		return nil, "", false, errs.Unavailablef(err, "the event log could not be read")

@@ -16,11 +16,11 @@ import (
 	"sort"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Statuses. An import stores reserved or unreservable; reserved →
@@ -105,12 +105,12 @@ const Prefix = "XORD#"
 
 // Key is an order's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // uniqueKey reserves (connection, external order id) for one order.
 func uniqueKey(vendorID, connID, externalID string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: "XORDKEY#" + connID + "#" + externalID}
+	return store.Key{PK: account.Partition(vendorID), SK: "XORDKEY#" + connID + "#" + externalID}
 }
 
 // keyEntry is the data of the unique key item.

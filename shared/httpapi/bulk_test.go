@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/catalog"
@@ -20,7 +21,6 @@ import (
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 type bulkResult struct {
@@ -363,7 +363,7 @@ func TestBulkValidation(t *testing.T) {
 		// No refused batch stored a job or changed stock, even after the
 		// background work ran.
 		work(t, e, kind, "bop_none")
-		if jobs, err := e.Store.Query(context.Background(), store.Query{PK: vendor.Partition(e.Vendor.ID), Prefix: bulk.Prefix, Limit: 10}); err != nil || len(jobs) != 0 {
+		if jobs, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: bulk.Prefix, Limit: 10}); err != nil || len(jobs) != 0 {
 			t.Fatalf("refused batches stored %d jobs (%v)", len(jobs), err)
 		}
 		for _, id := range items {
@@ -518,7 +518,7 @@ func TestBulkCredentialRecheck(t *testing.T) {
 		}},
 		{"expired", 90 * time.Second, func(t *testing.T, e *apitest.Env, tokenID string) { e.Clock.Advance(2 * time.Minute) }},
 		{"owner changed", 0, func(t *testing.T, e *apitest.Env, tokenID string) {
-			it, err := e.Store.Get(context.Background(), vendor.Key(e.Vendor.ID))
+			it, err := e.Store.Get(context.Background(), account.Key(e.Vendor.ID))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,12 +13,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // faulty fails exactly one store call, the failAt-th the server makes
@@ -212,7 +212,7 @@ func TestFaultsOnEveryStoreCall(t *testing.T) {
 			mu.Lock()
 			n++
 			mu.Unlock()
-			v, err := vendor.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), fmt.Sprintf("Fault %d", n), fmt.Sprintf("fault-%d", n))
+			v, err := account.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), fmt.Sprintf("Fault %d", n), fmt.Sprintf("fault-%d", n))
 			if err != nil {
 				t.Fatal(err)
 			}

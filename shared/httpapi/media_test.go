@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/image/webp"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/blob/fsblob"
@@ -31,7 +32,6 @@ import (
 	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/media/mediatest"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // blobKinds are the media stores the HTTP suites run on.
@@ -185,7 +185,7 @@ func TestMediaUpload(t *testing.T) {
 		}
 		// Another vendor's upload of the same bytes is its own record, on
 		// the same object.
-		ov, err := vendor.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other-media")
+		ov, err := account.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other-media")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestMediaChecksBeforeBody(t *testing.T) {
 	e := mediaEnv(t, apitest.SQLite, fsblob.New(t.TempDir()), mediaOpts{})
 	body := mediatest.LargePhotoJPEG()
 	digest := mediatest.Digest(body)
-	ov, err := vendor.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other-probe")
+	ov, err := account.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other-probe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ type admitted struct{ bytes, objects int64 }
 
 func countAdmitted(t testing.TB, e *apitest.Env) admitted {
 	t.Helper()
-	it, err := e.Store.Get(context.Background(), store.Key{PK: vendor.Partition(e.Vendor.ID), SK: "MEDIA_BUDGET"})
+	it, err := e.Store.Get(context.Background(), store.Key{PK: account.Partition(e.Vendor.ID), SK: "MEDIA_BUDGET"})
 	if err == store.ErrNotFound {
 		return admitted{}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/config"
@@ -20,7 +21,6 @@ import (
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // widgets is a small group used only by these tests to exercise the shared
@@ -40,7 +40,7 @@ func widgets(st func() store.Store) httpapi.Group {
 					after := pr.After
 					last := ""
 					for len(out) < pr.Limit+1 {
-						items, err := st().Query(c.Ctx, store.Query{PK: vendor.Partition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
+						items, err := st().Query(c.Ctx, store.Query{PK: account.Partition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
 						if err != nil {
 							return errs.Unavailablef(err, "widgets could not be read")
 						}
@@ -86,7 +86,7 @@ func widgets(st func() store.Store) httpapi.Group {
 						id := ids.Sortable("wid", time.Now())
 						w := map[string]any{"id": id, "name": in.Name, "qty": in.Qty, "color": in.Color}
 						data, _ := json.Marshal(w)
-						it := store.Item{PK: vendor.Partition(c.Principal.Vendor.ID), SK: "WIDGET#" + id, Version: 1, Data: data}
+						it := store.Item{PK: account.Partition(c.Principal.Vendor.ID), SK: "WIDGET#" + id, Version: 1, Data: data}
 						return idempotency.Mutation{Ops: []store.Op{store.Put(it, store.IfAbsent())}, Status: http.StatusCreated, Body: httpapi.Envelope(w)}, nil
 					})
 				}},
@@ -140,7 +140,7 @@ func TestVendorRoutes(t *testing.T) {
 			t.Errorf("Content-Type %q", ct)
 		}
 		// Another vendor exists but is not granted to this token.
-		other, err := vendor.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other")
+		other, err := account.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestAuthentication(t *testing.T) {
 		e.Do(apitest.Req{Path: "/vendors", Token: expiring.Token}).WantProblem(t, 401, "UNAUTHENTICATED")
 
 		// A token stops working when the vendor's ownership moves.
-		if _, err := (vendor.Service{Store: e.Store, Clock: e.Clock}).TransferOwner(ctx, e.Vendor.ID, ""); err != nil {
+		if _, err := (account.Service{Store: e.Store, Clock: e.Clock}).TransferOwner(ctx, e.Vendor.ID, ""); err != nil {
 			t.Fatal(err)
 		}
 		e.Do(apitest.Req{Path: "/vendors/" + e.Vendor.ID, Token: e.Token}).WantProblem(t, 401, "UNAUTHENTICATED")
@@ -247,7 +247,7 @@ func TestScopes(t *testing.T) {
 		t.Fatalf("403 detail %q, header %q", p.Detail, r.Header.Get("WWW-Authenticate"))
 	}
 	// A vendor not granted is 404 even without the scope: grants come first.
-	other, _ := vendor.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other")
+	other, _ := account.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other")
 	e.Do(apitest.Req{Path: "/vendors/" + other.ID, Token: noVendors}).WantProblem(t, 404, "NOT_FOUND")
 }
 
@@ -392,7 +392,7 @@ func createWidget(e *apitest.Env, key string, body any) *apitest.Resp {
 }
 
 func countWidgets(t *testing.T, e *apitest.Env) int {
-	items, err := e.Store.Query(context.Background(), store.Query{PK: vendor.Partition(e.Vendor.ID), Prefix: "WIDGET#", Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: "WIDGET#", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +522,7 @@ func TestCursorPages(t *testing.T) {
 				color = "blue"
 			}
 			data, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("w%02d", i), "color": color})
-			ops = append(ops, store.Put(store.Item{PK: vendor.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%02d", i), Version: 1, Data: data}, store.IfAbsent()))
+			ops = append(ops, store.Put(store.Item{PK: account.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%02d", i), Version: 1, Data: data}, store.IfAbsent()))
 		}
 		if err := e.Store.Transact(context.Background(), ops...); err != nil {
 			t.Fatal(err)
@@ -618,7 +618,7 @@ func TestCursorBoundToVendor(t *testing.T) {
 	e := newEnv(t, apitest.SQLite, apitest.Options{})
 	ops := []store.Op{}
 	for i := 0; i < 3; i++ {
-		ops = append(ops, store.Put(store.Item{PK: vendor.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%d", i), Version: 1, Data: []byte(`{}`)}, store.Cond{}))
+		ops = append(ops, store.Put(store.Item{PK: account.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%d", i), Version: 1, Data: []byte(`{}`)}, store.Cond{}))
 	}
 	e.Store.Transact(context.Background(), ops...)
 	r := e.Get("/vendors/" + e.Vendor.ID + "/widgets?limit=1")
@@ -628,7 +628,7 @@ func TestCursorBoundToVendor(t *testing.T) {
 		} `json:"page"`
 	}
 	r.JSON(t, &page)
-	other, _ := vendor.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other")
+	other, _ := account.Service{Store: e.Store, Clock: e.Clock}.Create(context.Background(), "Other", "other")
 	tok := e.NewToken(other.ID, auth.AllScopes()...)
 	e.Do(apitest.Req{Path: "/vendors/" + other.ID + "/widgets?page_after=" + page.Page.NextCursor, Token: tok}).WantProblem(t, 400, "INVALID_CURSOR")
 }

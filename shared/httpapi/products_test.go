@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 func catalogEnv(t *testing.T, kind apitest.StoreKind) *apitest.Env {
@@ -115,7 +115,7 @@ func post(e *apitest.Env, path string, body any) *apitest.Resp {
 
 func eventTypes(t *testing.T, e *apitest.Env) []string {
 	t.Helper()
-	items, err := e.Store.Query(context.Background(), store.Query{PK: vendor.Partition(e.Vendor.ID), Prefix: event.Prefix, Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: event.Prefix, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

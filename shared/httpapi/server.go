@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/catalog"
@@ -39,7 +40,6 @@ import (
 	"github.com/moku/sellerapi/shared/sellerorder"
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
@@ -116,7 +116,7 @@ type Server struct {
 	basePath string
 
 	auth    auth.Service
-	vendors vendor.Service
+	vendors account.Service
 	limiter ratelimit.Limiter
 	keeper  idempotency.Keeper
 	cursors cursor.Codec
@@ -156,7 +156,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		mux:      http.NewServeMux(),
 		basePath: d.Config.BasePath(),
 		auth:     auth.Service{Store: d.Store, Clock: d.Clock},
-		vendors:  vendor.Service{Store: gated, Clock: d.Clock},
+		vendors:  account.Service{Store: gated, Clock: d.Clock},
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
 		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock},
 		cursors:  codec,

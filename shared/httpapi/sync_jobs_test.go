@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/conflict"
@@ -21,7 +22,6 @@ import (
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/syncjob"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 type syncItem struct {
@@ -195,7 +195,7 @@ func openConflicts(t *testing.T, e *apitest.Env, connID string) int64 {
 
 func syncEvents(t *testing.T, e *apitest.Env) []event.Event {
 	t.Helper()
-	items, err := e.Store.Query(context.Background(), store.Query{PK: vendor.Partition(e.Vendor.ID), Prefix: event.Prefix, Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: event.Prefix, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/openapi"
 	"github.com/moku/sellerapi/shared/openapi/reference"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Vendors is the Vendors group, with the public contract and error catalog.
@@ -40,7 +40,7 @@ var Vendors = Group{Name: "vendors", Routes: func(s *Server) []Route {
 // listVendors answers with the one vendor a personal access token is bound
 // to; the list shape stays for future multi-vendor grants.
 func (s *Server) listVendors(c *Call) error {
-	return c.Data(http.StatusOK, []vendor.View{c.Principal.Vendor.View()})
+	return c.Data(http.StatusOK, []account.View{c.Principal.Vendor.View()})
 }
 
 // getVendor answers with the path's vendor, already read and granted by

@@ -22,10 +22,10 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Retention is how long a receipt answers replays: the contract's 30 days
@@ -70,7 +70,7 @@ type Scope struct {
 }
 
 func (s Scope) storeKey() store.Key {
-	return store.Key{PK: vendor.Partition(s.VendorID), SK: "IDEM#" + s.TokenID + "#" + s.Operation + "#" + s.Key}
+	return store.Key{PK: account.Partition(s.VendorID), SK: "IDEM#" + s.TokenID + "#" + s.Operation + "#" + s.Key}
 }
 
 // Fingerprint digests the input of a request: the operation, its target

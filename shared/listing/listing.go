@@ -12,11 +12,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Statuses: draft → active ⇄ paused → ended (final).
@@ -106,7 +106,7 @@ const Prefix = "LST#"
 
 // Key is a listing's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // uniqueKey reserves (connection, product, variation) for one listing.
@@ -115,7 +115,7 @@ func uniqueKey(vendorID, connID, productID string, variationID *string) store.Ke
 	if variationID != nil {
 		v = *variationID
 	}
-	return store.Key{PK: vendor.Partition(vendorID), SK: "LSTKEY#" + connID + "#" + productID + "#" + v}
+	return store.Key{PK: account.Partition(vendorID), SK: "LSTKEY#" + connID + "#" + productID + "#" + v}
 }
 
 // Decode reads a listing item.

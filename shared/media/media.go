@@ -24,12 +24,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // The contract's limits.
@@ -130,11 +130,11 @@ func Key(canonical []byte) string {
 // Store keys: the record (pending until its object is stored) per vendor
 // and original digest, and the vendor's budget counter.
 func recordKey(vendorID, digest string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: "MEDIA#" + digest}
+	return store.Key{PK: account.Partition(vendorID), SK: "MEDIA#" + digest}
 }
 
 func budgetKey(vendorID string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: "MEDIA_BUDGET"}
+	return store.Key{PK: account.Partition(vendorID), SK: "MEDIA_BUDGET"}
 }
 
 // Counter attributes of the budget item.

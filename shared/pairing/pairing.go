@@ -15,8 +15,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Lifetimes of the secrets.
@@ -153,7 +153,7 @@ const IDPrefix = "pair"
 
 // Key is a pairing's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // secretRecord is the global item of a pairing, found by its id alone: it

@@ -10,10 +10,10 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Class is what a request spends: a read or a write.
@@ -70,7 +70,7 @@ func ClientPartition(ip netip.Addr) string {
 // Take spends one unit of the vendor's current window for class. A spent
 // window is 429 with Retry-After; a window that cannot be read is 503.
 func (l Limiter) Take(ctx context.Context, vendorID string, c Class) (Status, error) {
-	return l.TakeFrom(ctx, vendor.Partition(vendorID), "vendor's", c, l.Limit(c))
+	return l.TakeFrom(ctx, account.Partition(vendorID), "vendor's", c, l.Limit(c))
 }
 
 // TakeFrom spends one unit of the current window of class kept in the

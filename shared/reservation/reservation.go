@@ -19,10 +19,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Statuses of a reservation; only active holds stock.
@@ -95,7 +95,7 @@ const Prefix = "RES#"
 
 // Key is a reservation's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // ExpiryShards is how many partitions index active reservations by

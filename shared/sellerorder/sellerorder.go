@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
@@ -25,7 +26,6 @@ import (
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Statuses: open → shipped, or open → cancelled.
@@ -66,7 +66,7 @@ const Prefix = "SORD#"
 
 // Key is a seller order's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // IDOf is the seller order id of an external order.

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Cause types and actions.
@@ -77,7 +77,7 @@ const Prefix = "EFFECT#"
 
 // Key is the key of the effect that brought item to version.
 func Key(vendorID, itemID string, version int64) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: fmt.Sprintf("%s%s#%012d", Prefix, itemID, version)}
+	return store.Key{PK: account.Partition(vendorID), SK: fmt.Sprintf("%s%s#%012d", Prefix, itemID, version)}
 }
 
 // ID is the public id of an effect: it maps one to one to its key.
@@ -172,7 +172,7 @@ func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: vendor.Partition(vendorID), Prefix: prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: prefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
@@ -34,7 +35,6 @@ import (
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Kinds of sync job: the domain the connector reports on.
@@ -114,7 +114,7 @@ const IDPrefix = "syn"
 
 // Key is a job's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 // Resource is what an item reports on: an inventory item or a product.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
@@ -22,7 +23,6 @@ import (
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // MaxAttempts is how many tries an item gets when the service cannot
@@ -51,7 +51,7 @@ func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, Prefix) {
 		return nil, nil
 	}
-	vendorID, ok := strings.CutPrefix(c.Key.PK, vendor.Partition(""))
+	vendorID, ok := strings.CutPrefix(c.Key.PK, account.Partition(""))
 	if !ok {
 		return nil, nil
 	}

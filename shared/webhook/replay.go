@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
@@ -16,7 +17,6 @@ import (
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Replay statuses: queued → running → completed or failed.
@@ -82,11 +82,11 @@ const replayMarkPrefix = "REPLAYDST#"
 
 // ReplayKey is a replay's key.
 func ReplayKey(vendorID, eventID, replayID string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: ReplayPrefix + eventID + "#" + replayID}
+	return store.Key{PK: account.Partition(vendorID), SK: ReplayPrefix + eventID + "#" + replayID}
 }
 
 func replayMarkKey(vendorID, replayID, subID string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: replayMarkPrefix + replayID + "#" + subID}
+	return store.Key{PK: account.Partition(vendorID), SK: replayMarkPrefix + replayID + "#" + subID}
 }
 
 func decodeReplay(it store.Item) (Replay, ReplayView, error) {
@@ -424,7 +424,7 @@ func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, li
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: vendor.Partition(vendorID), Prefix: prefix, After: after, Limit: limit + 1, Desc: true})
+	items, err := s.Store.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: prefix, After: after, Limit: limit + 1, Desc: true})
 	if err != nil {
 		return nil, "", false, errs.Unavailablef(err, "delivery attempts could not be read")
 	}

@@ -19,12 +19,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Limits of the contract.
@@ -117,11 +117,11 @@ const (
 
 // Key is a subscription's key.
 func Key(vendorID, id string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: Prefix + id}
+	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
 }
 
 func counterKey(vendorID string) store.Key {
-	return store.Key{PK: vendor.Partition(vendorID), SK: counterSK}
+	return store.Key{PK: account.Partition(vendorID), SK: counterSK}
 }
 
 // NewSecret makes a signing secret: whsec_ and 256 random bits.
@@ -187,7 +187,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (v
 	if after != "" && !strings.HasPrefix(after, Prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: vendor.Partition(vendorID), Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: Prefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -208,7 +208,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (v
 
 // all reads every subscription of a vendor (at most MaxSubscriptions).
 func all(ctx context.Context, st store.Store, vendorID string) ([]Subscription, error) {
-	items, err := st.Query(ctx, store.Query{PK: vendor.Partition(vendorID), Prefix: Prefix, Limit: 100})
+	items, err := st.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: Prefix, Limit: 100})
 	if err != nil {
 		return nil, err
 	}

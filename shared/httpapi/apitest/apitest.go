@@ -18,6 +18,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/blob"
@@ -29,7 +30,6 @@ import (
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 	"github.com/moku/sellerapi/shared/store/sqlite"
-	"github.com/moku/sellerapi/shared/vendor"
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
@@ -66,7 +66,7 @@ type Env struct {
 	Clock  *clock.Fake
 	App    *app.App
 	Server *httpapi.Server
-	Vendor vendor.Vendor
+	Vendor account.Vendor
 	// Token has every scope.
 	Token string
 	Logs  *SyncBuffer
@@ -164,7 +164,7 @@ func New(t testing.TB, o Options) *Env {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	e := &Env{T: t, URL: hs.URL + "/v1", Store: raw, Clock: fake, App: a, Server: srvH, Logs: logs}
-	v, err := vendor.Service{Store: raw, Clock: fake}.Create(ctx, "Acme Goods", "acme-goods")
+	v, err := account.Service{Store: raw, Clock: fake}.Create(ctx, "Acme Goods", "acme-goods")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
@@ -25,13 +26,12 @@ import (
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
 // Fixture is a store with one vendor and a token for it with every scope.
 type Fixture struct {
 	Store  store.Store
-	Vendor vendor.Vendor
+	Vendor account.Vendor
 	Token  string
 }
 
@@ -52,7 +52,7 @@ func Seed(t testing.TB, s store.Store) Fixture {
 	t.Helper()
 	ctx := t.Context()
 	c := clock.System{}
-	v, err := vendor.Service{Store: s, Clock: c}.Create(ctx, "Fjord Outfitters", "fjord-outfitters")
+	v, err := account.Service{Store: s, Clock: c}.Create(ctx, "Fjord Outfitters", "fjord-outfitters")
 	if err != nil {
 		t.Fatalf("create vendor: %v", err)
 	}

@@ -1,7 +1,7 @@
-// Package vendor holds the seller account: its record, its keys in the store
+// Package account holds the seller account: its record, its keys in the store
 // and the operations on it. A vendor has one owner; tokens issued for the
 // vendor stop working when ownership moves to someone else.
-package vendor
+package account
 
 import (
 	"context"

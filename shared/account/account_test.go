@@ -1,17 +1,17 @@
-package vendor_test
+package account_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store/sqlite"
-	"github.com/moku/sellerapi/shared/vendor"
 )
 
-func newService(t *testing.T) vendor.Service {
+func newService(t *testing.T) account.Service {
 	t.Helper()
 	c := clocktest.Fake(2027, 2, 12, 20, 0, 0)
 	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
@@ -19,7 +19,7 @@ func newService(t *testing.T) vendor.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return vendor.Service{Store: st, Clock: c}
+	return account.Service{Store: st, Clock: c}
 }
 
 // TestCreateRules: name 1..500 characters (trimmed), a slug of lowercase
@@ -53,7 +53,7 @@ func TestCreateRules(t *testing.T) {
 			}
 			continue
 		}
-		if v.Name != strings.TrimSpace(c.name) || v.Slug != c.slug || v.Version != 1 || !vendor.ValidID(v.ID) || v.OwnerID == "" {
+		if v.Name != strings.TrimSpace(c.name) || v.Slug != c.slug || v.Version != 1 || !account.ValidID(v.ID) || v.OwnerID == "" {
 			t.Errorf("created %+v", v)
 		}
 	}
@@ -73,7 +73,7 @@ func TestGetAndTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, v.ID)
-	if err != nil || got.OwnerID != v.OwnerID || got.View() != (vendor.View{ID: v.ID, Name: "Acme", Slug: "acme"}) {
+	if err != nil || got.OwnerID != v.OwnerID || got.View() != (account.View{ID: v.ID, Name: "Acme", Slug: "acme"}) {
 		t.Fatalf("get %+v %v", got, err)
 	}
 	for _, id := range []string{"ven_absent", "", "a/b", strings.Repeat("v", 129)} {
@@ -100,11 +100,11 @@ func TestValidID(t *testing.T) {
 		"ven_1": true, "a.b:c-d_e": true, strings.Repeat("v", 128): true,
 		"": false, strings.Repeat("v", 129): false, "ven#1": false, "ven 1": false, "ven/1": false,
 	} {
-		if got := vendor.ValidID(id); got != want {
+		if got := account.ValidID(id); got != want {
 			t.Errorf("ValidID(%q) = %v", id, got)
 		}
 	}
-	if vendor.Partition("ven_1") != vendor.Key("ven_1").PK {
+	if account.Partition("ven_1") != account.Key("ven_1").PK {
 		t.Error("a vendor's record is outside its own partition")
 	}
 }
