@@ -72,7 +72,7 @@ cdk-cli:
 ## invoke: run EVENT through function FN's binary locally, e.g. make invoke FN=admin EVENT=events/admin/vendor-create.json [VENDOR_ID=...]
 invoke:
 	@test -n "$(FN)" && test -n "$(EVENT)" || { echo "usage: make invoke FN=<function> EVENT=<events/...json> [KEY=value for each {{KEY}}] [INVOKE_DATA=dir]" >&2; exit 2; }
-	go build -tags lambda.norpc -o $(BIN)/lambda/$(FN) ./functions/$(FN)
+	go build -tags lambda.norpc,embedded -o $(BIN)/lambda/$(FN) ./functions/$(FN)
 	go run ./scripts/lambdarun $(if $(INVOKE_DATA),-data $(INVOKE_DATA)) $(BIN)/lambda/$(FN) $(EVENT)
 
 ## infra-test: the stack's tests (a synth with placeholder code), and dist/ when it is built

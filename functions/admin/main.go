@@ -22,6 +22,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/admin"
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/config"
 )
 
@@ -40,7 +41,7 @@ func newHandler(ctx context.Context, opts ...app.Option) (admin.Service, error) 
 	if err != nil {
 		return admin.Service{}, err
 	}
-	a, err := app.New(ctx, cfg, opts...)
+	a, err := awsapp.New(ctx, cfg, opts...)
 	if err != nil {
 		return admin.Service{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 // invoker calls the handler as the Lambda runtime does: raw JSON in, raw
@@ -39,12 +40,21 @@ func newInvoker(t *testing.T, opts ...app.Option) invoker {
 	return invoker{h: lambda.NewHandler(svc.Handle), store: svc.Store}
 }
 
+// embeddedStore is an embedded store in a fresh directory: the deployed
+// function wires only DynamoDB, so a test gives it the store.
+func embeddedStore(t *testing.T) app.Option {
+	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return app.WithStore(st)
+}
+
 // sqliteInvoker builds the handler from the environment, as main does, on
 // an embedded store in a fresh directory.
 func sqliteInvoker(t *testing.T) invoker {
-	t.Setenv(config.EnvStore, config.StoreSQLite)
-	t.Setenv(config.EnvDataDir, t.TempDir())
-	return newInvoker(t)
+	return newInvoker(t, embeddedStore(t))
 }
 
 // event reads events/admin/<name> with {{KEY}} replaced by vars[KEY].
@@ -256,10 +266,8 @@ func TestPairingReview(t *testing.T) {
 // or "all" spelled out) and the lifetime is given and at most a year. Each
 // action is logged with what it acted on and never a token's secret.
 func TestTokensAreExplicitBoundedAndLoggedWithoutSecrets(t *testing.T) {
-	t.Setenv(config.EnvStore, config.StoreSQLite)
-	t.Setenv(config.EnvDataDir, t.TempDir())
 	logs := &strings.Builder{}
-	iv := newInvoker(t, app.WithLogOutput(logs))
+	iv := newInvoker(t, embeddedStore(t), app.WithLogOutput(logs))
 	vendorID := iv.ok(t, event(t, "vendor-create.json", nil))["id"].(string)
 	for _, c := range []struct{ name, fields, want string }{
 		{"no scopes", `"expires_in":"24h"`, "scopes: required"},

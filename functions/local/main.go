@@ -85,10 +85,6 @@ func baseConfig() (config.Config, error) {
 	return cfg, nil
 }
 
-func open(ctx context.Context, cfg config.Config, logTo io.Writer) (*app.App, error) {
-	return app.New(ctx, cfg, app.WithLogOutput(logTo))
-}
-
 func printData(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -122,7 +118,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.BaseURL = "http://" + ln.Addr().String() + "/v1"
 		cfg.ErrorsURL = ""
 	}
-	a, err := open(ctx, cfg, stderr)
+	a, err := open(ctx, cfg, stderr, true)
 	if err != nil {
 		return err
 	}
@@ -183,7 +179,7 @@ func admin(ctx context.Context, name, action string, args []string, stdout io.Wr
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	a, err := open(ctx, cfg, io.Discard)
+	a, err := open(ctx, cfg, io.Discard, false)
 	if err != nil {
 		return err
 	}

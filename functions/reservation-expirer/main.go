@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/config"
 )
 
@@ -24,7 +25,7 @@ type Result struct {
 
 // newHandler builds the function once, at init.
 func newHandler(ctx context.Context, cfg config.Config, opts ...app.Option) (func(context.Context) (Result, error), error) {
-	a, err := app.New(ctx, cfg, opts...)
+	a, err := awsapp.New(ctx, cfg, opts...)
 	if err != nil {
 		return nil, err
 	}

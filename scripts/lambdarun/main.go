@@ -36,10 +36,12 @@ import (
 
 	"github.com/moku/sellerapi/scripts/internal/lambdaruntime"
 	"github.com/moku/sellerapi/shared/account"
-	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 func main() {
@@ -171,7 +173,12 @@ func seed(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := app.OpenStore(ctx, cfg, clock.System{})
+	var st store.Store
+	if cfg.Store == config.StoreSQLite {
+		st, err = sqlite.Open(cfg.DataDir, sqlite.WithClock(clock.System{}.Now))
+	} else {
+		st, err = awsapp.OpenDynamoDB(ctx, cfg, clock.System{})
+	}
 	if err != nil {
 		return nil, err
 	}

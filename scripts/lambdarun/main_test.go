@@ -13,7 +13,7 @@ import (
 func build(t *testing.T, fn string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), fn)
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bin, "../../functions/"+fn)
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc,embedded", "-o", bin, "../../functions/"+fn)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", fn, err, out)
 	}

@@ -1,7 +1,11 @@
-// Package app assembles the service from its configuration: the store the
-// configuration names, the clock, the JSON logger and the cursor key. Every
-// Lambda's main and the local binary build one App and mount its handler;
-// nothing here holds business rules.
+// Package app assembles the service from the adapters its caller wires:
+// the store, the media store and, in a process that runs its own
+// background work, the change feed and the work queue (Local); with the
+// clock, the JSON logger and the cursor key. Every Lambda's main (through
+// app/awsapp) and the local binary build one App and mount its handler.
+// app imports no adapter: what it needs of one beyond the ports is a small
+// interface here (MessageQueue, BatchQueue). Nothing here holds business
+// rules.
 package app
 
 import (
@@ -11,18 +15,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 
 	"github.com/moku/sellerapi/shared/blob"
-	"github.com/moku/sellerapi/shared/blob/fsblob"
-	"github.com/moku/sellerapi/shared/blob/s3blob"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
@@ -37,11 +37,26 @@ type App struct {
 	// WebhookResolver resolves webhook host names; nil is the system's.
 	WebhookResolver webhook.Resolver
 
-	webhookClient     *http.Client
-	webhookClientOnce sync.Once
+	opener Opener
+	local  *Local
+	// works replaces Works in the local background (tests of its plumbing).
+	works func(queue.Sender) []Work
+	// bg is the in-process background work over local, built once by New.
+	bg *background
 }
 
-// Option adjusts assembly, mostly for tests.
+// Opener opens the adapters a configuration names. The process's main
+// supplies it (awsapp.Opener in the Lambdas, the local binary its own);
+// New asks it for what no option gave.
+type Opener interface {
+	// OpenStore opens the store, deciding expiry on c.
+	OpenStore(ctx context.Context, cfg config.Config, c clock.Clock) (store.Store, error)
+	// OpenBlob opens the media store; nil when none is configured
+	// (uploads then fail closed with 503).
+	OpenBlob(ctx context.Context, cfg config.Config) (blob.Store, error)
+}
+
+// Option adjusts assembly: the adapters a main wires, and test seams.
 type Option func(*App)
 
 // WithClock replaces the system clock.
@@ -49,6 +64,14 @@ func WithClock(c clock.Clock) Option { return func(a *App) { a.Clock = c } }
 
 // WithStore uses an already opened store instead of opening one.
 func WithStore(s store.Store) Option { return func(a *App) { a.Store = s } }
+
+// WithOpener opens the store and the media store that no other option
+// gives with o.
+func WithOpener(o Opener) Option { return func(a *App) { a.opener = o } }
+
+// WithLocal has the app run its background work in this process over l
+// (RunBackground, Drain), as the local binary does.
+func WithLocal(l Local) Option { return func(a *App) { a.local = &l } }
 
 // WithBlob uses an already opened media store instead of opening one.
 func WithBlob(b blob.Store) Option { return func(a *App) { a.Blob = b } }
@@ -67,7 +90,8 @@ func WithLogHandler(wrap func(slog.Handler) slog.Handler) Option {
 	return func(a *App) { a.Log = slog.New(wrap(a.Log.Handler())) }
 }
 
-// New opens the configured store and builds the app.
+// New builds the app from the adapters the options give, opening the
+// others with the Opener (WithOpener); without a store it fails.
 func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -76,56 +100,31 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 	for _, o := range opts {
 		o(a)
 	}
-	if a.Store == nil {
-		s, err := OpenStore(ctx, cfg, a.Clock)
+	if a.Store == nil && a.opener != nil {
+		s, err := a.opener.OpenStore(ctx, cfg, a.Clock)
 		if err != nil {
 			return nil, err
 		}
 		a.Store = s
 	}
-	if a.Blob == nil {
-		b, err := OpenBlob(ctx, cfg)
+	if a.Store == nil {
+		return nil, fmt.Errorf("app: no store: the process's main wires one (WithStore or WithOpener)")
+	}
+	if a.Blob == nil && a.opener != nil {
+		b, err := a.opener.OpenBlob(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		a.Blob = b
 	}
+	if a.local != nil {
+		bg, err := a.newBackground(*a.local)
+		if err != nil {
+			return nil, err
+		}
+		a.bg = bg
+	}
 	return a, nil
-}
-
-// OpenBlob opens the media store the configuration names: the S3 bucket,
-// else the media directory, else (embedded mode) the data directory. It
-// returns nil when none is configured: uploads then fail closed with 503.
-// Opening touches neither S3 nor the disk.
-func OpenBlob(ctx context.Context, cfg config.Config) (blob.Store, error) {
-	switch {
-	case cfg.MediaBucket != "":
-		client, err := s3blob.NewClient(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("app: s3 client: %w", err)
-		}
-		return s3blob.New(client, cfg.MediaBucket), nil
-	case cfg.MediaDir != "":
-		return fsblob.New(cfg.MediaDir), nil
-	case cfg.Store == config.StoreSQLite && cfg.DataDir != "":
-		return fsblob.New(cfg.DataDir), nil
-	}
-	return nil, nil
-}
-
-// OpenStore opens the store the configuration names.
-func OpenStore(ctx context.Context, cfg config.Config, c clock.Clock) (store.Store, error) {
-	switch cfg.Store {
-	case config.StoreSQLite:
-		return sqlite.Open(cfg.DataDir, sqlite.WithClock(c.Now))
-	case config.StoreDynamoDB:
-		client, err := dynamodb.NewClient(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("app: dynamodb client: %w", err)
-		}
-		return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now)), nil
-	}
-	return nil, fmt.Errorf("app: unknown store %q", cfg.Store)
 }
 
 // Handler builds the HTTP handler serving groups.

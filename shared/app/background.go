@@ -2,8 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/reservation"
 )
 
@@ -22,23 +26,232 @@ func (a *App) ExpireReservations(ctx context.Context) (reservation.Run, error) {
 	return run, err
 }
 
+// Local is what a process that runs its own background work (the local
+// binary) wires into the app: where committed changes come from, the
+// queue between the router and the workers, and what wakes them.
+type Local struct {
+	// Changes routes, with r, the committed changes not routed yet and
+	// remembers how far it got; it returns how many it routed (the
+	// embedded store's change log through pipeline.Tail, or a DynamoDB
+	// stream reader).
+	Changes func(ctx context.Context, r pipeline.Router) (int, error)
+	// Committed, when set, is notified after commits that may start work
+	// (sqlite.OnInsert): the router then runs at once instead of on its
+	// next tick.
+	Committed *Signal
+	// Queue carries the work: a MessageQueue (the embedded queue, each
+	// queue worked a message at a time with bounded concurrency) or a
+	// BatchQueue (SQS, worked a batch at a time). A send through the app
+	// wakes the queue's consumer.
+	Queue queue.Sender
+	// Visibility is how long a MessageQueue's failed message waits for
+	// its retry when its error asks for no delay.
+	Visibility time.Duration
+	// Sweep, when set, removes expired items; it runs every minute (the
+	// store's own TTL does it on DynamoDB).
+	Sweep func(ctx context.Context) error
+}
+
+// MessageQueue is a work queue received a message at a time, each settled
+// on its own (sqlitequeue.Queue is one).
+type MessageQueue interface {
+	queue.Sender
+	// Receive takes up to max visible messages of the named queue,
+	// hidden until settled or until the queue's visibility ends.
+	Receive(ctx context.Context, name string, max int) ([]queue.Message, error)
+	// Delete settles a handled message.
+	Delete(ctx context.Context, id string) error
+	// Retry makes a failed message visible again after delay.
+	Retry(ctx context.Context, id string, delay time.Duration, cause error) error
+}
+
+// BatchQueue is a work queue received and settled a batch at a time, as
+// the worker Lambdas work SQS (sqsqueue.Queue is one).
+type BatchQueue interface {
+	queue.Sender
+	// Work receives up to n messages of the named queue, waiting up to
+	// wait, handles them with h and settles them; it returns how many it
+	// received.
+	Work(ctx context.Context, name string, n int, wait time.Duration, h queue.Handler) (int, error)
+}
+
+// Signal wakes the loop that waits on it; notifications made while it is
+// busy coalesce into one. The zero of *Signal (nil) never wakes anyone.
+type Signal struct{ c chan struct{} }
+
+// NewSignal returns a signal nobody has notified yet.
+func NewSignal() *Signal { return &Signal{c: make(chan struct{}, 1)} }
+
+// Notify wakes the waiting loop, or the next one to wait; it never blocks.
+func (s *Signal) Notify() {
+	select {
+	case s.c <- struct{}{}:
+	default:
+	}
+}
+
+// woken is what a loop selects on to be woken: nil (never) for no signal.
+func (s *Signal) woken() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.c
+}
+
+// background is the app's in-process background work over a Local: the
+// works and their router built once, sending through a sender that wakes
+// the consumer of the queue it sends to.
+type background struct {
+	Local
+	works  []Work
+	router pipeline.Router
+	// wakes is the signal of each queue's consumer; on a BatchQueue, one
+	// loop consumes every queue and they share one signal.
+	wakes map[string]*Signal
+}
+
+// wakingSender sends through a queue and then wakes its consumer.
+type wakingSender struct {
+	q     queue.Sender
+	wakes map[string]*Signal
+}
+
+func (s wakingSender) Send(ctx context.Context, name string, body []byte, delay time.Duration) error {
+	if err := s.q.Send(ctx, name, body, delay); err != nil {
+		return err
+	}
+	if w := s.wakes[name]; w != nil {
+		w.Notify()
+	}
+	return nil
+}
+
+func (a *App) newBackground(l Local) (*background, error) {
+	if l.Changes == nil {
+		return nil, fmt.Errorf("app: local background work without a change feed")
+	}
+	if l.Visibility <= 0 {
+		l.Visibility = 30 * time.Second
+	}
+	b := &background{Local: l, wakes: map[string]*Signal{}}
+	switch l.Queue.(type) {
+	case MessageQueue:
+		for _, name := range queue.Names() {
+			b.wakes[name] = NewSignal()
+		}
+	case BatchQueue:
+		one := NewSignal()
+		for _, name := range queue.Names() {
+			b.wakes[name] = one
+		}
+	default:
+		return nil, fmt.Errorf("app: local background work needs a MessageQueue or a BatchQueue, not %T", l.Queue)
+	}
+	send := wakingSender{q: l.Queue, wakes: b.wakes}
+	works := a.Works
+	if a.works != nil {
+		works = a.works
+	}
+	b.works = works(send)
+	b.router = router(b.works, send)
+	return b, nil
+}
+
 // RunBackground does, in one process, what the stream router, the
-// workers, the scheduled functions and the store's TTL do in AWS. On the
-// embedded store every kind of work runs in its own loop with bounded
-// concurrency (loops.go): routing changes to the durable queues, each
-// queue's work, reservation expiry every interval and the sweep of expired
-// items every minute. On DynamoDB with SQS queues configured, the stream
-// pipeline runs beside the expiry loop (queues.go). It returns when ctx
-// ends.
+// workers, the scheduled functions and the store's TTL do in AWS, over the
+// Local the app was given; without one it only expires reservations. Each
+// kind of work runs in its own loop, so that no kind waits for another:
+// routing changes to the queues (woken by Local.Committed), each queue's
+// work (woken by sends to it; on a BatchQueue one loop routes and works
+// every queue), reservation expiry every interval and the sweep of expired
+// items every minute. Every loop also runs on its tick, as a backstop. It
+// returns when ctx ends and every loop has.
 func (a *App) RunBackground(ctx context.Context, interval time.Duration) {
-	if s, q, err := a.EmbeddedQueue(); err == nil {
-		a.runEmbedded(ctx, s, q, interval)
-		return
+	var wg sync.WaitGroup
+	loop := func(name string, every time.Duration, wake *Signal, pass func(context.Context) (bool, error)) {
+		wg.Go(func() { a.repeat(ctx, name, every, wake, pass) })
 	}
-	if len(a.Config.QueueURLs) > 0 {
-		go a.runStreamPipeline(ctx, interval)
+	loop("expire reservations", interval, nil, a.expirePass)
+	if b := a.bg; b != nil {
+		switch q := b.Queue.(type) {
+		case MessageQueue:
+			loop("route changes", interval, b.Committed, func(ctx context.Context) (bool, error) {
+				n, err := b.Changes(ctx, b.router)
+				return n > 0, err
+			})
+			for _, w := range b.works {
+				wg.Go(func() { a.workQueue(ctx, q, w, Concurrency(w.Queue), interval) })
+			}
+		case BatchQueue:
+			a.Log.InfoContext(ctx, "background work on the change stream and batch queues", "works", len(b.works))
+			loop("background work", interval, b.wakes[queue.WebhookDeliveries], a.pipelinePass)
+		}
+		if b.Sweep != nil {
+			loop("sweep expired items", time.Minute, nil, func(ctx context.Context) (bool, error) {
+				return false, b.Sweep(ctx)
+			})
+		}
 	}
-	a.repeat(ctx, "expire reservations", interval, a.expirePass)
+	wg.Wait()
+}
+
+// Drain runs the local pipeline until nothing is left to do now; tests
+// call it to let background work finish.
+func (a *App) Drain(ctx context.Context) error {
+	if a.bg == nil {
+		return fmt.Errorf("app: no local background work to drain (WithLocal)")
+	}
+	for i := 0; i < 1000; i++ {
+		busy, err := a.pipelinePass(ctx)
+		if err != nil {
+			return err
+		}
+		if !busy {
+			return nil
+		}
+	}
+	return fmt.Errorf("app: background work did not settle")
+}
+
+// pipelinePass routes the new changes once, then works what is visible on
+// every queue once; it reports whether it did anything.
+func (a *App) pipelinePass(ctx context.Context) (bool, error) {
+	b := a.bg
+	routed, err := b.Changes(ctx, b.router)
+	if err != nil {
+		return routed > 0, err
+	}
+	busy := routed > 0
+	for _, w := range b.works {
+		n, err := a.workOnce(ctx, w)
+		if err != nil {
+			return true, err
+		}
+		busy = busy || n > 0
+	}
+	return busy, nil
+}
+
+// workOnce works what is visible on w's queue once, without waiting, and
+// returns how many messages it received.
+func (a *App) workOnce(ctx context.Context, w Work) (int, error) {
+	switch q := a.bg.Queue.(type) {
+	case MessageQueue:
+		msgs, err := q.Receive(ctx, w.Queue, 20)
+		for _, m := range msgs {
+			a.handleMessage(ctx, q, w, m)
+		}
+		return len(msgs), err
+	case BatchQueue:
+		return q.Work(ctx, w.Queue, 10, 0, func(ctx context.Context, m queue.Message) error {
+			err := w.Handle(ctx, m)
+			if err != nil {
+				a.Log.WarnContext(ctx, "work failed; it will be retried", "queue", w.Queue, "message_id", m.ID, "receives", m.Receives, "error", err)
+			}
+			return err
+		})
+	}
+	return 0, nil
 }
 
 // expirePass is one pass of reservation expiry for a background loop.
@@ -48,4 +261,115 @@ func (a *App) expirePass(ctx context.Context) (bool, error) {
 		a.Log.InfoContext(ctx, "expired reservations", "count", run.Expired)
 	}
 	return false, err
+}
+
+// MessageTimeout bounds the handling of one message in local mode. It is
+// below the embedded queue's 30 s visibility, so a message is not received
+// again while it is still being handled; a webhook delivery's own limit
+// (webhook.RequestTimeout, 20 s) is within it.
+const MessageTimeout = 25 * time.Second
+
+// Concurrency is how many messages of a queue local mode handles at once.
+// A queue's loop handles up to its limit of messages at once, each under
+// its own deadline, so one tenant's slow webhook receiver holds one
+// delivery slot for at most MessageTimeout and never the expiry, bulk,
+// sync, replay or seller-order loops.
+func Concurrency(name string) int {
+	switch name {
+	case queue.WebhookDeliveries:
+		// Deliveries wait on receivers, not on the store.
+		return 16
+	case queue.EventReplays, queue.BulkOperations, queue.SyncJobs:
+		return 4
+	}
+	return 2
+}
+
+// repeat runs pass until it is idle, then waits for wake or the next
+// tick, until ctx ends.
+func (a *App) repeat(ctx context.Context, name string, every time.Duration, wake *Signal, pass func(context.Context) (bool, error)) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		for {
+			busy, err := pass(ctx)
+			if err != nil && ctx.Err() == nil {
+				a.Log.ErrorContext(ctx, name, "error", err)
+			}
+			if !busy || err != nil || ctx.Err() != nil {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-wake.woken():
+		}
+	}
+}
+
+// workQueue handles w's queue with up to limit messages in flight: it
+// takes a slot, receives one message and handles it in its own goroutine;
+// when the queue shows nothing it waits for a send to the queue or the
+// next tick.
+func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, interval time.Duration) {
+	slots := make(chan struct{}, limit)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	wake := a.bg.wakes[w.Queue]
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		msgs, err := q.Receive(ctx, w.Queue, 1)
+		if err != nil || len(msgs) == 0 {
+			<-slots
+			if err != nil && ctx.Err() == nil {
+				a.Log.ErrorContext(ctx, "receive work", "queue", w.Queue, "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-wake.woken():
+			}
+			continue
+		}
+		inflight.Add(1)
+		go func(m queue.Message) {
+			defer inflight.Done()
+			defer func() { <-slots }()
+			a.handleMessage(ctx, q, w, m)
+		}(msgs[0])
+	}
+}
+
+// handleMessage handles one message under MessageTimeout and settles it:
+// deleted when handled, back on the queue after its delay when not.
+func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue.Message) {
+	hctx, cancel := context.WithTimeout(ctx, MessageTimeout)
+	herr := w.Handle(hctx, m)
+	cancel()
+	if ctx.Err() != nil {
+		return // stopping: the message becomes visible again by itself
+	}
+	if herr == nil {
+		if err := q.Delete(ctx, m.ID); err != nil {
+			a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "message_id", m.ID, "error", err)
+		}
+		return
+	}
+	delay, ok := queue.DelayOf(herr)
+	if !ok {
+		delay = a.bg.Visibility
+	}
+	a.Log.WarnContext(ctx, "work failed; it will be retried", "queue", w.Queue, "message_id", m.ID, "receives", m.Receives, "error", herr)
+	if err := q.Retry(ctx, m.ID, delay, herr); err != nil {
+		a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "message_id", m.ID, "error", err)
+	}
 }

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"net/http"
-
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/webhook"
 )
@@ -13,18 +11,13 @@ func (a *App) webhookPolicy() webhook.Policy {
 	return webhook.Policy{AllowLoopback: a.Config.AllowPrivateWebhooks, Resolver: a.WebhookResolver}
 }
 
-// webhookHTTP is the process's one delivery client, so that connections to
-// receivers are reused across deliveries.
-func (a *App) webhookHTTP() *http.Client {
-	a.webhookClientOnce.Do(func() { a.webhookClient = webhook.NewClient(a.webhookPolicy()) })
-	return a.webhookClient
-}
-
 // webhookWork delivers events: the rule fans each new event out to one
-// message per matching subscription, the handler makes each attempt and
-// schedules retries on q.
+// message per matching subscription, the handler makes each attempt (on
+// one client, so that connections to receivers are reused across
+// deliveries) and schedules retries on q.
 func (a *App) webhookWork(q queue.Sender) Work {
-	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: a.webhookPolicy(), Client: a.webhookHTTP(), Log: a.Log}
+	policy := a.webhookPolicy()
+	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log}
 	return Work{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle}
 }
 

@@ -1,7 +1,9 @@
-// Package lambdaapi is the API Gateway HTTP API (payload format 2.0) front
-// of the operation groups: it assembles the app from a configuration, mounts
-// the groups a Lambda serves and puts them behind the proxy adapter, so that
-// each functions/<group>/main.go is one call to Main.
+// Package lambdaapi is the Lambda front of the service: the API Gateway
+// HTTP API (payload format 2.0) front of the operation groups (Main), the
+// stream router on the table's DynamoDB stream (StreamRouterMain) and the
+// SQS workers (WorkerMain). Each assembles the app on the AWS adapters
+// (app/awsapp) once at init, so that each functions/<name>/main.go is one
+// call.
 //
 // Routes, platform rules and business rules live in shared/httpapi and the
 // domain packages, not here; test helpers are in lambdatest.
@@ -17,6 +19,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 )
@@ -24,11 +27,11 @@ import (
 // Handler is the function Lambda invokes with each HTTP API request.
 type Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// New assembles the app from cfg and returns groups behind the HTTP API v2
-// adapter. Main calls it once at init; tests call the result with sample
+// New assembles the app from cfg on the AWS adapters (the options may give
+// others, as tests do) and returns groups behind the HTTP API v2 adapter. Main calls it once at init; tests call the result with sample
 // events, as Lambda does.
 func New(ctx context.Context, cfg config.Config, groups []httpapi.Group, opts ...app.Option) (Handler, error) {
-	a, err := app.New(ctx, cfg, append(opts, app.WithLogHandler(WithRequestIDs))...)
+	a, err := awsapp.New(ctx, cfg, append(opts, app.WithLogHandler(WithRequestIDs))...)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
@@ -94,11 +95,11 @@ func WorkerMain(name, queueName string) {
 	if err != nil {
 		fail(name, err)
 	}
-	a, err := app.New(ctx, cfg, app.WithLogHandler(WithRequestIDs))
+	a, err := awsapp.New(ctx, cfg, app.WithLogHandler(WithRequestIDs))
 	if err != nil {
 		fail(name, err)
 	}
-	q, err := app.OpenQueues(ctx, cfg, queueName)
+	q, err := awsapp.OpenQueues(ctx, cfg, queueName)
 	if err != nil {
 		fail(name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -81,11 +82,11 @@ func StreamRouterMain(name string) {
 	if err != nil {
 		fail(name, err)
 	}
-	a, err := app.New(ctx, cfg, app.WithLogHandler(WithRequestIDs))
+	a, err := awsapp.New(ctx, cfg, app.WithLogHandler(WithRequestIDs))
 	if err != nil {
 		fail(name, err)
 	}
-	q, err := app.OpenQueues(ctx, cfg, queue.Names()...)
+	q, err := awsapp.OpenQueues(ctx, cfg, queue.Names()...)
 	if err != nil {
 		fail(name, err)
 	}

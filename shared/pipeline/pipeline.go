@@ -14,7 +14,6 @@ import (
 
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 // Outgoing is a message a rule wants sent.
@@ -81,10 +80,18 @@ func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) 
 // CursorName is the embedded router's position in the change log.
 const CursorName = "router"
 
+// ChangeLog is a store's log of committed changes with named positions in
+// it (the embedded store, sqlite.Store, is one).
+type ChangeLog interface {
+	Changes(ctx context.Context, after int64, limit int) ([]store.Change, error)
+	Cursor(ctx context.Context, name string) (int64, error)
+	Advance(ctx context.Context, name string, seq int64) error
+}
+
 // Tail routes the embedded store's new changes once, up to batch of them,
 // and advances the router's cursor past what it routed. It returns how
 // many changes it routed.
-func Tail(ctx context.Context, s *sqlite.Store, r Router, batch int) (int, error) {
+func Tail(ctx context.Context, s ChangeLog, r Router, batch int) (int, error) {
 	after, err := s.Cursor(ctx, CursorName)
 	if err != nil {
 		return 0, err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/embedded"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/clock"
@@ -137,7 +138,16 @@ func New(t testing.TB, o Options) *Env {
 		o.Config(&cfg)
 	}
 	logs := &SyncBuffer{}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver))
+	local := app.Option(func(*app.App) {})
+	if s, ok := raw.(*sqlite.Store); ok {
+		// The embedded pipeline, as the local binary wires it (Drain).
+		l, err := embedded.Local(s, fake)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local = app.WithLocal(l)
+	}
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), local)
 	if err != nil {
 		t.Fatal(err)
 	}

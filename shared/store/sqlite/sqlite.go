@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/store"
@@ -48,6 +49,10 @@ CREATE TABLE IF NOT EXISTS cursors (
 type Store struct {
 	db  *sql.DB
 	now func() time.Time
+	// onInsert is called after a commit that inserted an item under one
+	// of insertPrefixes (OnInsert).
+	onInsert       func()
+	insertPrefixes []string
 }
 
 // Option configures Open.
@@ -55,6 +60,15 @@ type Option func(*Store)
 
 // WithClock sets the clock that decides which items have expired.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// OnInsert has the store call signal after each commit that inserted an
+// item whose sort key starts with one of prefixes: the local server's
+// change router waits on it, so that the work a new event (or job)
+// starts is routed at once rather than on the router's next tick. signal
+// must not block.
+func OnInsert(prefixes []string, signal func()) Option {
+	return func(s *Store) { s.onInsert, s.insertPrefixes = signal, prefixes }
+}
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts ...Option) (*Store, error) {
@@ -260,6 +274,7 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 
 	current := make([]store.Item, len(ops))
 	live := make([]bool, len(ops))
+	signal := false
 	var failed []int
 	for i, op := range ops {
 		it, ok, err := s.get(ctx, tx, op.Item.Key())
@@ -309,11 +324,28 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 		if err := logChange(ctx, tx, k, written, current[i], live[i]); err != nil {
 			return err
 		}
+		signal = signal || written != nil && !live[i] && s.signals(k.SK)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
+	if signal {
+		s.onInsert()
+	}
 	return nil
+}
+
+// signals tells whether inserting an item under sk calls OnInsert's signal.
+func (s *Store) signals(sk string) bool {
+	if s.onInsert == nil {
+		return false
+	}
+	for _, p := range s.insertPrefixes {
+		if strings.HasPrefix(sk, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func addDeltas(nums, deltas map[string]int64) map[string]int64 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
@@ -53,22 +54,33 @@ func (w *testWork) jobs() []string {
 	return append([]string(nil), w.ran...)
 }
 
-// The AWS shape end to end on the emulators: a write through the DynamoDB
-// store reaches the table's stream, one poll of the stream routes it to an
-// SQS queue, and one poll of the queue runs the work's handler, once.
-func TestStreamPipelineOnDynamoDBAndSQS(t *testing.T) {
+// The AWS shape end to end on the emulators, as the local binary wires it
+// with --store dynamodb: a write through the DynamoDB store reaches the
+// table's stream, the local background routes it to an SQS queue and runs
+// the work's handler, once.
+func TestLocalBackgroundOnDynamoDBAndSQS(t *testing.T) {
 	ctx := context.Background()
 	c, table := ddbtest.NewTable(t)
 	sc := sqstest.Client(t)
 	qs := sqstest.NewQueues(t, sc, sqstest.Layout{}, testQueue)
 	cfg := config.Default()
 	cfg.Store, cfg.Table, cfg.QueueURLs = config.StoreDynamoDB, table, qs.URLs
-	a, err := app.New(ctx, cfg, app.WithStore(dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))), app.WithClock(clock.System{}))
+	st := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
+	streams, err := dynamodb.NewStreamsClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Stream(ctx, streams, dynamodb.FromTrimHorizon)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &testWork{}
-	p, err := a.NewStreamPipeline(ctx, sqsqueue.New(sc, qs.URLs), []app.Work{w.work()}, dynamodb.FromTrimHorizon)
+	local := app.Local{
+		Changes: func(ctx context.Context, rt pipeline.Router) (int, error) { return r.Poll(ctx, rt.Route) },
+		Queue:   sqsqueue.New(sc, qs.URLs),
+	}
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(clock.System{}), app.WithLocal(local),
+		app.WithWorks(func(queue.Sender) []app.Work { return []app.Work{w.work()} }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,21 +92,18 @@ func TestStreamPipelineOnDynamoDBAndSQS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := p.Route(ctx); err != nil || n != 2 {
-		t.Fatalf("one poll of the stream routed %d changes, %v; want 2", n, err)
-	}
 	// The emulator may take a moment to make the sent message visible.
 	deadline := time.Now().Add(5 * time.Second)
 	for len(w.jobs()) == 0 && time.Now().Before(deadline) {
-		if _, err := p.Work(ctx); err != nil {
+		if err := a.Drain(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := w.jobs(); len(got) != 1 || got[0] != `{"job":1}` {
 		t.Fatalf("jobs run: %v", got)
 	}
-	if busy, err := p.Once(ctx); err != nil || busy {
-		t.Fatalf("a pass after the work = busy %v, %v; want idle", busy, err)
+	if err := a.Drain(ctx); err != nil || len(w.jobs()) != 1 {
+		t.Fatalf("a drain after the work = %v, jobs %v; want nothing more", err, w.jobs())
 	}
 }
 
@@ -103,10 +112,10 @@ func TestStreamPipelineOnDynamoDBAndSQS(t *testing.T) {
 func TestOpenQueuesNamesMissingURL(t *testing.T) {
 	cfg := config.Default()
 	cfg.QueueURLs = map[string]string{queue.WebhookDeliveries: "http://127.0.0.1:1/000000000000/w"}
-	if _, err := app.OpenQueues(context.Background(), cfg, queue.WebhookDeliveries); err != nil {
+	if _, err := awsapp.OpenQueues(context.Background(), cfg, queue.WebhookDeliveries); err != nil {
 		t.Fatalf("OpenQueues of the configured queue: %v", err)
 	}
-	_, err := app.OpenQueues(context.Background(), cfg, queue.Names()...)
+	_, err := awsapp.OpenQueues(context.Background(), cfg, queue.Names()...)
 	if err == nil || !strings.Contains(err.Error(), config.EnvQueueURLBulkOperations) {
 		t.Fatalf("OpenQueues of every queue with one URL: %v", err)
 	}

@@ -1,0 +1,77 @@
+// Package embedded wires the embedded mode's adapters: the SQLite store of
+// a data directory, the work queue and change log that share its file, and
+// the media directory. The local binary and the tests wire the app with it;
+// no deployed Lambda links it (app/awsapp does only in builds tagged
+// embedded, for make invoke).
+package embedded
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/blob"
+	"github.com/moku/sellerapi/shared/blob/fsblob"
+	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+// TailBatch is how many changes the router reads from the change log at
+// a time.
+const TailBatch = 500
+
+// Open opens the embedded store in dir for a process that runs its own
+// background work: the returned Local routes the store's change log to its
+// queue, and the store wakes the router after each commit that inserts an
+// item that starts work (app.Routed), so that the work starts at once.
+func Open(dir string, c clock.Clock) (*sqlite.Store, app.Local, error) {
+	committed := app.NewSignal()
+	st, err := sqlite.Open(dir, sqlite.WithClock(c.Now), sqlite.OnInsert(app.Routed(), committed.Notify))
+	if err != nil {
+		return nil, app.Local{}, err
+	}
+	l, err := Local(st, c)
+	if err != nil {
+		st.Close()
+		return nil, app.Local{}, err
+	}
+	l.Committed = committed
+	return st, l, nil
+}
+
+// Local is the background work over an opened embedded store: its change
+// log, its work queue (sqlitequeue, in the same database) and its sweep of
+// expired items. Without Open's signal the router runs on its tick.
+func Local(st *sqlite.Store, c clock.Clock) (app.Local, error) {
+	q, err := sqlitequeue.New(st.DB(), c.Now)
+	if err != nil {
+		return app.Local{}, fmt.Errorf("embedded: queue: %w", err)
+	}
+	return app.Local{
+		Changes: func(ctx context.Context, r pipeline.Router) (int, error) {
+			return pipeline.Tail(ctx, st, r, TailBatch)
+		},
+		Queue:      q,
+		Visibility: q.Visibility,
+		Sweep: func(ctx context.Context) error {
+			_, err := st.Sweep(ctx)
+			return err
+		},
+	}, nil
+}
+
+// Blob is the media directory the configuration names, else (on the
+// embedded store) the data directory; nil when neither applies. It touches
+// nothing until used.
+func Blob(cfg config.Config) blob.Store {
+	switch {
+	case cfg.MediaDir != "":
+		return fsblob.New(cfg.MediaDir)
+	case cfg.Store == config.StoreSQLite && cfg.DataDir != "":
+		return fsblob.New(cfg.DataDir)
+	}
+	return nil
+}
