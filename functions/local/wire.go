@@ -15,6 +15,7 @@ import (
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/media/canonical"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -64,7 +65,7 @@ func open(ctx context.Context, cfg config.Config, logTo io.Writer, background bo
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithBlob(b), app.WithClock(c), app.WithLogOutput(logTo), local)
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithBlob(b), app.WithMediaEncoder(canonical.Encode), app.WithClock(c), app.WithLogOutput(logTo), local)
 	if err != nil {
 		st.Close()
 		return nil, err

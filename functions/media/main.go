@@ -14,12 +14,18 @@
 package main
 
 import (
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
+	"github.com/moku/sellerapi/shared/media/canonical"
 )
 
 // group is what this function serves: main mounts it and the tests run
 // it, so a wrong group here fails them.
 func group() httpapi.Group { return httpapi.Media }
 
-func main() { lambdaapi.Main(group().Name, group()) }
+// options are what this function wires beyond the AWS adapters: the
+// encoder of uploads, which no other Lambda links. The tests run them.
+func options() []app.Option { return []app.Option{app.WithMediaEncoder(canonical.Encode)} }
+
+func main() { lambdaapi.MainWith(group().Name, options(), group()) }

@@ -25,11 +25,11 @@ import (
 
 func handler(t *testing.T, cfg config.Config, f lt.Fixture, b blob.Store) lambdaapi.Handler {
 	t.Helper()
-	opts := []app.Option{app.WithStore(f.Store), app.WithLogOutput(t.Output())}
+	opts := append(options(), app.WithStore(f.Store), app.WithLogOutput(t.Output()))
 	if b != nil {
 		opts = append(opts, app.WithBlob(b))
 	}
-	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Media}, opts...)
+	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{group()}, opts...)
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)
 	}

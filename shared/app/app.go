@@ -21,6 +21,7 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/webhook"
@@ -36,6 +37,9 @@ type App struct {
 	Blob blob.Store
 	// WebhookResolver resolves webhook host names; nil is the system's.
 	WebhookResolver webhook.Resolver
+	// MediaEncode makes the canonical WebP of uploads; nil (every process
+	// but the media Lambda and the local binary) answers uploads 503.
+	MediaEncode media.Encoder
 
 	opener Opener
 	local  *Local
@@ -75,6 +79,10 @@ func WithLocal(l Local) Option { return func(a *App) { a.local = &l } }
 
 // WithBlob uses an already opened media store instead of opening one.
 func WithBlob(b blob.Store) Option { return func(a *App) { a.Blob = b } }
+
+// WithMediaEncoder has the app take uploads, encoding them with e
+// (media/canonical.Encode).
+func WithMediaEncoder(e media.Encoder) Option { return func(a *App) { a.MediaEncode = e } }
 
 // WithWebhookResolver fixes what webhook host names resolve to (tests).
 func WithWebhookResolver(r webhook.Resolver) Option { return func(a *App) { a.WebhookResolver = r } }
@@ -133,7 +141,7 @@ func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Se
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob, WebhookResolver: a.WebhookResolver}, groups...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver}, groups...)
 }
 
 // Close releases the store.

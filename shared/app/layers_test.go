@@ -138,8 +138,13 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// encoder is the image encoder's packages: only the media Lambda (and the
+// local binary) take uploads.
+var encoder = []string{module + "shared/media/canonical", module + "shared/media/vp8enc"}
+
 // TestLambdasLinkNoEmbeddedAdapter: no function deployed to Lambda links
-// the embedded store, its queue or their wiring (the local binary does).
+// the embedded store, its queue or their wiring (the local binary does),
+// and none but the media function links the image encoder.
 func TestLambdasLinkNoEmbeddedAdapter(t *testing.T) {
 	dirs, err := os.ReadDir(filepath.Join("..", "..", "functions"))
 	if err != nil {
@@ -155,6 +160,11 @@ func TestLambdasLinkNoEmbeddedAdapter(t *testing.T) {
 		for _, bad := range embeddedOnly {
 			if slices.Contains(deps, bad) {
 				t.Errorf("functions/%s links %s", d.Name(), bad)
+			}
+		}
+		for _, enc := range encoder {
+			if slices.Contains(deps, enc) != (d.Name() == "media") {
+				t.Errorf("functions/%s links %s: %v; only the media function should", d.Name(), enc, slices.Contains(deps, enc))
 			}
 		}
 		if !slices.Contains(deps, module+"shared/app/awsapp") {

@@ -61,6 +61,10 @@ type Deps struct {
 	// Blob holds uploaded media; nil means media storage is not configured
 	// and uploads answer 503.
 	Blob blob.Store
+	// MediaEncode makes the canonical WebP of an upload
+	// (media/canonical.Encode); nil, as without Blob, answers uploads 503,
+	// so that only the processes that take uploads link the encoder.
+	MediaEncode media.Encoder
 }
 
 // Observation describes a finished request.
@@ -172,7 +176,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		conflicts:    conflict.Service{Store: gated, Clock: d.Clock},
 		sellerorders: sellerorder.Service{Store: gated, Clock: d.Clock},
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
-		media: media.Service{Store: gated, Blob: d.Blob, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
+		media: media.Service{Store: gated, Blob: d.Blob, Encode: d.MediaEncode, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
 			Gate:   media.NewGate(d.Config.MediaDecodeBytes, runtime.GOMAXPROCS(0)), StoreTimeout: d.Config.StoreTimeout},
 	}

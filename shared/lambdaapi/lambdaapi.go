@@ -46,13 +46,17 @@ func New(ctx context.Context, cfg config.Config, groups []httpapi.Group, opts ..
 // environment, the handler of groups built once, then the Lambda loop. An
 // init failure is printed as "<name>: init: <err>" and exits with status 1,
 // which Lambda reports as the init error.
-func Main(name string, groups ...httpapi.Group) {
+func Main(name string, groups ...httpapi.Group) { MainWith(name, nil, groups...) }
+
+// MainWith is Main with options the function's main wires beyond the AWS
+// adapters (the media Lambda's encoder).
+func MainWith(name string, opts []app.Option, groups ...httpapi.Group) {
 	ctx := context.Background()
 	cfg, err := config.FromEnv()
 	if err != nil {
 		fail(name, err)
 	}
-	h, err := New(ctx, cfg, groups)
+	h, err := New(ctx, cfg, groups, opts...)
 	if err != nil {
 		fail(name, err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/media"
+	"github.com/moku/sellerapi/shared/media/canonical"
 	"github.com/moku/sellerapi/shared/media/mediatest"
 )
 
@@ -52,7 +53,7 @@ func FuzzImage(f *testing.F) {
 			if h.Cost > fuzzDecodeBudget {
 				continue // the gate refuses it: 413
 			}
-			c, err := media.Canonicalize(b, h, media.Quality, media.MaxOutputBytes)
+			c, err := canonical.Encode(b, h, media.Quality, media.MaxOutputBytes)
 			if err != nil {
 				wantMediaRefusal(t, "canonicalize", err)
 				continue

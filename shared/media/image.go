@@ -10,7 +10,6 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/moku/sellerapi/shared/errs"
-	"github.com/moku/sellerapi/shared/media/vp8enc"
 )
 
 // Accepted content types, by the format their bytes must have.
@@ -100,8 +99,8 @@ func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 		return Header{}, invalid("body: %dx%d is %.1f megapixels; at most %.0f are accepted", h.Width, h.Height,
 			float64(h.Width)*float64(h.Height)/1e6, float64(maxPixels)/1e6)
 	}
-	if h.Width > vp8enc.MaxDimension || h.Height > vp8enc.MaxDimension {
-		return Header{}, invalid("body: %dx%d is wider or taller than %d pixels", h.Width, h.Height, vp8enc.MaxDimension)
+	if h.Width > MaxDimension || h.Height > MaxDimension {
+		return Header{}, invalid("body: %dx%d is wider or taller than %d pixels", h.Width, h.Height, MaxDimension)
 	}
 	var sh shape
 	switch format {
@@ -258,48 +257,12 @@ type Canonical struct {
 	Width, Height int
 }
 
-// Canonicalize decodes the pixels of an inspected upload, turns them
-// upright and re-encodes them as lossy WebP at quality, without metadata.
-// A file that cannot be decoded (truncated, corrupt) is INVALID_MEDIA; an
-// encoding above maxOutput bytes is MEDIA_TOO_LARGE.
-func Canonicalize(b []byte, h Header, quality int, maxOutput int64) (Canonical, error) {
-	var m image.Image
-	var err error
-	switch h.ContentType {
-	case TypeJPEG:
-		m, err = jpeg.Decode(bytes.NewReader(b))
-	case TypePNG:
-		m, err = png.Decode(bytes.NewReader(b))
-	case TypeWebP:
-		m, err = webp.Decode(bytes.NewReader(b))
-	}
-	if err != nil {
-		return Canonical{}, invalid("body: the image cannot be decoded (%v); it may be truncated or corrupt", err)
-	}
-	if r := m.Bounds(); r.Dx() != h.Width || r.Dy() != h.Height {
-		return Canonical{}, invalid("body: the decoded image (%dx%d) differs from its header (%dx%d)", r.Dx(), r.Dy(), h.Width, h.Height)
-	}
-	var yuv *image.YCbCr
-	switch p := m.(type) {
-	case *image.YCbCr:
-		if h.ContentType == TypeWebP && p.SubsampleRatio == image.YCbCrSubsampleRatio420 {
-			yuv = p // already in VP8's colour space
-		}
-	case *image.NYCbCrA:
-		if h.ContentType == TypeWebP {
-			yuv = vp8enc.FromVP8(p)
-		}
-	}
-	if yuv == nil {
-		yuv = vp8enc.FromImage(m, h.Orientation)
-	}
-	out, err := vp8enc.Encode(yuv, quality)
-	if err != nil {
-		return Canonical{}, invalid("body: the image cannot be encoded (%v)", err)
-	}
-	if int64(len(out)) > maxOutput {
-		return Canonical{}, errs.Ef(errs.CodeMediaTooLarge, "body: the canonical WebP is %d bytes; at most %d are accepted", len(out), maxOutput)
-	}
-	r := yuv.Bounds()
-	return Canonical{Data: out, Width: r.Dx(), Height: r.Dy()}, nil
-}
+// Encoder decodes the pixels of an inspected upload, turns them upright
+// and re-encodes them as lossy WebP at quality, without metadata; a file
+// that cannot be decoded is INVALID_MEDIA, an encoding above maxOutput
+// bytes MEDIA_TOO_LARGE. media/canonical.Encode is the service's; only the
+// processes that take uploads (the media Lambda, the local binary) link it.
+type Encoder func(b []byte, h Header, quality int, maxOutput int64) (Canonical, error)
+
+// MaxDimension is VP8's largest width or height, in pixels.
+const MaxDimension = 16383

@@ -10,16 +10,17 @@ import (
 
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/media"
+	"github.com/moku/sellerapi/shared/media/canonical"
 	"github.com/moku/sellerapi/shared/media/mediatest"
 )
 
-func canonical(t *testing.T, b []byte, contentType string) (media.Header, image.Image) {
+func reencode(t *testing.T, b []byte, contentType string) (media.Header, image.Image) {
 	t.Helper()
 	h, err := media.Inspect(b, contentType, media.MaxPixels)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := media.Canonicalize(b, h, media.Quality, media.MaxOutputBytes)
+	c, err := canonical.Encode(b, h, media.Quality, media.MaxOutputBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func canonical(t *testing.T, b []byte, contentType string) (media.Header, image.
 func TestOrientation(t *testing.T) {
 	jpg := mediatest.JPEG(mediatest.Photo(64, 32, 0, 1), 95)
 	for o, want := range map[int]image.Point{1: {64, 32}, 3: {64, 32}, 6: {32, 64}, 8: {32, 64}} {
-		h, m := canonical(t, mediatest.WithOrientation(jpg, o), media.TypeJPEG)
+		h, m := reencode(t, mediatest.WithOrientation(jpg, o), media.TypeJPEG)
 		if h.Orientation != o || m.Bounds().Size() != want {
 			t.Errorf("orientation %d: header %+v, canonical %v; want %v", o, h, m.Bounds().Size(), want)
 		}
@@ -47,7 +48,7 @@ func TestOrientation(t *testing.T) {
 
 // TestTransparencyOverWhite: transparent pixels come out white.
 func TestTransparencyOverWhite(t *testing.T) {
-	_, m := canonical(t, mediatest.TransparentPNG(64, 32), media.TypePNG)
+	_, m := reencode(t, mediatest.TransparentPNG(64, 32), media.TypePNG)
 	y := m.(*image.YCbCr).Y
 	if v := y[m.(*image.YCbCr).YOffset(8, 16)]; v < 230 {
 		t.Fatalf("luma of a transparent pixel is %d, want white (235)", v)
@@ -57,7 +58,7 @@ func TestTransparencyOverWhite(t *testing.T) {
 // TestWebPInput: a WebP upload is re-encoded from its own planes.
 func TestWebPInput(t *testing.T) {
 	src := mediatest.WebP(mediatest.Photo(80, 60, 3, 2), 90)
-	if _, m := canonical(t, src, media.TypeWebP); m.Bounds().Size() != image.Pt(80, 60) {
+	if _, m := reencode(t, src, media.TypeWebP); m.Bounds().Size() != image.Pt(80, 60) {
 		t.Fatalf("canonical %v", m.Bounds())
 	}
 }
@@ -89,7 +90,7 @@ func TestOutputLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := media.Canonicalize(b, h, media.Quality, 1000); !errs.Is(err, errs.CodeMediaTooLarge) {
+	if _, err := canonical.Encode(b, h, media.Quality, 1000); !errs.Is(err, errs.CodeMediaTooLarge) {
 		t.Fatalf("err = %v, want MEDIA_TOO_LARGE", err)
 	}
 }

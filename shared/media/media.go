@@ -9,8 +9,9 @@
 // token, returns the same record. Nothing here deletes anything.
 //
 // What does not live here: HTTP (shared/httpapi reads the body after the
-// platform checks), object storage (shared/blob) and the VP8 encoder
-// (vp8enc).
+// platform checks), object storage (shared/blob) and the decoding and
+// re-encoding of pixels (media/canonical, over the VP8 encoder vp8enc),
+// which the processes that take uploads wire in (Service.Encode).
 package media
 
 import (
@@ -79,8 +80,11 @@ type Service struct {
 	Store store.Store
 	// Blob is where canonical images go; nil means storage is not
 	// configured and every upload fails closed with 503.
-	Blob  blob.Store
-	Clock clock.Clock
+	Blob blob.Store
+	// Encode makes the canonical WebP (media/canonical.Encode); nil, as
+	// without Blob, fails every upload closed with 503.
+	Encode Encoder
+	Clock  clock.Clock
 	// BaseURL is the public address objects are served under: a record's
 	// url is BaseURL + "/" + key.
 	BaseURL string
@@ -97,7 +101,7 @@ type Service struct {
 }
 
 // Configured reports whether uploads can be stored.
-func (s Service) Configured() bool { return s.Blob != nil }
+func (s Service) Configured() bool { return s.Blob != nil && s.Encode != nil }
 
 // errNotConfigured is the 503 of an upload without storage.
 func errNotConfigured() error {
@@ -272,7 +276,7 @@ func (s Service) canonicalize(ctx context.Context, b []byte, h Header) (Canonica
 		return Canonical{}, errs.Unavailablef(err, "the service is decoding other images; retry the same bytes shortly")
 	}
 	defer release()
-	return Canonicalize(b, h, Quality, MaxOutputBytes)
+	return s.Encode(b, h, Quality, MaxOutputBytes)
 }
 
 // tooCostly is the 413 of an image whose decoding would take more memory

@@ -27,6 +27,7 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/media/canonical"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
@@ -157,7 +158,7 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, WebhookResolver: o.WebhookResolver}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: canonical.Encode, WebhookResolver: o.WebhookResolver}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
