@@ -9,6 +9,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/app/awsapp"
+	"github.com/moku/sellerapi/shared/app/embedded"
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
@@ -19,6 +20,8 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+	"github.com/moku/sellerapi/shared/syncjob"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // testWork is a work whose rule starts a job for each inserted JOB# item
@@ -118,5 +121,70 @@ func TestOpenQueuesNamesMissingURL(t *testing.T) {
 	_, err := awsapp.OpenQueues(context.Background(), cfg, queue.Names()...)
 	if err == nil || !strings.Contains(err.Error(), config.EnvQueueURLBulkOperations) {
 		t.Fatalf("OpenQueues of every queue with one URL: %v", err)
+	}
+}
+
+// handled records the bodies of the messages a work got.
+type handled struct {
+	mu   sync.Mutex
+	got  []string
+	done chan struct{}
+}
+
+func (h *handled) handle(_ context.Context, m queue.Message) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.got = append(h.got, string(m.Body))
+	select {
+	case h.done <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// On the embedded store, a commit that inserts an item that starts work
+// wakes the router, and the router's send wakes the queue's consumer: with
+// ticks of an hour, the work is done only if the signals work.
+func TestCommitsWakeTheLocalBackground(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	st, local, err := embedded.Open(t.TempDir(), clock.System{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := &handled{done: make(chan struct{}, 1)}
+	work := app.Work{Queue: queue.SyncJobs, Handle: h.handle,
+		Rule: func(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+			return []pipeline.Outgoing{{Queue: queue.SyncJobs, Body: c.New.Data}}, nil
+		}}
+	a, err := app.New(ctx, config.Default(), app.WithStore(st), app.WithClock(clock.System{}), app.WithLocal(local),
+		app.WithLogOutput(t.Output()), app.WithWorks(func(queue.Sender) []app.Work { return []app.Work{work} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.RunBackground(ctx, time.Hour) })
+	defer wg.Wait()
+	defer cancel()
+
+	put := func(sk, body string) {
+		t.Helper()
+		if err := st.Transact(ctx, store.Put(store.Item{PK: "VENDOR#ven_1", SK: sk, Version: 1, Data: []byte(body)}, store.IfAbsent())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("OTHER#1", `{}`) // routes nothing
+	for _, it := range []struct{ sk, body string }{{syncjob.Prefix + "1", `{"n":1}`}, {webhook.ReplayPrefix + "2", `{"n":2}`}} {
+		put(it.sk, it.body)
+		select {
+		case <-h.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the insert of %s was not worked without a tick", it.sk)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if strings.Join(h.got, " ") != `{"n":1} {"n":2}` {
+		t.Fatalf("worked %v", h.got)
 	}
 }
