@@ -28,7 +28,7 @@ type fixture struct {
 // newFixture builds the handler exactly as main does, on f's store.
 func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
 	t.Helper()
-	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Products}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{group()}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 // seller and the plugin would, through the handler main builds.
 func TestSampleEventsWalkThePairing(t *testing.T) {
 	f := lt.SQLite(t)
-	h, err := lambdaapi.New(t.Context(), config.Default(), []httpapi.Group{httpapi.StorePairings}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+	h, err := lambdaapi.New(t.Context(), config.Default(), []httpapi.Group{group()}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)
 	}

@@ -27,7 +27,7 @@ type fixture struct {
 // newFixture builds the handler exactly as main does, on f's store.
 func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
 	t.Helper()
-	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Vendors}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{group()}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestDynamoDBFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeded := lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now)))
-	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Vendors}, app.WithLogOutput(t.Output()))
+	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{group()}, app.WithLogOutput(t.Output()))
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)
 	}
