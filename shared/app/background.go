@@ -157,39 +157,72 @@ func (a *App) newBackground(l Local) (*background, error) {
 	return b, nil
 }
 
+// Loop is one kind of periodic background work of the local process,
+// run in its own goroutine until it is idle, then again on its tick or
+// when woken.
+type Loop struct {
+	Name string
+	// Every is the tick; zero is RunBackground's interval.
+	Every time.Duration
+	// Wake, when set, runs the loop at once when notified.
+	Wake *Signal
+	// Pass does one batch of the work and reports whether there may be
+	// more right away.
+	Pass func(ctx context.Context) (busy bool, err error)
+}
+
+// loops lists the local process's periodic work beside the queues'
+// consumers: a new kind of local background work is one entry here.
+func (a *App) loops() []Loop {
+	ls := []Loop{{Name: "expire reservations", Pass: a.expirePass}}
+	b := a.bg
+	if b == nil {
+		return ls
+	}
+	switch b.Queue.(type) {
+	case MessageQueue:
+		ls = append(ls, Loop{Name: "route changes", Wake: b.Committed, Pass: func(ctx context.Context) (bool, error) {
+			n, err := b.Changes(ctx, b.router)
+			return n > 0, err
+		}})
+	case BatchQueue:
+		// One loop routes and works every queue, woken by any send.
+		ls = append(ls, Loop{Name: "background work", Wake: b.wakes[queue.WebhookDeliveries], Pass: a.pipelinePass})
+	}
+	if b.Sweep != nil {
+		ls = append(ls, Loop{Name: "sweep expired items", Every: time.Minute, Pass: func(ctx context.Context) (bool, error) {
+			return false, b.Sweep(ctx)
+		}})
+	}
+	return ls
+}
+
 // RunBackground does, in one process, what the stream router, the
 // workers, the scheduled functions and the store's TTL do in AWS, over the
 // Local the app was given; without one it only expires reservations. Each
-// kind of work runs in its own loop, so that no kind waits for another:
-// routing changes to the queues (woken by Local.Committed), each queue's
-// work (woken by sends to it; on a BatchQueue one loop routes and works
-// every queue), reservation expiry every interval and the sweep of expired
-// items every minute. Every loop also runs on its tick, as a backstop. It
-// returns when ctx ends and every loop has.
+// kind of work runs in its own loop (loops), so that no kind waits for
+// another: routing changes to the queues (woken by Local.Committed), each
+// queue's consumer (woken by sends to it; on a BatchQueue one loop routes
+// and works every queue), reservation expiry every interval and the sweep
+// of expired items every minute. Every loop also runs on its tick, as a
+// backstop. It returns when ctx ends and every loop has.
 func (a *App) RunBackground(ctx context.Context, interval time.Duration) {
 	var wg sync.WaitGroup
-	loop := func(name string, every time.Duration, wake *Signal, pass func(context.Context) (bool, error)) {
-		wg.Go(func() { a.repeat(ctx, name, every, wake, pass) })
+	for _, l := range a.loops() {
+		every := l.Every
+		if every <= 0 {
+			every = interval
+		}
+		wg.Go(func() { a.repeat(ctx, l.Name, every, l.Wake, l.Pass) })
 	}
-	loop("expire reservations", interval, nil, a.expirePass)
 	if b := a.bg; b != nil {
 		switch q := b.Queue.(type) {
 		case MessageQueue:
-			loop("route changes", interval, b.Committed, func(ctx context.Context) (bool, error) {
-				n, err := b.Changes(ctx, b.router)
-				return n > 0, err
-			})
 			for _, w := range b.works {
 				wg.Go(func() { a.workQueue(ctx, q, w, Concurrency(w.Queue), interval) })
 			}
 		case BatchQueue:
-			a.Log.InfoContext(ctx, "background work on the change stream and batch queues", "works", len(b.works))
-			loop("background work", interval, b.wakes[queue.WebhookDeliveries], a.pipelinePass)
-		}
-		if b.Sweep != nil {
-			loop("sweep expired items", time.Minute, nil, func(ctx context.Context) (bool, error) {
-				return false, b.Sweep(ctx)
-			})
+			a.Log.InfoContext(ctx, "background work on the change stream and the batch queues", "works", len(b.works))
 		}
 	}
 	wg.Wait()
