@@ -59,9 +59,15 @@ var TableActions = []string{
 	"dynamodb:UpdateItem",
 }
 
-// TableReadActions are the stream router's: it reads items (a vendor's
-// webhook subscriptions) to decide where changes go, and writes none.
+// TableReadActions are the stream router's reads: items (a vendor's
+// webhook subscriptions) that decide where changes go, and the markers of
+// changes not yet routed (pipeline.Pending).
 var TableReadActions = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"}
+
+// RouterActions are the stream router's table actions: its reads, and the
+// deletion of a change's marker once the change is routed. It writes
+// nothing else.
+var RouterActions = append(slices.Clone(TableReadActions), "dynamodb:DeleteItem")
 
 // Definition is what one stage deploys.
 type Definition struct {
@@ -89,6 +95,10 @@ type Definition struct {
 	// StreamRouter, when set, is the function that reads the table's stream
 	// and sends work to the workers' queues.
 	StreamRouter string
+	// Sweep is how often EventBridge asks the stream router to route again
+	// the changes its stream mapping gave up on (pipeline.Sweep): older
+	// than pipeline.SweepGrace, still marked pending. Zero: never.
+	Sweep time.Duration
 	// Workers are the background functions, each fed by its own queue.
 	Workers []Worker
 	// LogRetention applies to every function's log group.
@@ -209,6 +219,7 @@ func Default(stage string) Definition {
 		// The table's stream feeds the router, which sends work to the
 		// workers' queues; one line per worker.
 		StreamRouter: "stream-router",
+		Sweep:        5 * time.Minute,
 		Workers: []Worker{
 			// Retries a failed delivery by sending it again with a delay. One
 			// attempt may take 20 s (webhook.RequestTimeout), so a batch of 10
@@ -296,6 +307,9 @@ func (d Definition) check() error {
 		if sc.Every < time.Minute || sc.Every%time.Minute != 0 {
 			return fmt.Errorf("stack: scheduled %s: rate %v is not a whole number of minutes", sc.Name, sc.Every)
 		}
+	}
+	if d.Sweep != 0 && (d.StreamRouter == "" || d.Sweep < time.Minute || d.Sweep%time.Minute != 0) {
+		return fmt.Errorf("stack: sweep every %v needs a stream router and a whole number of minutes", d.Sweep)
 	}
 	if d.Domain != nil && (d.Domain.Name == "" || d.Domain.CertificateARN == "") {
 		return errors.New("stack: a custom domain needs a name and a certificate ARN")
@@ -691,8 +705,8 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 
 	router := fn(d.StreamRouter, "Seller Platform API: sends the table's new events and jobs to the workers' queues", time.Minute, queueURLs, false)
 	router.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("TableReads"),
-		Actions:   jsii.Strings(TableReadActions...),
+		Sid:       jsii.String("TableReadsAndMarkers"),
+		Actions:   jsii.Strings(RouterActions...),
 		Resources: &[]*string{s.Table.TableArn()},
 	}))
 	for _, w := range d.Workers {
@@ -710,4 +724,19 @@ func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map
 		OnFailure:               awslambdaeventsources.NewSqsDlq(failed),
 		Filters:                 &[]*map[string]any{StreamFilter()},
 	}))
+	if d.Sweep > 0 {
+		// The mapping gives up on a change after its retries or a day; the
+		// sweep routes it later (pipeline.Sweep). Sweeps may overlap: a
+		// change routed twice does its work once.
+		awsevents.NewRule(st, jsii.String("StreamSweepSchedule"), &awsevents.RuleProps{
+			RuleName:    jsii.String(s.Names.Function(d.StreamRouter) + "-sweep"),
+			Description: jsii.String("Asks " + s.Names.Function(d.StreamRouter) + " every " + d.Sweep.String() + " to route what its stream did not"),
+			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(d.Sweep.Minutes()))),
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Targets[d.StreamRouter], &awseventstargets.LambdaFunctionProps{
+				Event:         awsevents.RuleTargetInput_FromObject(map[string]any{"sweep": map[string]any{}}),
+				RetryAttempts: jsii.Number(2),
+				MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(d.Sweep.Seconds())),
+			})},
+		})
+	}
 }
