@@ -136,6 +136,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	rateWrites := fs.Int("rate-writes", 0, "writes per vendor per minute (default: the template's)")
 	private := fs.Bool("allow-private-webhooks", false, "let webhooks reach private and loopback addresses (local tests only)")
 	baseURL := fs.String("base-url", "", "public base URL (default http://ADDR/v1)")
+	tune := tuningFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -156,6 +157,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return err
 	}
 	tpl, err := LoadTemplate(tplPath)
+	if err != nil {
+		return err
+	}
+	if err := tune.apply(tpl); err != nil {
+		return err
+	}
+	flt, err := newFaults(data, log)
 	if err != nil {
 		return err
 	}
@@ -195,10 +203,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		over[config.EnvBaseURL] = *baseURL
 	}
 	code := filepath.Join(data, "functions")
-	fns, err := NewFunctions(ctx, tpl, emu.functionEnv(), over, stderr, code)
+	// The functions reach SQS through the fault switch (faults.go).
+	endpoints := emu.endpoints()
+	if endpoints["AWS_ENDPOINT_URL_SQS"], err = flt.sqsProxy(ctx, emu.sqsURL); err != nil {
+		return err
+	}
+	fns, err := NewFunctions(ctx, tpl, baseEnv(endpoints), over, stderr, code)
 	if err != nil {
 		return err
 	}
+	fns.kill = flt.killAfter
 	defer func() {
 		fns.Close()
 		fmt.Fprint(stderr, "cold and warm latency per function (cold: process start to response; warm: hand-over to response):\n", FormatLatencies(fns.Latencies()))
@@ -336,11 +350,9 @@ func (e *emulators) endpoints() map[string]string {
 	}
 }
 
-// functionEnv is what every function's process gets besides its
-// template environment: the emulators' endpoints and local credentials, as
-// Lambda gives its region and the role's credentials.
-func (e *emulators) functionEnv() []string { return baseEnv(e.endpoints()) }
-
+// baseEnv is what every function's process gets besides its template
+// environment: the emulators' endpoints and local credentials, as Lambda
+// gives its region and the role's credentials.
 func baseEnv(endpoints map[string]string) []string {
 	env := []string{
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",

@@ -488,6 +488,9 @@ func (s *Sources) schedule(ctx context.Context, sc Schedule) {
 				Detail:    json.RawMessage("{}"),
 			}
 			payload, _ := json.Marshal(ev)
+			if sc.Input != nil {
+				payload = sc.Input
+			}
 			for try := 0; ; try++ {
 				_, err := s.Fns.Invoke(ctx, fn.Logical, payload)
 				if err == nil || ctx.Err() != nil {

@@ -107,6 +107,9 @@ type Schedule struct {
 	Every          time.Duration
 	Retries        int
 	MaxEventAge    time.Duration
+	// Input, when set, is the target's constant input, sent instead of the
+	// scheduled event.
+	Input json.RawMessage
 }
 
 type resource struct {
@@ -427,7 +430,7 @@ func (t *Template) rule(id string, p map[string]any) error {
 	for _, tg := range list(p["Targets"]) {
 		tm, _ := tg.(map[string]any)
 		for k := range tm {
-			if !slices.Contains([]string{"Arn", "Id", "RetryPolicy"}, k) {
+			if !slices.Contains([]string{"Arn", "Id", "RetryPolicy", "Input"}, k) {
 				return fmt.Errorf("Targets[].%s is not understood by the cloud runner", k)
 			}
 		}
@@ -436,6 +439,13 @@ func (t *Template) rule(id string, p map[string]any) error {
 			return fmt.Errorf("target: %w", err)
 		}
 		s := Schedule{Name: id, Function: fn, Every: time.Duration(n) * unit, Retries: 185, MaxEventAge: 24 * time.Hour}
+		if in, ok := tm["Input"]; ok {
+			str, _ := in.(string)
+			if !json.Valid([]byte(str)) {
+				return fmt.Errorf("Targets[].Input %v is not a JSON document", in)
+			}
+			s.Input = json.RawMessage(str)
+		}
 		if rp, ok := tm["RetryPolicy"].(map[string]any); ok {
 			for k, v := range rp {
 				switch k {
