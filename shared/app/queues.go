@@ -122,7 +122,7 @@ func (a *App) runStreamPipeline(ctx context.Context, interval time.Duration) {
 	}
 	a.Log.InfoContext(ctx, "background work on DynamoDB Streams and SQS", "works", len(p.Works))
 	go a.repeat(ctx, "route what the stream did not", time.Minute, func(ctx context.Context) (bool, error) {
-		_, err := a.SweepUnrouted(ctx, q, 0)
+		_, err := a.SweepUnrouted(ctx, q, pipeline.SweepGrace)
 		return false, err
 	})
 	tick := time.NewTicker(interval)

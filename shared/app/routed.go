@@ -52,13 +52,10 @@ func markPending(now func() time.Time) dynamodb.Option {
 	return dynamodb.WithTransactHook(pipeline.Pending{Prefixes: Routed(), Now: now}.Mark)
 }
 
-// SweepUnrouted routes again what the stream did not route within
-// pipeline.SweepGrace (or grace, when positive): the stream-router runs it
-// on its schedule, the local server on DynamoDB every minute.
+// SweepUnrouted routes again what the stream did not route within grace
+// (pipeline.SweepGrace but when an operator re-drives): the stream-router
+// runs it on its schedule, the local server on DynamoDB every minute.
 func (a *App) SweepUnrouted(ctx context.Context, q queue.Sender, grace time.Duration) (pipeline.Swept, error) {
-	if grace <= 0 {
-		grace = pipeline.SweepGrace
-	}
 	run, err := a.Router(q).Sweep(ctx, a.Clock.Now(), grace, pipeline.SweepLimit)
 	if run.Routed+run.Gone > 0 || err != nil {
 		a.Log.WarnContext(ctx, "routed changes the stream had not", "routed", run.Routed, "gone", run.Gone, "failed", run.Failed, "error", err)

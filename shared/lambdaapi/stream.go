@@ -98,10 +98,11 @@ func StreamRouterMain(name string) {
 
 // SweepEvent is what the stream-router's schedule sends it: a sweep of the
 // changes the stream did not route (pipeline.Sweep), older than
-// GraceSeconds (default pipeline.SweepGrace).
+// GraceSeconds (default pipeline.SweepGrace; an operator re-driving at
+// once gives 0).
 type SweepEvent struct {
 	Sweep *struct {
-		GraceSeconds int `json:"grace_seconds"`
+		GraceSeconds *int `json:"grace_seconds"`
 	} `json:"sweep"`
 }
 
@@ -115,7 +116,11 @@ func NewRouterHandler(stream StreamHandler, sweep Sweep, q queue.Sender) func(co
 	return func(ctx context.Context, payload json.RawMessage) (any, error) {
 		var sw SweepEvent
 		if err := json.Unmarshal(payload, &sw); err == nil && sw.Sweep != nil {
-			return sweep(ctx, q, time.Duration(sw.Sweep.GraceSeconds)*time.Second)
+			grace := pipeline.SweepGrace
+			if g := sw.Sweep.GraceSeconds; g != nil && *g >= 0 {
+				grace = time.Duration(*g) * time.Second
+			}
+			return sweep(ctx, q, grace)
 		}
 		var ev events.DynamoDBEvent
 		if err := json.Unmarshal(payload, &ev); err != nil || len(ev.Records) == 0 {

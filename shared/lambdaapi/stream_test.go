@@ -113,10 +113,12 @@ func TestRouterHandlerTellsItsTriggersApart(t *testing.T) {
 	if err != nil || out.(pipeline.Swept).Routed != 2 {
 		t.Fatalf("sweep: %v, %v", out, err)
 	}
-	if _, err := h(ctx, json.RawMessage(`{"sweep":{}}`)); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{`{"sweep":{}}`, `{"sweep":{"grace_seconds":0}}`} {
+		if _, err := h(ctx, json.RawMessage(p)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if !slices.Equal(graces, []time.Duration{30 * time.Second, 0}) {
+	if !slices.Equal(graces, []time.Duration{30 * time.Second, pipeline.SweepGrace, 0}) {
 		t.Fatalf("graces %v", graces)
 	}
 	for _, p := range []string{`{}`, `{"Records":[]}`, `[1]`, `{"source":"aws.events"}`} {
