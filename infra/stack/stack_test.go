@@ -1355,3 +1355,17 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// The media function gets the memory its measured re-encode calls for;
+// every other function 512 MB.
+func TestFunctionMemory(t *testing.T) {
+	for id, fn := range prod.functionsByID() {
+		want := float64(512)
+		if fn == "media" {
+			want = 1024
+		}
+		if got := prod.res[id].Properties["MemorySize"]; got != want {
+			t.Errorf("%s: memory %v, want %v", fn, got, want)
+		}
+	}
+}
