@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -223,5 +225,31 @@ func TestFaultsLoseNothing(t *testing.T) {
 			t.Errorf("item %s: on hand %d, %d stock effects; want 9 and 2", it, inv.Data.OnHand, len(fx.Data))
 		}
 	}
-	t.Logf("faults: %d events delivered once each; 2 bulk operations of %d records completed; steps %v", len(evs.Data), len(items), tr.steps)
+	logs := s.logs.String()
+	swept := 0
+	for _, m := range sweptCount.FindAllStringSubmatch(logs, -1) {
+		n, _ := strconv.Atoi(m[1])
+		swept += n
+	}
+	t.Logf("faults: %d stream batches dropped by the mapping, %d changes routed by the sweep, %d invocations killed, %d stream retries; "+
+		"%d events each delivered once, %d deliveries, 2 bulk operations of %d records completed, %d stock effects",
+		strings.Count(logs, "stream: batch dropped"), swept, strings.Count(logs, "fault: killing the next invocation"),
+		strings.Count(logs, "stream: batch failed; retrying"), len(evs.Data), len(rc.byID), len(items), 2*len(items))
+
+	// Bodies the contract refuses, and those API Gateway and Lambda refuse
+	// before the function sees them.
+	media := func(n int) resp {
+		return tr.do("", "PUT", vp+"/media/"+strings.Repeat("0", 64), make([]byte, n), "Content-Type", "image/png")
+	}
+	if r := media(2<<20 + 1); r.Status != 413 || !strings.Contains(string(r.Body), "MEDIA_TOO_LARGE") {
+		t.Errorf("a body over 2 MiB: %d %s", r.Status, r.Body)
+	}
+	if r := media(5 << 20); r.Status != 500 || string(r.Body) != `{"message":"Internal Server Error"}` {
+		t.Errorf("a 5 MiB body (over Lambda's 6 MB event once base64-encoded): %d %s", r.Status, r.Body)
+	}
+	if r := media(11 << 20); r.Status != 413 || string(r.Body) != `{"message":"Request Entity Too Large"}` {
+		t.Errorf("an 11 MiB body (over API Gateway's 10 MB): %d %s", r.Status, r.Body)
+	}
 }
+
+var sweptCount = regexp.MustCompile(`routed changes the stream had not.*?"routed":(\d+)`)
