@@ -68,7 +68,10 @@ type marker struct {
 }
 
 // Mark returns ops with a marker added for every insert (a put on the
-// condition that the item is absent) of a routed item.
+// condition that the item is absent) of a routed item. A transaction that
+// the markers would take over store.MaxTransactOps is left as it is: its
+// changes are routed by the stream alone, as before markers, rather than
+// the write refused.
 func (p Pending) Mark(ops []store.Op) []store.Op {
 	var out []store.Op
 	for _, op := range ops {
@@ -83,7 +86,7 @@ func (p Pending) Mark(ops []store.Op) []store.Op {
 		out = append(out, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: doc,
 			Nums: map[string]int64{attrAt: p.Now().Unix()}}, store.Cond{}))
 	}
-	if out == nil {
+	if out == nil || len(out) > store.MaxTransactOps {
 		return ops
 	}
 	return out

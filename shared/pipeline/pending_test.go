@@ -212,3 +212,24 @@ func TestSweepAndStreamRaceSafely(t *testing.T) {
 		t.Fatalf("markers left: %v", left)
 	}
 }
+
+// TestMarkOnlyRoutedInsertsWithinTheLimit: markers go with inserts under
+// the routed prefixes only, and never take a transaction over the limit.
+func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
+	clk := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	p := pipeline.Pending{Prefixes: []string{"JOB#"}, Now: clk.Now}
+	put := func(sk string, c store.Cond) store.Op { return store.Put(store.Item{PK: "V", SK: sk, Version: 1}, c) }
+	ops := []store.Op{put("JOB#1", store.IfAbsent()), put("JOB#2", store.IfVersion(1)), put("OTHER#1", store.IfAbsent()),
+		store.Delete(store.Key{PK: "V", SK: "JOB#3"}, store.Cond{})}
+	got := p.Mark(ops)
+	if len(got) != len(ops)+1 || got[len(ops)].Item.Key() != pipeline.PendingKey(store.Key{PK: "V", SK: "JOB#1"}) {
+		t.Fatalf("marked %+v", got)
+	}
+	full := make([]store.Op, store.MaxTransactOps)
+	for i := range full {
+		full[i] = put(fmt.Sprintf("JOB#%03d", i), store.IfAbsent())
+	}
+	if got := p.Mark(full); len(got) != store.MaxTransactOps {
+		t.Fatalf("a full transaction grew to %d operations", len(got))
+	}
+}
