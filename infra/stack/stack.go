@@ -107,32 +107,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
 	s := &Stack{Stack: st, Names: names, Routes: routes, Functions: map[string]awslambda.Function{}, Targets: map[string]awslambda.IFunction{}}
 
-	s.Table = awsdynamodb.NewTable(st, jsii.String("Table"), &awsdynamodb.TableProps{
-		TableName:           jsii.String(names.Table()),
-		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
-		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
-		TimeToLiveAttribute: jsii.String("ttl"),
-		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
-		},
-		DeletionProtection: jsii.Bool(d.Retain),
-		RemovalPolicy:      d.removal(),
-	})
-
-	// Media is content-addressed (an object is never overwritten), so
-	// versioning would only keep deleted objects around. Only the functions
-	// whose API entry says Media may use it (grantMedia).
-	s.Bucket = awss3.NewBucket(st, jsii.String("Media"), &awss3.BucketProps{
-		BucketName:        jsii.String(names.MediaBucket(*awscdk.Aws_ACCOUNT_ID(), *awscdk.Aws_REGION())),
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		Versioned:         jsii.Bool(false),
-		RemovalPolicy:     d.removal(),
-	})
+	s.newStorage(d)
 
 	if d.MediaEdge {
 		s.newMediaEdge(d)
@@ -182,6 +157,50 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 
 	admin := fn(d.Admin, "Seller Platform API: vendor and token administration, invoked with IAM", 30*time.Second, nil, true)
 
+	s.scheduled(d, fn)
+
+	if d.StreamRouter != "" {
+		s.workers(d, fn)
+	}
+
+	s.obs.finish()
+
+	s.outputs(admin, topic)
+	return s, nil
+}
+
+// newStorage adds the table and the media bucket.
+func (s *Stack) newStorage(d Definition) {
+	s.Table = awsdynamodb.NewTable(s.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		TableName:           jsii.String(s.Names.Table()),
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		TimeToLiveAttribute: jsii.String("ttl"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(d.Retain),
+		RemovalPolicy:      d.removal(),
+	})
+
+	// Media is content-addressed (an object is never overwritten), so
+	// versioning would only keep deleted objects around. Only the functions
+	// whose API entry says Media may use it (grantMedia).
+	s.Bucket = awss3.NewBucket(s.Stack, jsii.String("Media"), &awss3.BucketProps{
+		BucketName:        jsii.String(s.Names.MediaBucket(*awscdk.Aws_ACCOUNT_ID(), *awscdk.Aws_REGION())),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		Versioned:         jsii.Bool(false),
+		RemovalPolicy:     d.removal(),
+	})
+}
+
+// scheduled adds each scheduled function and its EventBridge rule.
+func (s *Stack) scheduled(d Definition, fn functionMaker) {
 	for _, sc := range d.Scheduled {
 		timeout := sc.Timeout
 		if timeout == 0 {
@@ -190,7 +209,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		fn(sc.Name, "Seller Platform API: "+sc.Name+", every "+sc.Every.String(), timeout, nil, true)
 		// A missed run is made up by the next one, so a failed invocation
 		// is retried only briefly.
-		awsevents.NewRule(st, jsii.String(sc.Name+"Schedule"), &awsevents.RuleProps{
+		awsevents.NewRule(s.Stack, jsii.String(sc.Name+"Schedule"), &awsevents.RuleProps{
 			RuleName:    jsii.String(s.Names.Function(sc.Name)),
 			Description: jsii.String("Runs " + s.Names.Function(sc.Name) + " every " + sc.Every.String()),
 			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(sc.Every.Minutes()))),
@@ -200,20 +219,20 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 			})},
 		})
 	}
+}
 
-	if d.StreamRouter != "" {
-		s.workers(d, fn)
-	}
-
-	s.obs.finish()
-
+// outputs adds the stack's outputs.
+func (s *Stack) outputs(admin awslambda.Function, topic awssns.Topic) {
 	out := func(id, desc string, v *string) {
-		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(desc), Value: v})
+		awscdk.NewCfnOutput(s.Stack, jsii.String(id), &awscdk.CfnOutputProps{Description: jsii.String(desc), Value: v})
 	}
 	out("BaseUrl", "The API's base URL (SELLERAPI_BASE_URL)", jsii.String(s.BaseURL))
 	out("TableName", "The DynamoDB table", s.Table.TableName())
 	out("MediaBucketName", "The media bucket", s.Bucket.BucketName())
 	out("AdminFunctionName", "aws lambda invoke --function-name this", admin.FunctionName())
 	out("AlarmTopicArn", "Subscribe to receive the alarms", topic.TopicArn())
-	return s, nil
 }
+
+// functionMaker makes a function with the stage's environment, extra
+// variables and, when asked, access to the table's items.
+type functionMaker = func(name, description string, timeout time.Duration, extra map[string]*string, tableAccess bool) awslambda.Function

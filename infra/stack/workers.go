@@ -39,7 +39,7 @@ func StreamFilter() *map[string]any {
 // its own dead-letter queue), reads items and may send to every worker's
 // queue; each worker consumes its queue with partial batch responses,
 // reads and writes items, and sends only to the queues it names.
-func (s *Stack) workers(d Definition, fn func(string, string, time.Duration, map[string]*string, bool) awslambda.Function) {
+func (s *Stack) workers(d Definition, fn functionMaker) {
 	st := s.Stack
 	newDLQ := func(name string) awssqs.Queue {
 		q := awssqs.NewQueue(st, jsii.String(name+"DLQ"), &awssqs.QueueProps{
