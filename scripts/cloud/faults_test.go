@@ -5,48 +5,14 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// deliveries is a webhook endpoint on loopback that counts requests per
-// delivery id and remembers each delivery's event.
-type deliveries struct {
-	mu     sync.Mutex
-	byID   map[string]int
-	events map[string]bool
-	URL    string
-}
-
-func newDeliveries(t *testing.T) *deliveries {
-	d := &deliveries{byID: map[string]int{}, events: map[string]bool{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		d.mu.Lock()
-		d.byID[r.Header.Get("Moku-Delivery-Id")]++
-		d.events[r.Header.Get("Moku-Event-Id")] = true
-		d.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	d.URL = srv.URL + "/hook"
-	return d
-}
-
-func (d *deliveries) got(eventID string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.events[eventID]
-}
 
 // TestFaultsLoseNothing runs the deployed shape through three faults, one
 // after the other, with the stream router's sweep every 2 s (grace 4 s)
@@ -87,7 +53,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 	}
 	clear := func(name string) { os.Remove(filepath.Join(s.data, "faults", name)) }
 
-	rc := newDeliveries(t)
+	rc := newReceiver(t)
 	var sub struct{ Data struct{ ID string } }
 	tr.want("subscribe", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": rc.URL, "event_types": []string{"*"}}, idem()...).json(t, &sub)
 
@@ -169,7 +135,7 @@ func TestFaultsLoseNothing(t *testing.T) {
 	tr.eventually("every event delivered", 2*time.Minute, func() bool {
 		tr.want("", 200, "GET", vp+"/events?limit=100", nil).json(t, &evs)
 		for _, e := range evs.Data {
-			if !rc.got(e.ID) {
+			if rc.count(e.ID) == 0 {
 				return false
 			}
 		}
