@@ -123,7 +123,7 @@ func OpenStore(ctx context.Context, cfg config.Config, c clock.Clock) (store.Sto
 		if err != nil {
 			return nil, fmt.Errorf("app: dynamodb client: %w", err)
 		}
-		return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now)), nil
+		return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now), markPending(c.Now)), nil
 	}
 	return nil, fmt.Errorf("app: unknown store %q", cfg.Store)
 }

@@ -61,7 +61,9 @@ func (a *App) NewStreamPipeline(ctx context.Context, q *sqsqueue.Queue, works []
 	if err != nil {
 		return nil, err
 	}
-	return &StreamPipeline{Stream: r, Queues: q, Router: router(works, q), Works: works, app: a}, nil
+	rt := router(works, q)
+	rt.Pending = a.Store
+	return &StreamPipeline{Stream: r, Queues: q, Router: rt, Works: works, app: a}, nil
 }
 
 // Route reads the stream once and routes what it read; see
@@ -119,6 +121,10 @@ func (a *App) runStreamPipeline(ctx context.Context, interval time.Duration) {
 		return
 	}
 	a.Log.InfoContext(ctx, "background work on DynamoDB Streams and SQS", "works", len(p.Works))
+	go a.repeat(ctx, "route what the stream did not", time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := a.SweepUnrouted(ctx, q, pipeline.SweepGrace)
+		return false, err
+	})
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

@@ -1,10 +1,15 @@
 package app
 
 import (
+	"context"
+	"time"
+
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/syncjob"
 	"github.com/moku/sellerapi/shared/webhook"
 )
@@ -29,4 +34,31 @@ func router(works []Work, q queue.Sender) pipeline.Router {
 		}
 	}
 	return pipeline.Router{Rules: rules, Queue: q, Inserted: Routed()}
+}
+
+// pending is the store of the router's markers (pipeline.Pending): the
+// DynamoDB table, whose stream mapping can give up on a change; nil on the
+// embedded store, whose change log keeps the router's position.
+func (a *App) pending() store.Store {
+	if _, ok := a.Store.(*dynamodb.Store); ok {
+		return a.Store
+	}
+	return nil
+}
+
+// markPending is the DynamoDB store's transaction hook: every insert the
+// router routes is written with its marker.
+func markPending(now func() time.Time) dynamodb.Option {
+	return dynamodb.WithTransactHook(pipeline.Pending{Prefixes: Routed(), Now: now}.Mark)
+}
+
+// SweepUnrouted routes again what the stream did not route within grace
+// (pipeline.SweepGrace but when an operator re-drives): the stream-router
+// runs it on its schedule, the local server on DynamoDB every minute.
+func (a *App) SweepUnrouted(ctx context.Context, q queue.Sender, grace time.Duration) (pipeline.Swept, error) {
+	run, err := a.Router(q).Sweep(ctx, a.Clock.Now(), grace, pipeline.SweepLimit)
+	if run.Routed+run.Gone > 0 || err != nil {
+		a.Log.WarnContext(ctx, "routed changes the stream had not", "routed", run.Routed, "gone", run.Gone, "failed", run.Failed, "error", err)
+	}
+	return run, err
 }
