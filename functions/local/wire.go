@@ -65,7 +65,7 @@ func open(ctx context.Context, cfg config.Config, logTo io.Writer, background bo
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithBlob(b), app.WithMediaEncoder(canonical.Encode), app.WithClock(c), app.WithLogOutput(logTo), local)
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithBlob(b), app.WithMediaEncoder(canonical.Encode), app.WithClock(c), app.WithLogOutput(logTo), awsapp.Pending(), local)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -37,4 +39,22 @@ func (s *Stack) newMediaEdge(d Definition) {
 		Description: jsii.String("Where uploaded images are served (SELLERAPI_MEDIA_BASE_URL)"),
 		Value:       jsii.String(s.MediaBaseURL),
 	})
+}
+
+// MediaActions are what the blob store's S3 adapter needs on the media
+// objects: PutObject, and GetObject for GetObject and HeadObject.
+// ListBucket on the bucket lets a missing object answer 404 rather than 403.
+var MediaActions = []string{"s3:GetObject", "s3:PutObject"}
+
+func (s *Stack) grantMedia(f awslambda.Function) {
+	f.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("MediaObjects"),
+		Actions:   jsii.Strings(MediaActions...),
+		Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String("media/*"))},
+	}))
+	f.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("MediaMissingIs404"),
+		Actions:   jsii.Strings("s3:ListBucket"),
+		Resources: &[]*string{s.Bucket.BucketArn()},
+	}))
 }

@@ -381,6 +381,7 @@ func TestOnlyTheirTriggersMayInvokeTheFunctions(t *testing.T) {
 	for _, sc := range prod.def.Scheduled {
 		want[sc.Name] = 1
 	}
+	want[prod.def.StreamRouter] = 1 // its sweep
 	if !reflect.DeepEqual(perms, want) {
 		t.Errorf("invoke permissions per function = %v, want %v", perms, want)
 	}
@@ -394,21 +395,28 @@ func TestOnlyTheirTriggersMayInvokeTheFunctions(t *testing.T) {
 	}
 }
 
+// The expirer runs every minute; the stream router is asked every five
+// minutes to sweep what its stream did not route (its one other trigger).
 func TestScheduledFunctionsRunOnTheirRate(t *testing.T) {
 	fns := prod.targets()
+	want := map[string]string{
+		"reservation-expirer": "rate(1 minute) 60 ",
+		"stream-router":       `rate(5 minutes) 300 {"sweep":{}}`,
+	}
+	got := map[string]string{}
 	for _, id := range prod.ofType("AWS::Events::Rule") {
 		p := prod.res[id].Properties
 		target := p["Targets"].([]any)[0].(map[string]any)
 		fnID := invoked(target["Arn"])
-		if fns[fnID] != "reservation-expirer" || p["ScheduleExpression"] != "rate(1 minute)" || p["State"] != "ENABLED" {
-			t.Errorf("rule %v: %v → %s", p["Name"], p["ScheduleExpression"], fns[fnID])
+		rp := target["RetryPolicy"].(map[string]any)
+		if p["State"] != "ENABLED" || rp["MaximumRetryAttempts"] != float64(2) {
+			t.Errorf("rule %v: state %v, retry %v", p["Name"], p["State"], rp)
 		}
-		if rp := target["RetryPolicy"].(map[string]any); rp["MaximumRetryAttempts"] != float64(2) || rp["MaximumEventAgeInSeconds"] != float64(60) {
-			t.Errorf("rule %v: retry %v", p["Name"], rp)
-		}
+		input, _ := target["Input"].(string)
+		got[fns[fnID]] = fmt.Sprintf("%v %v %s", p["ScheduleExpression"], rp["MaximumEventAgeInSeconds"], input)
 	}
-	if n := len(prod.ofType("AWS::Events::Rule")); n != len(prod.def.Scheduled) {
-		t.Errorf("%d rules, want %d", n, len(prod.def.Scheduled))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("schedules %v, want %v", got, want)
 	}
 }
 
@@ -576,7 +584,7 @@ func TestEachFunctionMayTouchOnlyWhatItUses(t *testing.T) {
 			}
 		}
 		if fn == prod.def.StreamRouter {
-			want[tableID] = sorted(TableReadActions, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"})
+			want[tableID] = sorted(RouterActions, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"})
 			want["*"] = sorted(want["*"], []string{"dynamodb:ListStreams"})
 			for _, w := range prod.def.Workers {
 				want[q(w.Name)] = send
@@ -920,14 +928,14 @@ func TestWorkersGetAQueueADeadLetterQueueAndAMapping(t *testing.T) {
 	}
 
 	// The router reads the stream and items and sends to the queues; it
-	// writes no items.
+	// writes no items, and deletes only the markers of what it routed.
 	roleID, _ := getAtt(async.res[routerID].Properties["Role"])
 	var all []string
 	for _, st := range async.statements(t, roleID) {
 		all = append(all, actions(st)...)
 	}
 	for _, a := range all {
-		if slices.Contains(TableActions, a) && !slices.Contains(TableReadActions, a) {
+		if slices.Contains(TableActions, a) && !slices.Contains(RouterActions, a) {
 			t.Errorf("stream router may %s", a)
 		}
 	}
@@ -1346,4 +1354,18 @@ func toStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// The media function gets the memory its measured re-encode calls for;
+// every other function 512 MB.
+func TestFunctionMemory(t *testing.T) {
+	for id, fn := range prod.functionsByID() {
+		want := float64(512)
+		if fn == "media" {
+			want = 1024
+		}
+		if got := prod.res[id].Properties["MemorySize"]; got != want {
+			t.Errorf("%s: memory %v, want %v", fn, got, want)
+		}
+	}
 }

@@ -255,15 +255,18 @@ func tail(s string, n int) string {
 type receiver struct {
 	mu  sync.Mutex
 	got []string // Moku-Event-Id of each delivery
-	URL string
+	// byID counts the requests of each Moku-Delivery-Id.
+	byID map[string]int
+	URL  string
 }
 
 func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{}
+	rc := &receiver{byID: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		rc.mu.Lock()
 		rc.got = append(rc.got, r.Header.Get("Moku-Event-Id"))
+		rc.byID[r.Header.Get("Moku-Delivery-Id")]++
 		rc.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))

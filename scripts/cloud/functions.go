@@ -33,6 +33,9 @@ type Functions struct {
 
 	mu    sync.Mutex
 	pools map[string]*pool
+	// kill, when set, says whether to kill the process of an invocation
+	// of the function it names, and after how long (faults.go).
+	kill func(name string, payload []byte) (time.Duration, bool)
 }
 
 type pool struct {
@@ -126,6 +129,11 @@ func (fs *Functions) Invoke(ctx context.Context, id string, payload []byte) ([]b
 	proc, cold, err := fs.acquire(p)
 	if err != nil {
 		return nil, &FunctionError{Function: p.fn.Name, Message: err.Error()}
+	}
+	if fs.kill != nil {
+		if after, ok := fs.kill(p.fn.Name, payload); ok {
+			time.AfterFunc(after, proc.Stop) // SIGKILL, as a crash or Lambda's timeout
+		}
 	}
 	start := time.Now()
 	out, err := proc.Invoke(ctx, payload, start.Add(p.fn.Timeout))

@@ -44,15 +44,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	adminpkg "github.com/moku/sellerapi/shared/admin"
 	"github.com/moku/sellerapi/shared/config"
 )
@@ -136,6 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	rateWrites := fs.Int("rate-writes", 0, "writes per vendor per minute (default: the template's)")
 	private := fs.Bool("allow-private-webhooks", false, "let webhooks reach private and loopback addresses (local tests only)")
 	baseURL := fs.String("base-url", "", "public base URL (default http://ADDR/v1)")
+	tune := tuningFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -156,6 +148,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return err
 	}
 	tpl, err := LoadTemplate(tplPath)
+	if err != nil {
+		return err
+	}
+	if err := tune.apply(tpl); err != nil {
+		return err
+	}
+	flt, err := newFaults(data, log)
 	if err != nil {
 		return err
 	}
@@ -195,10 +194,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		over[config.EnvBaseURL] = *baseURL
 	}
 	code := filepath.Join(data, "functions")
-	fns, err := NewFunctions(ctx, tpl, emu.functionEnv(), over, stderr, code)
+	// The functions reach SQS through the fault switch (faults.go).
+	endpoints := emu.endpoints()
+	if endpoints["AWS_ENDPOINT_URL_SQS"], err = flt.sqsProxy(ctx, emu.sqsURL); err != nil {
+		return err
+	}
+	fns, err := NewFunctions(ctx, tpl, baseEnv(endpoints), over, stderr, code)
 	if err != nil {
 		return err
 	}
+	fns.kill = flt.killAfter
 	defer func() {
 		fns.Close()
 		fmt.Fprint(stderr, "cold and warm latency per function (cold: process start to response; warm: hand-over to response):\n", FormatLatencies(fns.Latencies()))
@@ -280,321 +285,4 @@ func templatePath(ctx context.Context, root, flagged string, stderr io.Writer) (
 		return "", fmt.Errorf("scripts/cloud-synth: %w", err)
 	}
 	return def, nil
-}
-
-// ---- emulators ----
-
-type emulators struct {
-	root, dir      string
-	dynamo, sqsURL string
-	s3             *s3Server
-	log            io.Writer
-}
-
-func startEmulators(ctx context.Context, root, dir string, stderr io.Writer) (*emulators, error) {
-	e := &emulators{root: root, dir: dir, log: stderr}
-	start := func(script string) (string, error) {
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", script), "start", dir)
-		cmd.Stderr = stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("scripts/%s start: %w", script, err)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
-	var err error
-	if e.dynamo, err = start("dynamodb-local"); err != nil {
-		return nil, err
-	}
-	if e.sqsURL, err = start("sqs-local"); err != nil {
-		e.stop()
-		return nil, err
-	}
-	if e.s3, err = startS3(); err != nil {
-		e.stop()
-		return nil, err
-	}
-	return e, nil
-}
-
-func (e *emulators) stop() {
-	if e.s3 != nil {
-		e.s3.Close()
-	}
-	for _, script := range []string{"sqs-local", "dynamodb-local"} {
-		cmd := exec.Command("bash", filepath.Join(e.root, "scripts", script), "stop", e.dir)
-		cmd.Stderr = e.log
-		cmd.Run()
-	}
-}
-
-func (e *emulators) endpoints() map[string]string {
-	return map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB": e.dynamo,
-		"AWS_ENDPOINT_URL_SQS":      e.sqsURL,
-		"AWS_ENDPOINT_URL_S3":       e.s3.URL,
-	}
-}
-
-// functionEnv is what every function's process gets besides its
-// template environment: the emulators' endpoints and local credentials, as
-// Lambda gives its region and the role's credentials.
-func (e *emulators) functionEnv() []string { return baseEnv(e.endpoints()) }
-
-func baseEnv(endpoints map[string]string) []string {
-	env := []string{
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"AWS_REGION=" + region(), "AWS_DEFAULT_REGION=" + region(),
-		"LAMBDA_TASK_ROOT=/var/task", "TZ=:UTC",
-	}
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	for k, v := range endpoints {
-		env = append(env, k+"="+v)
-	}
-	return env
-}
-
-type clients struct {
-	ddb     *dynamodb.Client
-	streams *dynamodbstreams.Client
-	sqs     *sqs.Client
-	s3      *s3.Client
-}
-
-func newClients(e *emulators) *clients {
-	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
-	return &clients{
-		ddb:     dynamodb.New(dynamodb.Options{Region: region(), BaseEndpoint: aws.String(e.dynamo), Credentials: creds}),
-		streams: dynamodbstreams.New(dynamodbstreams.Options{Region: region(), BaseEndpoint: aws.String(e.dynamo), Credentials: creds}),
-		sqs:     sqs.New(sqs.Options{Region: region(), BaseEndpoint: aws.String(e.sqsURL), Credentials: creds}),
-		s3: s3.New(s3.Options{Region: region(), BaseEndpoint: aws.String(e.s3.URL), Credentials: creds, UsePathStyle: true,
-			RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired, ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired}),
-	}
-}
-
-// createResources creates the table, queues and bucket as the template
-// declares them (a table or queue that exists, from an earlier run on the
-// same emulators, is kept).
-func createResources(ctx context.Context, tpl *Template, c *clients) error {
-	t := tpl.Table
-	in := &dynamodb.CreateTableInput{TableName: aws.String(t.Name), BillingMode: ddbtypes.BillingModePayPerRequest}
-	for _, k := range t.Keys {
-		in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{AttributeName: aws.String(k.Name), AttributeType: ddbtypes.ScalarAttributeType(k.Type)})
-		in.KeySchema = append(in.KeySchema, ddbtypes.KeySchemaElement{AttributeName: aws.String(k.Name), KeyType: ddbtypes.KeyType(k.KeyType)})
-	}
-	if t.StreamView != "" {
-		in.StreamSpecification = &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewType(t.StreamView)}
-	}
-	if _, err := c.ddb.CreateTable(ctx, in); err != nil {
-		var inUse *ddbtypes.ResourceInUseException
-		if !errors.As(err, &inUse) {
-			return fmt.Errorf("create table %s: %w", t.Name, err)
-		}
-	}
-	if t.TTLAttribute != "" {
-		if _, err := c.ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(t.Name),
-			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(t.TTLAttribute), Enabled: aws.Bool(true)}}); err != nil && !strings.Contains(err.Error(), "already enabled") {
-			return fmt.Errorf("table %s time to live: %w", t.Name, err)
-		}
-	}
-	if err := createQueues(ctx, tpl, c.sqs); err != nil {
-		return err
-	}
-	if _, err := c.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(tpl.Bucket.Name)}); err != nil && !strings.Contains(err.Error(), "BucketAlready") {
-		return fmt.Errorf("create bucket %s: %w", tpl.Bucket.Name, err)
-	}
-	return nil
-}
-
-// createQueues creates the template's queues with their visibility
-// timeouts, retention and redrive policies, and records their URLs.
-func createQueues(ctx context.Context, tpl *Template, client *sqs.Client) error {
-	// Dead-letter queues first: a queue's redrive policy names its DLQ's ARN.
-	arns := map[string]string{}
-	var create func(id string) error
-	create = func(id string) error {
-		q := tpl.Queues[id]
-		if q.URL != "" {
-			return nil
-		}
-		attrs := map[string]string{
-			string(sqstypes.QueueAttributeNameVisibilityTimeout):      fmt.Sprint(int(q.VisibilityTimeout.Seconds())),
-			string(sqstypes.QueueAttributeNameMessageRetentionPeriod): fmt.Sprint(int(q.Retention.Seconds())),
-		}
-		if q.DeadLetter != "" {
-			if err := create(q.DeadLetter); err != nil {
-				return err
-			}
-			rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": arns[q.DeadLetter], "maxReceiveCount": q.MaxReceiveCount})
-			attrs[string(sqstypes.QueueAttributeNameRedrivePolicy)] = string(rp)
-		}
-		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: attrs})
-		if err != nil {
-			return fmt.Errorf("create queue %s: %w", q.Name, err)
-		}
-		q.URL = aws.ToString(out.QueueUrl)
-		a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-		if err != nil {
-			return fmt.Errorf("queue %s: %w", q.Name, err)
-		}
-		arns[id] = a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
-		return nil
-	}
-	for id := range tpl.Queues {
-		if err := create(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *clients) streamARN(ctx context.Context, table string) (string, error) {
-	out, err := c.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if err != nil {
-		return "", fmt.Errorf("describe table %s: %w", table, err)
-	}
-	return aws.ToString(out.Table.LatestStreamArn), nil
-}
-
-// ---- administration ----
-
-// adminFunction is the function the template deploys for administration:
-// the one whose name ends in -admin (the stack's AdminFunctionName).
-func adminFunction(tpl *Template) (*Function, error) {
-	for _, f := range tpl.Functions {
-		if strings.HasSuffix(f.Name, "-admin") {
-			return f, nil
-		}
-	}
-	return nil, errors.New("the template has no admin function (a function named *-admin)")
-}
-
-// invokeAdmin runs one administrative request through the admin function.
-func invokeAdmin(ctx context.Context, fns *Functions, tpl *Template, req adminpkg.Request) (json.RawMessage, error) {
-	f, err := adminFunction(tpl)
-	if err != nil {
-		return nil, err
-	}
-	payload, _ := json.Marshal(req)
-	out, err := fns.Invoke(ctx, f.Logical, payload)
-	if err != nil {
-		return nil, err
-	}
-	var res struct {
-		Data  json.RawMessage `json:"data"`
-		Error *adminpkg.Error `json:"error"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return nil, fmt.Errorf("admin function answered %s: %w", out, err)
-	}
-	if res.Error != nil {
-		return nil, fmt.Errorf("%s: %s", res.Error.Code, res.Error.Detail)
-	}
-	return res.Data, nil
-}
-
-// admin is an administrative command: the admin function, invoked on the
-// emulators of the serve running on --data.
-func admin(ctx context.Context, name, action string, args []string, stdout io.Writer, define func(*flag.FlagSet, *adminpkg.Request)) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	var c common
-	commonFlags(fs, &c)
-	req := adminpkg.Request{Action: action}
-	define(fs, &req)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	// The deployed admin function issues no token without an end; where
-	// functions/local's default is none, the deployed maximum stands in.
-	if req.Action == adminpkg.TokenIssue && req.ExpiresIn == "" {
-		req.ExpiresIn = adminpkg.DeployedTokenLifetime.String()
-	}
-	b, err := os.ReadFile(statePath(c.data))
-	if err != nil {
-		return fmt.Errorf("no cloud serve runs on %s (%v): start one with: cloud serve --data %s", c.data, err, c.data)
-	}
-	var st state
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("%s: %w", statePath(c.data), err)
-	}
-	if p, err := os.FindProcess(st.PID); err != nil || p.Signal(syscall.Signal(0)) != nil {
-		return fmt.Errorf("the cloud serve of %s (pid %d) is not running: start one with: cloud serve --data %s", c.data, st.PID, c.data)
-	}
-	tplPath := st.Template
-	if c.template != "" {
-		tplPath = c.template
-	}
-	tpl, err := LoadTemplate(tplPath)
-	if err != nil {
-		return err
-	}
-	for _, q := range tpl.Queues {
-		q.URL = "unused-by-admin"
-	}
-	if err := tpl.ResolveEnv(Addresses{APIEndpoint: strings.TrimSuffix(st.BaseURL, config.Default().BasePath()), Region: region()}); err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "cloud-admin-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	fns, err := NewFunctions(ctx, tpl, baseEnv(st.Env), nil, io.Discard, dir)
-	if err != nil {
-		return err
-	}
-	defer fns.Close()
-	data, err := invokeAdmin(ctx, fns, tpl, req)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{"data": data})
-}
-
-// demo creates a first vendor and token through the admin function when
-// the table is empty, and prints them as functions/local does.
-func demo(ctx context.Context, tpl *Template, fns *Functions, c *clients, baseURL string, stdout io.Writer) error {
-	out, err := c.ddb.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(tpl.Table.Name), Limit: aws.Int32(1)})
-	if err != nil {
-		return fmt.Errorf("scan %s: %w", tpl.Table.Name, err)
-	}
-	if len(out.Items) > 0 {
-		return nil
-	}
-	raw, err := invokeAdmin(ctx, fns, tpl, adminpkg.Request{Action: adminpkg.VendorCreate, Name: "Demo Vendor", Slug: "demo-vendor"})
-	if err != nil {
-		return fmt.Errorf("demo vendor: %w", err)
-	}
-	var v struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil || v.ID == "" {
-		return fmt.Errorf("demo vendor: the admin function answered %s", raw)
-	}
-	raw, err = invokeAdmin(ctx, fns, tpl, adminpkg.Request{Action: adminpkg.TokenIssue, Vendor: v.ID, Scopes: "all", ExpiresIn: adminpkg.DeployedTokenLifetime.String()})
-	if err != nil {
-		return fmt.Errorf("demo token: %w", err)
-	}
-	var tok struct {
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal(raw, &tok); err != nil || tok.Token == "" {
-		return fmt.Errorf("demo token: the admin function answered %s", raw)
-	}
-	fmt.Fprintf(stdout, `First start on an empty store: created a demo vendor and a token with every scope (through the admin function).
-  vendor id: %s
-  token:     %s   (shown only now; issue more with "token issue")
-
-Try it:
-  curl -s -H "Authorization: Bearer %s" %s/vendors
-  curl -s -H "Authorization: Bearer %s" %s/vendors/%s
-
-`, v.ID, tok.Token, tok.Token, baseURL, tok.Token, baseURL, v.ID)
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // mutate copies the synthesized template into a fresh cloud assembly
@@ -84,8 +85,21 @@ func TestTemplate(t *testing.T) {
 	if got.Stream == nil || got.Stream.BatchSize != 100 || !got.Stream.Bisect || got.Stream.MaxRetries != 5 || got.Stream.OnFailure == "" || !got.Stream.PartialBatch {
 		t.Fatalf("stream mapping %+v", got.Stream)
 	}
-	if len(got.QueueFeeds) != 5 || len(got.Schedules) != 1 || len(got.Routes) < 100 {
+	if len(got.QueueFeeds) != 5 || len(got.Schedules) != 2 || len(got.Routes) < 100 {
 		t.Fatalf("%d queue mappings, %d schedules, %d routes", len(got.QueueFeeds), len(got.Schedules), len(got.Routes))
+	}
+	// The stream router's sweep is played with the input the rule sends.
+	sweeps := 0
+	for _, sc := range got.Schedules {
+		if strings.HasSuffix(got.Functions[sc.Function].Name, "-stream-router") {
+			sweeps++
+			if string(sc.Input) != `{"sweep":{}}` || sc.Every != 5*time.Minute {
+				t.Errorf("sweep schedule %+v", sc)
+			}
+		}
+	}
+	if sweeps != 1 {
+		t.Errorf("%d sweep schedules", sweeps)
 	}
 	for _, q := range got.Queues {
 		if !strings.HasSuffix(q.Name, "-dlq") && (q.DeadLetter == "" || q.MaxReceiveCount != 5) {

@@ -45,6 +45,8 @@ type App struct {
 	local  *Local
 	// works replaces Works in the local background (tests of its plumbing).
 	works func(queue.Sender) []Work
+	// pendingOf names the store of the router's markers (WithPending).
+	pendingOf func(store.Store) store.Store
 	// bg is the in-process background work over local, built once by New.
 	bg *background
 }
@@ -76,6 +78,13 @@ func WithOpener(o Opener) Option { return func(a *App) { a.opener = o } }
 // WithLocal has the app run its background work in this process over l
 // (RunBackground, Drain), as the local binary does.
 func WithLocal(l Local) Option { return func(a *App) { a.local = &l } }
+
+// WithPending has the router delete the pending markers of what it routes
+// (pipeline.Pending) from of(the app's store); of returns nil for a store
+// whose inserts carry none. awsapp wires it: the DynamoDB table's markers.
+func WithPending(of func(store.Store) store.Store) Option {
+	return func(a *App) { a.pendingOf = of }
+}
 
 // WithBlob uses an already opened media store instead of opening one.
 func WithBlob(b blob.Store) Option { return func(a *App) { a.Blob = b } }

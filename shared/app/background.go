@@ -154,6 +154,7 @@ func (a *App) newBackground(l Local) (*background, error) {
 	}
 	b.works = works(send)
 	b.router = router(b.works, send)
+	b.router.Pending = a.pending()
 	return b, nil
 }
 
@@ -186,8 +187,14 @@ func (a *App) loops() []Loop {
 			return n > 0, err
 		}})
 	case BatchQueue:
-		// One loop routes and works every queue, woken by any send.
-		ls = append(ls, Loop{Name: "background work", Wake: b.wakes[queue.WebhookDeliveries], Pass: a.pipelinePass})
+		// One loop routes and works every queue, woken by any send; the
+		// stream's misses are swept every minute, as the stream-router's
+		// schedule does in AWS.
+		ls = append(ls, Loop{Name: "background work", Wake: b.wakes[queue.WebhookDeliveries], Pass: a.pipelinePass},
+			Loop{Name: "route what the stream did not", Every: time.Minute, Pass: func(ctx context.Context) (bool, error) {
+				_, err := a.sweepUnrouted(ctx, b.router, pipeline.SweepGrace)
+				return false, err
+			}})
 	}
 	if b.Sweep != nil {
 		ls = append(ls, Loop{Name: "sweep expired items", Every: time.Minute, Pass: func(ctx context.Context) (bool, error) {

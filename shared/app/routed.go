@@ -1,10 +1,14 @@
 package app
 
 import (
+	"context"
+	"time"
+
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/syncjob"
 	"github.com/moku/sellerapi/shared/webhook"
 )
@@ -29,4 +33,31 @@ func router(works []Work, q queue.Sender) pipeline.Router {
 		}
 	}
 	return pipeline.Router{Rules: rules, Queue: q, Inserted: Routed()}
+}
+
+// pending is the store of the router's markers (pipeline.Pending): the
+// DynamoDB table, whose stream mapping can give up on a change (the wiring
+// says so, WithPending); nil on the embedded store, whose change log keeps
+// the router's position.
+func (a *App) pending() store.Store {
+	if a.pendingOf == nil {
+		return nil
+	}
+	return a.pendingOf(a.Store)
+}
+
+// SweepUnrouted routes again what the stream did not route within grace
+// (pipeline.SweepGrace but when an operator re-drives): the stream-router
+// runs it on its schedule, the local server on DynamoDB every minute.
+func (a *App) SweepUnrouted(ctx context.Context, q queue.Sender, grace time.Duration) (pipeline.Swept, error) {
+	return a.sweepUnrouted(ctx, a.Router(q), grace)
+}
+
+// sweepUnrouted is SweepUnrouted with a router already built.
+func (a *App) sweepUnrouted(ctx context.Context, r pipeline.Router, grace time.Duration) (pipeline.Swept, error) {
+	run, err := r.Sweep(ctx, a.Clock.Now(), grace, pipeline.SweepLimit)
+	if run.Routed+run.Gone > 0 || err != nil {
+		a.Log.WarnContext(ctx, "routed changes the stream had not", "routed", run.Routed, "gone", run.Gone, "failed", run.Failed, "error", err)
+	}
+	return run, err
 }

@@ -33,7 +33,11 @@ func (a *App) Works(q queue.Sender) []Work {
 }
 
 // Router is the stream router over the works' rules.
-func (a *App) Router(q queue.Sender) pipeline.Router { return router(a.Works(q), q) }
+func (a *App) Router(q queue.Sender) pipeline.Router {
+	r := router(a.Works(q), q)
+	r.Pending = a.pending()
+	return r
+}
 
 // Work finds the work of a queue.
 func (a *App) Work(q queue.Sender, name string) (Work, error) {

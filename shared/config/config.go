@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
@@ -219,6 +220,10 @@ func (c *Config) Validate() error {
 	}
 	if c.StoreTimeout <= 0 {
 		return fmt.Errorf("config: store timeout must be positive")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("config: %s %q is not debug, info, warn or error: %w", EnvLogLevel, c.LogLevel, err)
 	}
 	if c.MediaBaseURL != "" {
 		u, err := url.Parse(c.MediaBaseURL)

@@ -112,6 +112,8 @@ func TestValidate(t *testing.T) {
 		{"no host", func(c *config.Config) { c.BaseURL = "https:///v1" }, false},
 		{"zero reads", func(c *config.Config) { c.RateReads = 0 }, false},
 		{"zero timeout", func(c *config.Config) { c.StoreTimeout = 0 }, false},
+		{"unknown log level", func(c *config.Config) { c.LogLevel = "verbose" }, false},
+		{"log level any case", func(c *config.Config) { c.LogLevel = "WARN" }, true},
 		{"negative budget", func(c *config.Config) { c.MediaBudgetObjects = -1 }, false},
 		{"zero budget", func(c *config.Config) { c.MediaBudgetBytes = 0 }, true},
 		{"queue without host", func(c *config.Config) { c.QueueURLs = map[string]string{queue.SellerOrders: "https://"} }, false},

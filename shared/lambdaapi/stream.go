@@ -5,7 +5,10 @@ package lambdaapi
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -13,6 +16,7 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -90,5 +94,39 @@ func StreamRouterMain(name string) {
 	if err != nil {
 		fail(name, err)
 	}
-	lambda.Start(NewStreamRouter(a, q))
+	lambda.Start(NewRouterHandler(NewStreamRouter(a, q), a.SweepUnrouted, q))
+}
+
+// SweepEvent is what the stream-router's schedule sends it: a sweep of the
+// changes the stream did not route (pipeline.Sweep), older than
+// GraceSeconds (default pipeline.SweepGrace; an operator re-driving at
+// once gives 0).
+type SweepEvent struct {
+	Sweep *struct {
+		GraceSeconds *int `json:"grace_seconds"`
+	} `json:"sweep"`
+}
+
+// Sweep routes again what the stream did not route within grace.
+type Sweep = func(ctx context.Context, q queue.Sender, grace time.Duration) (pipeline.Swept, error)
+
+// NewRouterHandler is the stream-router's handler of both its triggers: a
+// batch of stream records goes to stream, a SweepEvent (its schedule) to
+// sweep, whose counts it returns. Anything else is an error.
+func NewRouterHandler(stream StreamHandler, sweep Sweep, q queue.Sender) func(context.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, payload json.RawMessage) (any, error) {
+		var sw SweepEvent
+		if err := json.Unmarshal(payload, &sw); err == nil && sw.Sweep != nil {
+			grace := pipeline.SweepGrace
+			if g := sw.Sweep.GraceSeconds; g != nil && *g >= 0 {
+				grace = time.Duration(*g) * time.Second
+			}
+			return sweep(ctx, q, grace)
+		}
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal(payload, &ev); err != nil || len(ev.Records) == 0 {
+			return nil, fmt.Errorf("stream-router: neither a stream batch nor a sweep: %.200s", payload)
+		}
+		return stream(ctx, ev)
+	}
 }

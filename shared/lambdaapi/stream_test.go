@@ -2,12 +2,18 @@ package lambdaapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/moku/sellerapi/shared/lambdaapi"
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 )
@@ -80,5 +86,44 @@ func TestStreamHandlerPartialBatch(t *testing.T) {
 				t.Fatalf("failures %+v, want only sequence number %s", resp.BatchItemFailures, tc.failed)
 			}
 		})
+	}
+}
+
+// TestRouterHandlerTellsItsTriggersApart: the stream-router takes stream
+// batches from its mapping and sweeps from its schedule (with the grace
+// the schedule names, or the default); any other payload is an error.
+func TestRouterHandlerTellsItsTriggersApart(t *testing.T) {
+	ctx := context.Background()
+	var routed []string
+	stream := lambdaapi.NewStreamHandler(routeUntil("", &routed), slog.New(slog.DiscardHandler))
+	var graces []time.Duration
+	sweep := func(_ context.Context, _ queue.Sender, grace time.Duration) (pipeline.Swept, error) {
+		graces = append(graces, grace)
+		return pipeline.Swept{Routed: 2}, nil
+	}
+	h := lambdaapi.NewRouterHandler(stream, sweep, nil)
+	batch, err := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{streamRecord("1", "INSERT", "EVENT#1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h(ctx, batch); err != nil || len(routed) != 1 {
+		t.Fatalf("stream batch: routed %v, %v", routed, err)
+	}
+	out, err := h(ctx, json.RawMessage(`{"sweep":{"grace_seconds":30}}`))
+	if err != nil || out.(pipeline.Swept).Routed != 2 {
+		t.Fatalf("sweep: %v, %v", out, err)
+	}
+	for _, p := range []string{`{"sweep":{}}`, `{"sweep":{"grace_seconds":0}}`} {
+		if _, err := h(ctx, json.RawMessage(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(graces, []time.Duration{30 * time.Second, pipeline.SweepGrace, 0}) {
+		t.Fatalf("graces %v", graces)
+	}
+	for _, p := range []string{`{}`, `{"Records":[]}`, `[1]`, `{"source":"aws.events"}`} {
+		if _, err := h(ctx, json.RawMessage(p)); err == nil {
+			t.Errorf("%s: no error", p)
+		}
 	}
 }

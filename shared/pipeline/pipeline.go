@@ -36,6 +36,11 @@ type Router struct {
 	// so a rule that routes anything else fails here first, not silently
 	// in AWS.
 	Inserted []string
+	// Pending, when set, is the store holding the markers of changes not
+	// yet routed (pending.go): once a change's work is sent, its marker is
+	// deleted. Unset, no marker is looked at (the embedded store's change
+	// log keeps the router's position instead).
+	Pending store.Store
 }
 
 // Sees tells whether the rules are shown c.
@@ -71,6 +76,11 @@ func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) 
 				if err := r.Queue.Send(ctx, o.Queue, o.Body, o.Delay); err != nil {
 					return i, fmt.Errorf("pipeline: send to %s: %w", o.Queue, err)
 				}
+			}
+		}
+		if r.Pending != nil {
+			if err := r.Pending.Transact(ctx, store.Delete(PendingKey(c.Key), store.Cond{})); err != nil {
+				return i, fmt.Errorf("pipeline: mark %s/%s routed: %w", c.Key.PK, c.Key.SK, err)
 			}
 		}
 	}

@@ -257,6 +257,20 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return d.replayOutcome(ctx, m, replaySkipped)
 	}
 
+	c, err := d.claim(ctx, m, qm.ID)
+	switch {
+	case err != nil:
+		return err
+	case c.Outcome != "":
+		// The attempt was made and recorded by this message before a crash,
+		// or by a duplicate: only what follows the record is done again.
+		log.InfoContext(ctx, "webhook attempt already made; finishing what follows it", "outcome", c.Outcome)
+		return d.after(ctx, m, c.Outcome, c.Next)
+	case c.Owner != qm.ID:
+		log.InfoContext(ctx, "webhook delivery dropped: another message makes this attempt", "message_id", qm.ID, "owner", c.Owner)
+		return nil
+	}
+
 	status, duration, postErr := d.post(ctx, sub, ev, m)
 	at := now
 	rec := Attempt{ID: newAttemptID(at), SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
@@ -271,37 +285,46 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		msg := describe(postErr)
 		rec.Error = &msg
 	}
-	if postErr == nil && status >= 200 && status < 300 {
+	var next *time.Time
+	switch n, again := m.next(d.Clock.Now(), d.jitter()); {
+	case postErr == nil && status >= 200 && status < 300:
 		rec.Outcome = OutcomeSucceeded
-		if err := d.record(ctx, m, rec); err != nil {
-			return err
-		}
-		// The success count feeds the disable policy; a deleted
-		// subscription has nothing to count.
-		err := d.Store.Transact(ctx, store.Add(Key(m.VendorID, sub.ID), map[string]int64{successAttr: 1}, 0, store.Cond{Exists: true}))
-		if err != nil && !store.IsCondition(err) {
-			return err
-		}
-		log.InfoContext(ctx, "webhook delivered", "status", status, "duration_ms", rec.DurationMS)
-		return d.replayOutcome(ctx, m, replayDelivered)
+	case again:
+		rec.Outcome, rec.NextAttemptAt, next = OutcomeFailed, &n, &n
+	default:
+		rec.Outcome = OutcomeDead
 	}
-
-	next, again := m.next(d.Clock.Now(), d.jitter())
-	if again {
-		rec.Outcome, rec.NextAttemptAt = OutcomeFailed, &next
-		if err := d.record(ctx, m, rec); err != nil {
-			return err
-		}
-		log.InfoContext(ctx, "webhook attempt failed; retry scheduled", "status", status, "error", rec.Error, "next_attempt_at", next)
-		retry := m
-		retry.Attempt, retry.NotBefore = m.Attempt+1, next
-		return d.send(ctx, retry, next.Sub(d.Clock.Now()))
-	}
-	rec.Outcome = OutcomeDead
-	if err := d.record(ctx, m, rec); err != nil {
+	if err := d.record(ctx, m, qm.ID, rec); err != nil {
 		return err
 	}
-	log.ErrorContext(ctx, "webhook delivery dead: retries exhausted", "status", status, "error", rec.Error, "since", m.CreatedAt)
+	switch rec.Outcome {
+	case OutcomeSucceeded:
+		log.InfoContext(ctx, "webhook delivered", "status", status, "duration_ms", rec.DurationMS)
+	case OutcomeFailed:
+		log.InfoContext(ctx, "webhook attempt failed; retry scheduled", "status", status, "error", rec.Error, "next_attempt_at", next)
+	default:
+		log.ErrorContext(ctx, "webhook delivery dead: retries exhausted", "status", status, "error", rec.Error, "since", m.CreatedAt)
+	}
+	return d.after(ctx, m, rec.Outcome, next)
+}
+
+// after does what follows a recorded attempt: a success or a death
+// settles a replay's destination, a failure queues the next attempt, a
+// death disables a subscription that failed throughout. Each step is
+// idempotent (a replay's destination is counted once, the next attempt is
+// claimed once), so it is done again when the message is.
+func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *time.Time) error {
+	switch outcome {
+	case OutcomeSucceeded:
+		return d.replayOutcome(ctx, m, replayDelivered)
+	case OutcomeFailed:
+		if next == nil {
+			return fmt.Errorf("webhook: failed attempt %s/%d has no next attempt", m.DeliveryID, m.Attempt)
+		}
+		retry := m
+		retry.Attempt, retry.NotBefore = m.Attempt+1, *next
+		return d.send(ctx, retry, next.Sub(d.Clock.Now()))
+	}
 	if m.ReplayID != "" {
 		return d.replayOutcome(ctx, m, replayFailed)
 	}
@@ -310,15 +333,32 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 
 func newAttemptID(t time.Time) string { return ids.Sortable("whatt", t) }
 
-// record stores an attempt, kept AttemptRetention.
-func (d Deliverer) record(ctx context.Context, m Message, rec Attempt) error {
+// record stores an attempt, kept AttemptRetention, with its outcome on
+// the attempt's claim and, for a success, the subscription's count of
+// successes (which feeds the disable policy), in one transaction: a
+// message handled again finds the attempt made and counted.
+func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Attempt) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
 	k := attemptKey(m.VendorID, m.SubscriptionID, rec.ID)
-	return d.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b,
-		ExpiresAt: rec.AttemptedAt.Add(AttemptRetention).Unix()}, store.Cond{}))
+	claim, err := d.claimItem(m, claim{Owner: owner, Outcome: rec.Outcome, Next: rec.NextAttemptAt})
+	if err != nil {
+		return err
+	}
+	ops := []store.Op{
+		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: rec.AttemptedAt.Add(AttemptRetention).Unix()}, store.Cond{}),
+		store.Put(claim, store.Cond{}),
+	}
+	if rec.Outcome == OutcomeSucceeded {
+		err := d.Store.Transact(ctx, append(ops, store.Add(Key(m.VendorID, m.SubscriptionID), map[string]int64{successAttr: 1}, 0, store.Cond{Exists: true}))...)
+		if !store.IsCondition(err) {
+			return err
+		}
+		// The subscription was deleted meanwhile: nothing to count.
+	}
+	return d.Store.Transact(ctx, ops...)
 }
 
 // post sends the signed request and reports the response status (0 when

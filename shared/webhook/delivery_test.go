@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,11 +62,14 @@ func TestDeliveryIDs(t *testing.T) {
 
 // sink is a queue.Sender that can fail.
 type sink struct {
+	mu   sync.Mutex
 	fail error
 	sent []Message
 }
 
 func (s *sink) Send(_ context.Context, _ string, body []byte, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.fail != nil {
 		return s.fail
 	}

@@ -13,12 +13,14 @@ package awsapp
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/blob/s3blob"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -26,7 +28,19 @@ import (
 
 // New builds the app from cfg, opening what no option gives with Opener.
 func New(ctx context.Context, cfg config.Config, opts ...app.Option) (*app.App, error) {
-	return app.New(ctx, cfg, append([]app.Option{app.WithOpener(Opener{})}, opts...)...)
+	return app.New(ctx, cfg, append([]app.Option{app.WithOpener(Opener{}), Pending()}, opts...)...)
+}
+
+// Pending has the router delete the pending markers the DynamoDB store
+// writes with every routed insert (pipeline.Pending); other stores have
+// none.
+func Pending() app.Option {
+	return app.WithPending(func(s store.Store) store.Store {
+		if _, ok := s.(*dynamodb.Store); ok {
+			return s
+		}
+		return nil
+	})
 }
 
 // Opener opens the AWS adapters (app.Opener).
@@ -51,7 +65,7 @@ func OpenDynamoDB(ctx context.Context, cfg config.Config, c clock.Clock) (*dynam
 	if err != nil {
 		return nil, fmt.Errorf("awsapp: dynamodb client: %w", err)
 	}
-	return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now)), nil
+	return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now), markPending(c.Now)), nil
 }
 
 // OpenBlob opens the S3 media bucket the configuration names; without one
@@ -84,4 +98,10 @@ func OpenQueues(ctx context.Context, cfg config.Config, required ...string) (*sq
 		return nil, fmt.Errorf("awsapp: sqs client: %w", err)
 	}
 	return sqsqueue.New(client, cfg.QueueURLs), nil
+}
+
+// markPending is the DynamoDB store's transaction hook: every insert the
+// router routes is written with its marker.
+func markPending(now func() time.Time) dynamodb.Option {
+	return dynamodb.WithTransactHook(pipeline.Pending{Prefixes: app.Routed(), Now: now}.Mark)
 }

@@ -32,6 +32,8 @@ type Store struct {
 	client *ddb.Client
 	table  string
 	now    func() time.Time
+	// hook, when set, may add operations to every transaction (WithTransactHook).
+	hook func([]store.Op) []store.Op
 }
 
 var _ store.Store = (*Store)(nil)
@@ -41,6 +43,13 @@ type Option func(*Store)
 
 // WithClock sets the clock that decides which items have expired.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithTransactHook lets hook add operations to every Transact before it is
+// validated and sent, so that they commit or fail with the caller's (the
+// pipeline's pending-work markers, pipeline.Pending).
+func WithTransactHook(hook func([]store.Op) []store.Op) Option {
+	return func(s *Store) { s.hook = hook }
+}
 
 // New returns a store over table. The client should count round trips
 // (NewClient's does; see RoundTripCounter).

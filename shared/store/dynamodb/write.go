@@ -143,6 +143,9 @@ const conflictAttempts = 20
 // Transact applies the operations atomically: a single put, delete or add as
 // its own conditional request, anything else as TransactWriteItems.
 func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
+	if s.hook != nil {
+		ops = s.hook(ops)
+	}
 	if err := store.Validate(ops); err != nil {
 		return err
 	}

@@ -1,0 +1,343 @@
+package stack
+
+// What a stage deploys: the definition a stack is made from, its defaults
+// and its checks.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/resources"
+)
+
+// Definition is what one stage deploys.
+type Definition struct {
+	Stage string
+	// Retain keeps the table, bucket and log groups when the stack or the
+	// resource is deleted, and turns on the table's deletion protection.
+	Retain bool
+	// Domain, when set, serves the API at https://<Domain.Name>/v1 and turns
+	// the execute-api endpoint off.
+	Domain *Domain
+	// Assets is the directory holding <function>.zip as `make build` makes
+	// them (dist/). Placeholder, when set, is a directory used as every
+	// function's code instead, so that a synth needs no build (tests).
+	Assets, Placeholder string
+	// API lists the operation groups behind the HTTP API, one function per
+	// group, named after the group (functions/<group.Name>).
+	API []API
+	// CatchAll is the function behind the $default route.
+	CatchAll string
+	// Admin is the function for vendor and token administration, invoked
+	// with IAM only.
+	Admin string
+	// Scheduled are functions EventBridge invokes on a fixed rate.
+	Scheduled []Scheduled
+	// StreamRouter, when set, is the function that reads the table's stream
+	// and sends work to the workers' queues.
+	StreamRouter string
+	// Sweep is how often EventBridge asks the stream router to route again
+	// the changes its stream mapping gave up on (pipeline.Sweep): older
+	// than pipeline.SweepGrace, still marked pending. Zero: never.
+	Sweep time.Duration
+	// Workers are the background functions, each fed by its own queue.
+	Workers []Worker
+	// LogRetention applies to every function's log group.
+	LogRetention awslogs.RetentionDays
+	// Canary publishes a version of every triggered function behind an
+	// alias, live, which the triggers invoke; CodeDeploy shifts 10% of the
+	// traffic to a new version for 5 minutes, then the rest, and rolls back
+	// when the function's errors alarm or the API's 5xx-rate or latency
+	// alarm goes off. Default: the prod stage.
+	Canary bool
+	// MediaEdge serves uploaded images through CloudFront (media.go).
+	// Default: every stage but local (the deployed shape run on one
+	// machine, scripts/cloud) and localstack (make localstack), where no
+	// CloudFront runs; there the API's own media route serves them.
+	MediaEdge bool
+	// Throttle is the stage's limit on every route; PublicThrottle the
+	// tighter one on each route that takes no credential (the pairing
+	// code exchange, media reads, the contract), which no vendor's rate
+	// window covers.
+	Throttle, PublicThrottle Throttle
+}
+
+// Throttle is API Gateway's token bucket: a steady rate of requests per
+// second and the burst it absorbs above it.
+type Throttle struct {
+	Rate  float64
+	Burst int
+}
+
+// API is an operation group's function behind the HTTP API.
+type API struct {
+	Group httpapi.Group
+	// Media lets the function read and write the media bucket's objects
+	// (under media/) and tells it the bucket (SELLERAPI_MEDIA_BUCKET).
+	Media bool
+	// Memory is the function's memory in MB (default 512); Lambda gives
+	// CPU in proportion to it.
+	Memory int
+}
+
+// Domain is a custom domain for the API, with an ACM certificate for it in
+// the stack's region.
+type Domain struct{ Name, CertificateARN string }
+
+// Scheduled is a function run on a fixed rate with no input.
+type Scheduled struct {
+	// Name is the folder in functions/.
+	Name string
+	// Every is the rate, a whole number of minutes.
+	Every time.Duration
+	// Timeout is the function's (default 60s).
+	Timeout time.Duration
+	// Exclusive reserves a concurrency of one, so that a run that outlasts
+	// the rate never overlaps the next (the next is throttled and retried).
+	Exclusive bool
+}
+
+// Worker is a background function fed by its own SQS queue, which has a
+// dead-letter queue with an alarm on it.
+type Worker struct {
+	// Name is the folder in functions/.
+	Name string
+	// QueueURLEnv names the variable (a shared/config constant) that gives
+	// the stream router this worker's queue URL.
+	QueueURLEnv string
+	// SendsTo names the workers (itself included) whose queues this one may
+	// send to. Every worker and the router are told every queue's URL (the
+	// service opens all its queues at start); sending is what is granted.
+	SendsTo []string
+	// BatchSize is the most messages per invocation (default 10).
+	BatchSize int
+	// MaxReceiveCount is how many receives a message gets before it goes
+	// to the dead-letter queue (default 5).
+	MaxReceiveCount int
+	// Timeout is the function's; the queue's visibility timeout is six
+	// times it, as AWS advises (default 60s).
+	Timeout time.Duration
+	// MaxConcurrency caps the concurrent invocations the queue's mapping
+	// makes (2 to 1000, default 5), so that a burst of background work
+	// cannot take the account's concurrency from the API's functions.
+	MaxConcurrency int
+	// OldestAlarm is the age of the oldest waiting message that raises the
+	// queue's alarm (default 15 minutes). Work that waits by design (a
+	// webhook retry delayed by SQS) is not visible and does not age.
+	OldestAlarm time.Duration
+}
+
+// Default is the service's definition for stage. Retain defaults to true
+// for the prod stage only.
+func Default(stage string) Definition {
+	return Definition{
+		Stage:     stage,
+		Retain:    stage == "prod",
+		Canary:    stage == "prod",
+		MediaEdge: stage != "local" && stage != "localstack",
+		Assets:    "../dist",
+		// One line per operation group (the local server mounts
+		// app.AllGroups); its routes come from the group.
+		API: []API{
+			{Group: httpapi.Vendors},
+			{Group: httpapi.Products},
+			{Group: httpapi.Inventory},
+			{Group: httpapi.Connections},
+			{Group: httpapi.Listings},
+			{Group: httpapi.Reservations},
+			{Group: httpapi.ExternalOrders},
+			{Group: httpapi.SellerOrders},
+			{Group: httpapi.Events},
+			{Group: httpapi.Webhooks},
+			{Group: httpapi.SyncJobs},
+			{Group: httpapi.BulkOperations},
+			{Group: httpapi.Conflicts},
+			// Re-encoding the largest upload peaks near 130 MB and takes
+			// about 0.65 s of one core (docs/decisions.md, "Media function
+			// memory"); 1024 MB gives it 0.6 of a vCPU.
+			{Group: httpapi.Media, Media: true, Memory: 1024},
+			{Group: httpapi.StorePairings},
+		},
+		CatchAll: "vendors",
+		Admin:    "admin",
+		Scheduled: []Scheduled{
+			{Name: "reservation-expirer", Every: time.Minute, Exclusive: true},
+		},
+		// The table's stream feeds the router, which sends work to the
+		// workers' queues; one line per worker.
+		StreamRouter: "stream-router",
+		Sweep:        5 * time.Minute,
+		Workers: []Worker{
+			// Retries a failed delivery by sending it again with a delay. One
+			// attempt may take 20 s (webhook.RequestTimeout), so a batch of 10
+			// needs more than the default minute.
+			// Its concurrency is the largest: receivers are slow, and each
+			// invocation mostly waits on one.
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
+			// Fans a replay out into deliveries.
+			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
+			// Paces a job by sending it again after the vendor's window.
+			{Name: "bulk-worker", QueueURLEnv: config.EnvQueueURLBulkOperations, SendsTo: []string{"bulk-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
+			// Projects committed moku external orders into seller orders.
+			{Name: "seller-order-worker", QueueURLEnv: config.EnvQueueURLSellerOrders},
+			// Decides sync jobs item by item; continues a job after a failed
+			// attempt by sending it again with a backoff.
+			{Name: "sync-worker", QueueURLEnv: config.EnvQueueURLSyncJobs, SendsTo: []string{"sync-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
+		},
+		LogRetention: awslogs.RetentionDays_ONE_MONTH,
+		// Each vendor's own window (60 reads, 12 writes a minute) is the
+		// real limit; the stage's is a ceiling against floods.
+		Throttle:       Throttle{Rate: 500, Burst: 1000},
+		PublicThrottle: Throttle{Rate: 20, Burst: 40},
+	}
+}
+
+// Functions lists every function the definition deploys, by folder name.
+func (d Definition) Functions() []string {
+	var fns []string
+	for _, a := range d.API {
+		fns = append(fns, a.Group.Name)
+	}
+	fns = append(fns, d.Admin)
+	for _, sc := range d.Scheduled {
+		fns = append(fns, sc.Name)
+	}
+	if d.StreamRouter != "" {
+		fns = append(fns, d.StreamRouter)
+	}
+	for _, w := range d.Workers {
+		fns = append(fns, w.Name)
+	}
+	return fns
+}
+
+// check validates the definition before any construct is made.
+func (d Definition) check() error {
+	if _, err := resources.For(d.Stage); err != nil {
+		return err
+	}
+	fns := d.Functions()
+	for i, fn := range fns {
+		if fn == "" || slices.Contains(fns[:i], fn) {
+			return fmt.Errorf("stack: function name %q is empty or used twice", fn)
+		}
+	}
+	if d.Admin == "" {
+		return errors.New("stack: no admin function")
+	}
+	if len(d.Workers) > 0 && d.StreamRouter == "" {
+		return errors.New("stack: workers need a stream router to feed their queues")
+	}
+	workers := map[string]bool{}
+	for _, w := range d.Workers {
+		if w.QueueURLEnv == "" {
+			return fmt.Errorf("stack: worker %s: no QueueURLEnv for the stream router", w.Name)
+		}
+		workers[w.Name] = true
+	}
+	for _, w := range d.Workers {
+		for _, to := range w.SendsTo {
+			if !workers[to] {
+				return fmt.Errorf("stack: worker %s sends to %q, which is not a worker", w.Name, to)
+			}
+		}
+	}
+	for _, w := range d.Workers {
+		if w.MaxConcurrency != 0 && (w.MaxConcurrency < 2 || w.MaxConcurrency > 1000) {
+			return fmt.Errorf("stack: worker %s: maximum concurrency %d is outside SQS's 2..1000", w.Name, w.MaxConcurrency)
+		}
+	}
+	if d.Throttle.Rate <= 0 || d.Throttle.Burst <= 0 || d.PublicThrottle.Rate <= 0 || d.PublicThrottle.Burst <= 0 {
+		return errors.New("stack: the stage and public throttles need a positive rate and burst")
+	}
+	for _, sc := range d.Scheduled {
+		if sc.Every < time.Minute || sc.Every%time.Minute != 0 {
+			return fmt.Errorf("stack: scheduled %s: rate %v is not a whole number of minutes", sc.Name, sc.Every)
+		}
+	}
+	if d.Sweep != 0 && (d.StreamRouter == "" || d.Sweep < time.Minute || d.Sweep%time.Minute != 0) {
+		return fmt.Errorf("stack: sweep every %v needs a stream router and a whole number of minutes", d.Sweep)
+	}
+	if d.Domain != nil && (d.Domain.Name == "" || d.Domain.CertificateARN == "") {
+		return errors.New("stack: a custom domain needs a name and a certificate ARN")
+	}
+	if d.Placeholder == "" {
+		for _, fn := range fns {
+			if _, err := os.Stat(d.zip(fn)); err != nil {
+				return fmt.Errorf("stack: no package for function %s (%v): run make build", fn, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sendsToItself tells whether fn is a worker that re-sends to its own queue.
+func (d Definition) sendsToItself(fn string) bool {
+	for _, w := range d.Workers {
+		if w.Name == fn && slices.Contains(w.SendsTo, fn) {
+			return true
+		}
+	}
+	return false
+}
+
+// memory is fn's memory in MB.
+func (d Definition) memory(fn string) int {
+	for _, a := range d.API {
+		if a.Group.Name == fn && a.Memory > 0 {
+			return a.Memory
+		}
+	}
+	return 512
+}
+
+// isAPI tells whether fn serves an operation group behind the API.
+func (d Definition) isAPI(fn string) bool {
+	return slices.ContainsFunc(d.API, func(a API) bool { return a.Group.Name == fn })
+}
+
+// exclusive tells whether fn is a scheduled function that must not overlap
+// itself.
+func (d Definition) exclusive(fn string) bool {
+	for _, sc := range d.Scheduled {
+		if sc.Name == fn && sc.Exclusive {
+			return true
+		}
+	}
+	return false
+}
+
+func (d Definition) groups() []httpapi.Group {
+	var gs []httpapi.Group
+	for _, a := range d.API {
+		gs = append(gs, a.Group)
+	}
+	return gs
+}
+
+func (d Definition) zip(fn string) string { return filepath.Join(d.Assets, fn+".zip") }
+
+func (d Definition) code(fn string) awslambda.Code {
+	if d.Placeholder != "" {
+		return awslambda.Code_FromAsset(jsii.String(d.Placeholder), nil)
+	}
+	return awslambda.Code_FromAsset(jsii.String(d.zip(fn)), nil)
+}
+
+func (d Definition) removal() awscdk.RemovalPolicy {
+	if d.Retain {
+		return awscdk.RemovalPolicy_RETAIN
+	}
+	return awscdk.RemovalPolicy_DESTROY
+}

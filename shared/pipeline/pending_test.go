@@ -1,0 +1,235 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+)
+
+// sends records what the router sent, and refuses sends while down.
+type sends struct {
+	mu   sync.Mutex
+	down bool
+	got  []string
+}
+
+func (s *sends) Send(_ context.Context, q string, body []byte, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("sqs: service unavailable")
+	}
+	s.got = append(s.got, string(body))
+	return nil
+}
+
+func (s *sends) set(down bool) { s.mu.Lock(); s.down = down; s.mu.Unlock() }
+
+func (s *sends) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	got := s.got
+	s.got = nil
+	slices.Sort(got)
+	return got
+}
+
+func jobRule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+	return []pipeline.Outgoing{{Queue: "jobs", Body: []byte(c.Key.SK)}}, nil
+}
+
+// markers lists the pending markers' keys of items, over every shard.
+func markers(t *testing.T, s store.Store) []string {
+	t.Helper()
+	var got []string
+	for i := range pipeline.PendingShards {
+		items, err := s.Query(context.Background(), store.Query{PK: fmt.Sprintf("%s%02d", pipeline.PendingPrefix, i), Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			got = append(got, it.SK)
+		}
+	}
+	slices.Sort(got)
+	return got
+}
+
+func pendingStore(t *testing.T, now func() time.Time) *dynamodb.Store {
+	client, table := ddbtest.NewTable(t)
+	return dynamodb.New(client, table, dynamodb.WithClock(now),
+		dynamodb.WithTransactHook(pipeline.Pending{Prefixes: []string{"JOB#"}, Now: now}.Mark))
+}
+
+// TestSweepRoutesWhatTheStreamDidNot: every routed insert commits with its
+// marker (and a refused insert with none); the router deletes the marker of
+// what it sent; a sweep sends, once, exactly the changes whose routing
+// failed or never happened and that are older than the grace period, and
+// drops the markers of items gone meanwhile.
+func TestSweepRoutesWhatTheStreamDidNot(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	s := pendingStore(t, clk.Now)
+	q := &sends{}
+	r := pipeline.Router{Rules: []pipeline.Rule{jobRule}, Queue: q, Inserted: []string{"JOB#"}, Pending: s}
+
+	put := func(sk string) store.Item {
+		it := store.Item{PK: "VENDOR#v", SK: sk, Version: 1, Data: []byte(`{}`)}
+		if err := s.Transact(ctx, store.Put(it, store.IfAbsent()), store.Put(store.Item{PK: "VENDOR#v", SK: "RECEIPT#" + sk, Version: 1}, store.IfAbsent())); err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	change := func(it store.Item) []store.Change {
+		return []store.Change{{Kind: store.Inserted, Key: it.Key(), New: &it}}
+	}
+	j1, j2, _, j4 := put("JOB#1"), put("JOB#2"), put("JOB#3"), put("JOB#4")
+	if err := s.Transact(ctx, store.Put(store.Item{PK: "VENDOR#v", SK: "OTHER#1", Version: 1}, store.IfAbsent())); err != nil {
+		t.Fatal(err)
+	}
+	// A refused insert commits nothing, its marker included.
+	err := s.Transact(ctx, store.Put(store.Item{PK: "VENDOR#v", SK: "JOB#1", Version: 1}, store.IfAbsent()),
+		store.Put(store.Item{PK: "VENDOR#v", SK: "JOB#5", Version: 1}, store.IfAbsent()))
+	if !store.IsCondition(err) {
+		t.Fatalf("a second insert of JOB#1: %v", err)
+	}
+	want := []string{"VENDOR#v|JOB#1", "VENDOR#v|JOB#2", "VENDOR#v|JOB#3", "VENDOR#v|JOB#4"}
+	if got := markers(t, s); !slices.Equal(got, want) {
+		t.Fatalf("markers %v, want %v", got, want)
+	}
+
+	// The stream routes JOB#1; JOB#2 fails (the queue refuses sends and
+	// the mapping gives up); JOB#3 never reaches the router; JOB#4 is
+	// gone (expired) before a sweep routes it.
+	if n, err := r.Route(ctx, change(j1)); n != 1 || err != nil {
+		t.Fatalf("route JOB#1: %d, %v", n, err)
+	}
+	q.set(true)
+	if n, err := r.Route(ctx, change(j2)); n != 0 || err == nil {
+		t.Fatalf("route JOB#2 with sends refused: %d, %v", n, err)
+	}
+	q.set(false)
+	if err := s.Transact(ctx, store.Delete(j4.Key(), store.Cond{})); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.take(); !slices.Equal(got, []string{"JOB#1"}) {
+		t.Fatalf("sent %v", got)
+	}
+	if got := markers(t, s); !slices.Equal(got, want[1:]) {
+		t.Fatalf("markers after routing JOB#1: %v", got)
+	}
+
+	// Within the grace period nothing is swept.
+	if run, err := r.Sweep(ctx, clk.Now().Add(time.Minute), 5*time.Minute, 100); err != nil || run != (pipeline.Swept{}) {
+		t.Fatalf("early sweep: %+v, %v", run, err)
+	}
+	// A sweep while sends are still refused leaves the changes pending
+	// (it may already drop the marker of the gone item).
+	q.set(true)
+	failed, err := r.Sweep(ctx, clk.Now().Add(6*time.Minute), 5*time.Minute, 100)
+	if err == nil || failed.Routed != 0 || failed.Failed == 0 {
+		t.Fatalf("sweep with sends refused: %+v, %v", failed, err)
+	}
+	q.set(false)
+	run, err := r.Sweep(ctx, clk.Now().Add(6*time.Minute), 5*time.Minute, 100)
+	if err != nil || run.Routed != 2 || run.Failed != 0 || run.Gone+failed.Gone != 1 {
+		t.Fatalf("sweep: %+v after %+v, %v", run, failed, err)
+	}
+	if got := q.take(); !slices.Equal(got, []string{"JOB#2", "JOB#3"}) {
+		t.Fatalf("swept %v", got)
+	}
+	if got := markers(t, s); len(got) != 0 {
+		t.Fatalf("markers left: %v", got)
+	}
+	if run, err := r.Sweep(ctx, clk.Now().Add(time.Hour), 5*time.Minute, 100); err != nil || run != (pipeline.Swept{}) {
+		t.Fatalf("second sweep: %+v, %v", run, err)
+	}
+	// Later writes of a routed item (a job's results) make no marker.
+	j2.Version = 2
+	if err := s.Transact(ctx, store.Put(j2, store.IfVersion(1))); err != nil {
+		t.Fatal(err)
+	}
+	if got := markers(t, s); len(got) != 0 {
+		t.Fatalf("an update made markers: %v", got)
+	}
+}
+
+// TestSweepAndStreamRaceSafely: sweeps racing the router and each other on
+// real goroutines send every change at least once and leave no marker;
+// the limit bounds one sweep.
+func TestSweepAndStreamRaceSafely(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	s := pendingStore(t, clk.Now)
+	q := &sends{}
+	r := pipeline.Router{Rules: []pipeline.Rule{jobRule}, Queue: q, Inserted: []string{"JOB#"}, Pending: s}
+	const n = 60
+	var changes []store.Change
+	for i := range n {
+		it := store.Item{PK: "VENDOR#v", SK: fmt.Sprintf("JOB#%03d", i), Version: 1}
+		if err := s.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
+			t.Fatal(err)
+		}
+		changes = append(changes, store.Change{Kind: store.Inserted, Key: it.Key(), New: &it})
+	}
+	if run, err := r.Sweep(ctx, clk.Now().Add(time.Hour), time.Minute, 10); err != nil || run.Routed != 10 {
+		t.Fatalf("limited sweep: %+v, %v", run, err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := r.Route(ctx, changes[:n/2]); err != nil {
+			t.Error(err)
+		}
+	})
+	for range 3 {
+		wg.Go(func() {
+			if _, err := r.Sweep(ctx, clk.Now().Add(time.Hour), time.Minute, n); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	got := map[string]int{}
+	for _, b := range q.take() {
+		got[b]++
+	}
+	for _, c := range changes {
+		if got[c.Key.SK] == 0 {
+			t.Errorf("%s never sent", c.Key.SK)
+		}
+	}
+	if left := markers(t, s); len(left) != 0 {
+		t.Fatalf("markers left: %v", left)
+	}
+}
+
+// TestMarkOnlyRoutedInsertsWithinTheLimit: markers go with inserts under
+// the routed prefixes only, and never take a transaction over the limit.
+func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
+	clk := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	p := pipeline.Pending{Prefixes: []string{"JOB#"}, Now: clk.Now}
+	put := func(sk string, c store.Cond) store.Op { return store.Put(store.Item{PK: "V", SK: sk, Version: 1}, c) }
+	ops := []store.Op{put("JOB#1", store.IfAbsent()), put("JOB#2", store.IfVersion(1)), put("OTHER#1", store.IfAbsent()),
+		store.Delete(store.Key{PK: "V", SK: "JOB#3"}, store.Cond{})}
+	got := p.Mark(ops)
+	if len(got) != len(ops)+1 || got[len(ops)].Item.Key() != pipeline.PendingKey(store.Key{PK: "V", SK: "JOB#1"}) {
+		t.Fatalf("marked %+v", got)
+	}
+	full := make([]store.Op, store.MaxTransactOps)
+	for i := range full {
+		full[i] = put(fmt.Sprintf("JOB#%03d", i), store.IfAbsent())
+	}
+	if got := p.Mark(full); len(got) != store.MaxTransactOps {
+		t.Fatalf("a full transaction grew to %d operations", len(got))
+	}
+}

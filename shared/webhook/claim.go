@@ -1,0 +1,73 @@
+package webhook
+
+// A delivery attempt is claimed before it is made, so that it is made once
+// however many messages carry it: the stream router's sweep may fan an
+// event out again, and a worker killed mid-batch gets its messages again.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// ClaimPrefix starts the sort keys of attempt claims:
+// ClaimPrefix<delivery id>#<attempt>.
+const ClaimPrefix = "WHCLAIM#"
+
+// claim says which queue message makes an attempt and, once the attempt is
+// recorded, its outcome and the next attempt's time.
+type claim struct {
+	Owner   string     `json:"owner"`
+	Outcome string     `json:"outcome,omitempty"`
+	Next    *time.Time `json:"next_attempt_at,omitempty"`
+}
+
+func claimKey(m Message) store.Key {
+	return store.Key{PK: Key(m.VendorID, m.SubscriptionID).PK, SK: fmt.Sprintf("%s%s#%03d", ClaimPrefix, m.DeliveryID, m.Attempt)}
+}
+
+// claimItem is the stored claim of m's attempt. It outlives every message
+// that could carry the attempt (the retry window, a sweep's re-routing).
+func (d Deliverer) claimItem(m Message, c claim) (store.Item, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return store.Item{}, err
+	}
+	k := claimKey(m)
+	return store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: d.Clock.Now().Add(AttemptRetention).Unix()}, nil
+}
+
+// claim claims m's attempt for the queue message owner, or returns the
+// claim that holds it: another message's (a duplicate: drop it), or this
+// message's own from an earlier receive (make the attempt, or finish it).
+func (d Deliverer) claim(ctx context.Context, m Message, owner string) (claim, error) {
+	mine := claim{Owner: owner}
+	it, err := d.claimItem(m, mine)
+	if err != nil {
+		return claim{}, err
+	}
+	err = d.Store.Transact(ctx, store.Put(it, store.IfAbsent()))
+	if err == nil {
+		return mine, nil
+	}
+	if !store.IsCondition(err) {
+		return claim{}, err
+	}
+	held, err := d.Store.Get(ctx, it.Key())
+	if errors.Is(err, store.ErrNotFound) {
+		return claim{}, errs.Unavailablef(err, "the claim of delivery %s changed; try again", m.DeliveryID)
+	}
+	if err != nil {
+		return claim{}, err
+	}
+	var c claim
+	if err := json.Unmarshal(held.Data, &c); err != nil {
+		return claim{}, fmt.Errorf("webhook: decode claim %s: %w", held.SK, err)
+	}
+	return c, nil
+}
