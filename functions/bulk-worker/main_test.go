@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
@@ -62,7 +62,7 @@ func TestBulkOperationThroughTheHandler(t *testing.T) {
 			}
 
 			q := &lambdatest.Queues{}
-			stored, err := e.Store.Get(ctx, bulk.Key(e.Vendor.ID, job.Data.ID))
+			stored, err := e.Store.Get(ctx, datamodel.BulkKey(e.Vendor.ID, job.Data.ID))
 			if err != nil {
 				t.Fatal(err)
 			}

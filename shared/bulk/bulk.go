@@ -18,8 +18,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -70,16 +70,8 @@ const (
 // after completion, plus a day of margin.
 const Retention = 31 * 24 * time.Hour
 
-// Prefix is the sort-key prefix of jobs in the vendor partition.
-const Prefix = "BULK#"
-
 // IDPrefix starts every bulk operation id (bop_ and 26 characters, see ids.Issued).
 const IDPrefix = "bop"
-
-// Key is a job's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
 
 // Body is a record's adjustment, as submitted.
 type Body struct {
@@ -218,7 +210,7 @@ func (j Job) Clone() Job {
 
 // Item encodes the job at version, expiring Retention after completion.
 func (j Job) Item(version int64) (store.Item, error) {
-	return j.Header.Encode(j, Key(j.VendorID, j.ID), version, Retention)
+	return j.Header.Encode(j, datamodel.BulkKey(j.VendorID, j.ID), version, Retention)
 }
 
 // Decode reads a job item.
@@ -301,7 +293,7 @@ func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64,
 	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
-	return jobrun.Load[Job](ctx, st, Key(vendorID, id), notFound(), "bulk operation")
+	return jobrun.Load[Job](ctx, st, datamodel.BulkKey(vendorID, id), notFound(), "bulk operation")
 }
 
 // Get reads a bulk operation.

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/inventory"
@@ -38,14 +38,14 @@ type Message struct {
 // Rule starts a job: the insert of a job item makes one message. Later
 // writes of the job (its results) make none.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, Prefix) {
+	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, datamodel.BulkPrefix) {
 		return nil, nil
 	}
-	vendorID, ok := strings.CutPrefix(c.Key.PK, account.Partition(""))
+	vendorID, ok := strings.CutPrefix(c.Key.PK, datamodel.VendorPartition(""))
 	if !ok {
 		return nil, nil
 	}
-	b, err := json.Marshal(Message{VendorID: vendorID, ID: strings.TrimPrefix(c.Key.SK, Prefix)})
+	b, err := json.Marshal(Message{VendorID: vendorID, ID: strings.TrimPrefix(c.Key.SK, datamodel.BulkPrefix)})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -59,7 +60,7 @@ func TestCreateRow(t *testing.T) {
 		if v.Status != catalog.VariationActive {
 			t.Fatalf("variation %s status %s, want active", v.ID, v.Status)
 		}
-		for _, attr := range []string{catalog.OnHandAttr(v.Seq), catalog.ReservedAttr(v.Seq), catalog.AvailableAttr(v.Seq)} {
+		for _, attr := range []string{datamodel.OnHandAttr(v.Seq), datamodel.ReservedAttr(v.Seq), datamodel.AvailableAttr(v.Seq)} {
 			n, ok := it.Nums[attr]
 			if !ok || n != 0 {
 				t.Fatalf("bucket %s = %d (present %v), want a zero bucket", attr, n, ok)
@@ -90,8 +91,8 @@ func TestTransitionTable(t *testing.T) {
 			ctx := context.Background()
 			p := f.reach(t, "mug", r.from)
 			// Stock on the item: no transition may touch it.
-			k := catalog.Key(vendorID, p.ID)
-			if err := f.store.Transact(ctx, store.Add(k, map[string]int64{catalog.OnHandAttr(0): 7, catalog.AvailableAttr(0): 7}, 0, store.Cond{Exists: true})); err != nil {
+			k := datamodel.ProductKey(vendorID, p.ID)
+			if err := f.store.Transact(ctx, store.Add(k, map[string]int64{datamodel.OnHandAttr(0): 7, datamodel.AvailableAttr(0): 7}, 0, store.Cond{Exists: true})); err != nil {
 				t.Fatal(err)
 			}
 			_, before := f.load(t, p.ID)
@@ -118,7 +119,7 @@ func TestTransitionTable(t *testing.T) {
 			if !r.noop && !stored.UpdatedAt.Equal(f.clock.Now()) {
 				t.Fatalf("updated_at %v, want the clock's %v", stored.UpdatedAt, f.clock.Now())
 			}
-			for _, attr := range []string{catalog.OnHandAttr(0), catalog.ReservedAttr(0), catalog.AvailableAttr(0), catalog.VersionAttr(0)} {
+			for _, attr := range []string{datamodel.OnHandAttr(0), datamodel.ReservedAttr(0), datamodel.AvailableAttr(0), datamodel.ItemVersionAttr(0)} {
 				if before.Nums[attr] != after.Nums[attr] {
 					t.Fatalf("inventory %s changed from %d to %d", attr, before.Nums[attr], after.Nums[attr])
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -30,7 +31,7 @@ func (s Service) Load(ctx context.Context, vendorID, productID string) (Product,
 	if !ValidProductID(productID) {
 		return Product{}, store.Item{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, productID))
+	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, productID))
 	if errors.Is(err, store.ErrNotFound) {
 		return Product{}, store.Item{}, notFound()
 	}
@@ -47,10 +48,10 @@ func (s Service) Load(ctx context.Context, vendorID, productID string) (Product,
 // List reads up to limit products after the sort key after, in creation
 // order; more tells whether others follow.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (ps []Product, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ProductPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.ProductKey(vendorID, "").PK, Prefix: datamodel.ProductPrefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, errs.Unavailablef(err, "the catalog could not be read")
 	}
@@ -127,7 +128,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (
 	if err != nil {
 		return Product{}, nil, nil, err
 	}
-	k := Key(vendorID, p.ID)
+	k := datamodel.ProductKey(vendorID, p.ID)
 	ops = append(ops, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: nums}, store.IfAbsent()))
 	ops = append(ops, s.slugOp(vendorID, p))
 	ev, err := event.Op(event.New(now, vendorID, event.ProductCreated, "product", p.ID,
@@ -153,7 +154,7 @@ func slugTaken(slug string) error {
 }
 
 func (s Service) slugOp(vendorID string, p Product) store.Op {
-	k := SlugKey(vendorID, p.Slug)
+	k := datamodel.ProductSlugKey(vendorID, p.Slug)
 	data, _ := json.Marshal(map[string]string{"product_id": p.ID})
 	return store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent())
 }
@@ -248,14 +249,14 @@ func (s Service) update(ctx context.Context, vendorID, productID string, in Inpu
 		}
 		delete(existing, v.ID)
 		if v.Status == VariationRetired && old.Status == VariationActive {
-			oh, rs := it.Nums[OnHandAttr(old.Seq)], it.Nums[ReservedAttr(old.Seq)]
+			oh, rs := it.Nums[datamodel.OnHandAttr(old.Seq)], it.Nums[datamodel.ReservedAttr(old.Seq)]
 			if oh != 0 || rs != 0 {
 				return Product{}, errs.Ef(errs.CodeVariationNotRetirable, "variations[%d]: %q has on_hand %d and reserved %d; set stock to zero and release holds before retiring it", i, v.ID, oh, rs)
 			}
 			// The stock must still be zero when the retirement commits.
 			cond.Bounds = append(cond.Bounds,
-				store.Bound{Attr: OnHandAttr(old.Seq), Cmp: store.EQ, Value: 0},
-				store.Bound{Attr: ReservedAttr(old.Seq), Cmp: store.EQ, Value: 0})
+				store.Bound{Attr: datamodel.OnHandAttr(old.Seq), Cmp: store.EQ, Value: 0},
+				store.Bound{Attr: datamodel.ReservedAttr(old.Seq), Cmp: store.EQ, Value: 0})
 			retired = append(retired, v.ID)
 		}
 		next.Variations = append(next.Variations, Variation{ID: v.ID, Status: v.Status, Options: v.Options,
@@ -276,10 +277,10 @@ func (s Service) update(ctx context.Context, vendorID, productID string, in Inpu
 	if err != nil {
 		return Product{}, err
 	}
-	k := Key(vendorID, p.ID)
+	k := datamodel.ProductKey(vendorID, p.ID)
 	ops := []store.Op{store.Update(k, data, next.Revision, deltas, cond)}
 	if next.Slug != p.Slug {
-		ops = append(ops, store.Delete(SlugKey(vendorID, p.Slug), store.Cond{}), s.slugOp(vendorID, next))
+		ops = append(ops, store.Delete(datamodel.ProductSlugKey(vendorID, p.Slug), store.Cond{}), s.slugOp(vendorID, next))
 	}
 	meta := map[string]any{"revision": next.Revision}
 	if len(deltas) > 0 {
@@ -428,7 +429,7 @@ func (s Service) transition(ctx context.Context, vendorID, productID, action str
 	if err != nil {
 		return Product{}, err
 	}
-	err = s.Store.Transact(ctx, m.Fenced([]store.Op{store.Update(Key(vendorID, p.ID), data, next.Revision, nil, store.IfVersion(p.Revision)), ev})...)
+	err = s.Store.Transact(ctx, m.Fenced([]store.Op{store.Update(datamodel.ProductKey(vendorID, p.ID), data, next.Revision, nil, store.IfVersion(p.Revision)), ev})...)
 	if store.IsCondition(err) {
 		if err := Moved(ctx, s.Authority, vendorID, m); err != nil {
 			return Product{}, err

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -42,11 +42,11 @@ type Opened struct {
 
 // CountDelta is what opening (+1) or closing (-1) a conflict adds to its
 // connection's counter.
-func CountDelta(n int64) map[string]int64 { return map[string]int64{connection.ConflictsAttr: n} }
+func CountDelta(n int64) map[string]int64 { return map[string]int64{datamodel.OpenConflictsAttr: n} }
 
 // Count is the write that counts an opened conflict on its connection.
 func Count(vendorID, connectionID string) store.Op {
-	return store.Add(connection.Key(vendorID, connectionID), CountDelta(1), 0, store.Cond{Exists: true})
+	return store.Add(datamodel.ConnectionKey(vendorID, connectionID), CountDelta(1), 0, store.Cond{Exists: true})
 }
 
 // PrepareOpen builds a new open conflict. The open-index item is created
@@ -163,7 +163,7 @@ func (s Service) Load(ctx context.Context, vendorID, id string) (Conflict, error
 	if !ids.Issued(IDPrefix, id) {
 		return Conflict{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	it, err := s.Store.Get(ctx, datamodel.ConflictKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Conflict{}, notFound()
 	}
@@ -188,10 +188,10 @@ func (f Filter) keep(c Conflict) bool {
 
 // List reads a page of conflicts, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ConflictPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.keep)
+	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.ConflictKey(vendorID, "").PK, Prefix: datamodel.ConflictPrefix, After: after}, limit, Decode, f.keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -234,12 +234,12 @@ func closedBy(c Conflict) (string, bool) {
 // counter. Like Count, a caller that writes the connection in the same
 // transaction adds CountDelta(-1) and this bound to that write instead.
 func Uncount(vendorID, connectionID string) store.Op {
-	return store.Add(connection.Key(vendorID, connectionID), CountDelta(-1), 0, store.Cond{Bounds: []store.Bound{CountedBound()}})
+	return store.Add(datamodel.ConnectionKey(vendorID, connectionID), CountDelta(-1), 0, store.Cond{Bounds: []store.Bound{CountedBound()}})
 }
 
 // CountedBound is the condition that a conflict is still counted.
 func CountedBound() store.Bound {
-	return store.Bound{Attr: connection.ConflictsAttr, Cmp: store.GE, Value: 1}
+	return store.Bound{Attr: datamodel.OpenConflictsAttr, Cmp: store.GE, Value: 1}
 }
 
 // Close builds the closing of an open conflict c with status (resolved or

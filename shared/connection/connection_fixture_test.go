@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
@@ -70,7 +71,7 @@ func (f fixture) load(t *testing.T, id string) connection.Connection {
 // count moves one of a connection's counters, as the work it counts does.
 func (f fixture) count(t *testing.T, id, attr string, delta int64) {
 	t.Helper()
-	if err := f.store.Transact(context.Background(), store.Add(connection.Key(vendorID, id), map[string]int64{attr: delta}, 0, store.Cond{Exists: true})); err != nil {
+	if err := f.store.Transact(context.Background(), store.Add(datamodel.ConnectionKey(vendorID, id), map[string]int64{attr: delta}, 0, store.Cond{Exists: true})); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
@@ -31,7 +32,7 @@ func (s Service) Load(ctx context.Context, vendorID, id string) (Connection, Hea
 	if !IDPattern.MatchString(id) {
 		return Connection{}, Health{}, store.Item{}, notFound()
 	}
-	items, err := s.Store.GetMany(ctx, []store.Key{Key(vendorID, id), HealthKey(vendorID, id)})
+	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, id), datamodel.ConnectionHealthKey(vendorID, id)})
 	if err != nil {
 		return Connection{}, Health{}, store.Item{}, unavailable(err)
 	}
@@ -51,10 +52,10 @@ func (s Service) Load(ctx context.Context, vendorID, id string) (Connection, Hea
 
 // List reads a page of connections with their health.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ConnectionPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.ConnectionKey(vendorID, "").PK, Prefix: datamodel.ConnectionPrefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -70,7 +71,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (v
 		if conns[i], err = Decode(it); err != nil {
 			return nil, "", false, unavailable(err)
 		}
-		keys[i] = HealthKey(vendorID, conns[i].ID)
+		keys[i] = datamodel.ConnectionHealthKey(vendorID, conns[i].ID)
 	}
 	healths, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
@@ -131,7 +132,7 @@ func (s Service) authorityOp(ctx context.Context, vendorID, id string, r Roles) 
 		if st.serviceReservations > 0 {
 			return store.Op{}, false, reservationsOutstanding(st.serviceReservations)
 		}
-		bounds = append(bounds, store.Bound{Attr: ServiceReservationsAttr, Cmp: store.EQ, Value: 0})
+		bounds = append(bounds, store.Bound{Attr: datamodel.ServiceReservationsAttr, Cmp: store.EQ, Value: 0})
 	}
 	next.UpdatedAt = s.Clock.Now()
 	op, err := st.op(vendorID, next, bounds...)
@@ -148,9 +149,9 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	if err != nil {
 		return View{}, nil, nil, err
 	}
-	k := Key(vendorID, c.ID)
+	k := datamodel.ConnectionKey(vendorID, c.ID)
 	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{
-		ListingsAttr: 0, ReservationsAttr: 0, OrdersAttr: 0, FulfillmentsAttr: 0, ConflictsAttr: 0, ActiveAttr: 1}}, store.IfAbsent())}
+		datamodel.ActiveListingsAttr: 0, datamodel.ActiveReservationsAttr: 0, datamodel.UnresolvedOrdersAttr: 0, datamodel.ChannelFulfillmentsAttr: 0, datamodel.OpenConflictsAttr: 0, datamodel.IsActiveAttr: 1}}, store.IfAbsent())}
 	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, c.Roles)
 	if err != nil {
 		return View{}, nil, nil, err
@@ -240,7 +241,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, ex
 	if err != nil {
 		return View{}, err
 	}
-	ops = append([]store.Op{store.Update(Key(vendorID, c.ID), data, c.Version, map[string]int64{ActiveAttr: active}, cond)}, append(ops, ev)...)
+	ops = append([]store.Op{store.Update(datamodel.ConnectionKey(vendorID, c.ID), data, c.Version, map[string]int64{datamodel.IsActiveAttr: active}, cond)}, append(ops, ev)...)
 	if err := s.Store.Transact(ctx, ops...); err != nil {
 		return View{}, s.Explain(ctx, vendorID, id, expected, err)
 	}
@@ -327,7 +328,7 @@ func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, i
 	}
 	cond := store.IfVersion(in.ExpectedVersion)
 	cond.Bounds = idleBounds()
-	ops := []store.Op{store.Update(Key(vendorID, c.ID), data, c.Version, nil, cond)}
+	ops := []store.Op{store.Update(datamodel.ConnectionKey(vendorID, c.ID), data, c.Version, nil, cond)}
 	if claims {
 		ops = append(ops, authOp)
 	}
@@ -352,7 +353,7 @@ func (s Service) ReportHealth(ctx context.Context, vendorID, id string, h Health
 	if err != nil {
 		return View{}, fmt.Errorf("connection: encode health: %w", err)
 	}
-	k := HealthKey(vendorID, id)
+	k := datamodel.ConnectionHealthKey(vendorID, id)
 	if err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.Cond{})); err != nil {
 		return View{}, errs.Unavailablef(err, "the health report could not be stored")
 	}

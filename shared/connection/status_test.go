@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 )
 
@@ -106,7 +107,7 @@ func TestDisconnectNeedsIdleConnection(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	c := f.mustCreate(t, connection.StorePlugin, preset(t, "store_source"))
-	for _, attr := range []string{connection.ListingsAttr, connection.ReservationsAttr, connection.OrdersAttr, connection.FulfillmentsAttr, connection.ConflictsAttr} {
+	for _, attr := range []string{datamodel.ActiveListingsAttr, datamodel.ActiveReservationsAttr, datamodel.UnresolvedOrdersAttr, datamodel.ChannelFulfillmentsAttr, datamodel.OpenConflictsAttr} {
 		f.count(t, c.ID, attr, 2)
 		_, err := f.svc.Transition(ctx, vendorID, c.ID, connection.Disconnect, c.Version)
 		wantCode(t, err, errs.CodeConnectionBusy)

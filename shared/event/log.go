@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/moku/sellerapi/shared/account"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -18,7 +18,7 @@ func (l Log) Get(ctx context.Context, vendorID, id string) (Event, error) {
 	if id == "" || len(id) > 128 || strings.ContainsAny(id, "#/") {
 		return Event{}, errs.E(errs.CodeNotFound, "event not found")
 	}
-	it, err := l.Store.Get(ctx, Key(vendorID, id))
+	it, err := l.Store.Get(ctx, datamodel.EventKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Event{}, errs.E(errs.CodeNotFound, "event not found")
 	}
@@ -31,11 +31,11 @@ func (l Log) Get(ctx context.Context, vendorID, id string) (Event, error) {
 // List reads up to limit events, newest first, before the sort key after,
 // keeping only those of type typ when it is set.
 func (l Log) List(ctx context.Context, vendorID, typ, after string, limit int) (events []Event, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.EventPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
 	keep := func(e Event) bool { return typ == "" || e.Type == typ }
-	q := store.Query{PK: account.Partition(vendorID), Prefix: Prefix, After: after, Desc: true}
+	q := store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.EventPrefix, After: after, Desc: true}
 	events, lastKey, more, err = store.Page(ctx, l.Store, q, limit, Decode, keep)
 	if err != nil {
 		return nil, "", false, errs.Unavailablef(err, "the event log could not be read")

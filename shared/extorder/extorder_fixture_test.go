@@ -9,6 +9,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/inventory"
@@ -122,7 +123,7 @@ func (f *fixture) move(t *testing.T, id, action string, version int64) (extorder
 
 func (f *fixture) buckets(t *testing.T, productID string) [3]int64 {
 	t.Helper()
-	it, err := f.store.Get(context.Background(), catalog.Key(vendorID, productID))
+	it, err := f.store.Get(context.Background(), datamodel.ProductKey(vendorID, productID))
 	if err != nil {
 		t.Fatal(err)
 	}

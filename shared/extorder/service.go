@@ -11,6 +11,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -63,7 +64,7 @@ func (s Service) readStock(ctx context.Context, vendorID string, qs []itemQty) (
 			continue
 		}
 		st.items[q.ProductID] = store.Item{}
-		keys = append(keys, catalog.Key(vendorID, q.ProductID))
+		keys = append(keys, datamodel.ProductKey(vendorID, q.ProductID))
 		pids = append(pids, q.ProductID)
 	}
 	if len(keys) == 0 {
@@ -113,7 +114,7 @@ func (p *productOps) add(pid string, deltas map[string]int64, bounds ...store.Bo
 func (p *productOps) ops(vendorID string, check bool) []store.Op {
 	out := make([]store.Op, 0, len(p.order))
 	for _, pid := range p.order {
-		k := catalog.Key(vendorID, pid)
+		k := datamodel.ProductKey(vendorID, pid)
 		if check {
 			out = append(out, store.Check(k, store.Cond{Exists: true, Bounds: p.bounds[pid]}))
 		} else {
@@ -159,7 +160,7 @@ func (s Service) hold(ctx context.Context, o Order, now time.Time) (ops []store.
 		if !ok {
 			return nil, nil, unavailable(errors.New("extorder: inventory buckets missing"))
 		}
-		vb := store.Bound{Attr: catalog.VersionAttr(q.Seq), Cmp: store.EQ, Value: b.Version}
+		vb := store.Bound{Attr: datamodel.ItemVersionAttr(q.Seq), Cmp: store.EQ, Value: b.Version}
 		switch {
 		case hasVar && v.Status == catalog.VariationRetired:
 			problems[q.ItemID] = ProblemRetired
@@ -168,8 +169,8 @@ func (s Service) hold(ctx context.Context, o Order, now time.Time) (ops []store.
 		case b.Available < q.Quantity:
 			problems[q.ItemID] = ProblemInsufficientStock
 		}
-		po.add(q.ProductID, map[string]int64{catalog.ReservedAttr(q.Seq): q.Quantity, catalog.AvailableAttr(q.Seq): -q.Quantity, catalog.VersionAttr(q.Seq): 1},
-			vb, store.Bound{Attr: catalog.AvailableAttr(q.Seq), Cmp: store.GE, Value: q.Quantity})
+		po.add(q.ProductID, map[string]int64{datamodel.ReservedAttr(q.Seq): q.Quantity, datamodel.AvailableAttr(q.Seq): -q.Quantity, datamodel.ItemVersionAttr(q.Seq): 1},
+			vb, store.Bound{Attr: datamodel.AvailableAttr(q.Seq), Cmp: store.GE, Value: q.Quantity})
 		id := o.ID
 		_, effect, err := stockeffect.Op(ctx, now, stockeffect.Movement{VendorID: o.VendorID, ProductID: q.ProductID, InventoryItemID: q.ItemID,
 			Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, ReservedDelta: q.Quantity, Version: b.Version + 1,
@@ -198,7 +199,7 @@ func (s Service) hold(ctx context.Context, o Order, now time.Time) (ops []store.
 		if i > 0 && absent[i-1] == pid {
 			continue
 		}
-		ops = append(ops, store.Check(catalog.Key(o.VendorID, pid), store.IfAbsent()))
+		ops = append(ops, store.Check(datamodel.ProductKey(o.VendorID, pid), store.IfAbsent()))
 	}
 	return ops, problems, nil
 }
@@ -218,16 +219,16 @@ func (s Service) settle(ctx context.Context, o Order, commit bool, now time.Time
 		if !ok {
 			return nil, unavailable(errors.New("extorder: inventory buckets of a held item missing"))
 		}
-		d := map[string]int64{catalog.ReservedAttr(q.Seq): -q.Quantity, catalog.VersionAttr(q.Seq): 1}
+		d := map[string]int64{datamodel.ReservedAttr(q.Seq): -q.Quantity, datamodel.ItemVersionAttr(q.Seq): 1}
 		action, onHand := stockeffect.ActionReleased, int64(0)
 		if commit {
-			d[catalog.OnHandAttr(q.Seq)] = -q.Quantity
+			d[datamodel.OnHandAttr(q.Seq)] = -q.Quantity
 			action, onHand = stockeffect.ActionCommitted, -q.Quantity
 		} else {
-			d[catalog.AvailableAttr(q.Seq)] = q.Quantity
+			d[datamodel.AvailableAttr(q.Seq)] = q.Quantity
 		}
-		po.add(q.ProductID, d, store.Bound{Attr: catalog.VersionAttr(q.Seq), Cmp: store.EQ, Value: b.Version},
-			store.Bound{Attr: catalog.ReservedAttr(q.Seq), Cmp: store.GE, Value: q.Quantity})
+		po.add(q.ProductID, d, store.Bound{Attr: datamodel.ItemVersionAttr(q.Seq), Cmp: store.EQ, Value: b.Version},
+			store.Bound{Attr: datamodel.ReservedAttr(q.Seq), Cmp: store.GE, Value: q.Quantity})
 		id := o.ID
 		_, effect, err := stockeffect.Op(ctx, now, stockeffect.Movement{VendorID: o.VendorID, ProductID: q.ProductID, InventoryItemID: q.ItemID,
 			Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, OnHandDelta: onHand, ReservedDelta: -q.Quantity, Version: b.Version + 1,
@@ -298,8 +299,8 @@ func unreservableDraft(o Order, problems map[string]string) conflict.Draft {
 // PrepareImport checks and builds an import. A repeat with the same
 // content answers with the first order (created false).
 func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportInput) (v View, created bool, ops []store.Op, explain func(*store.ConditionError) error, err error) {
-	uk := uniqueKey(vendorID, in.ConnectionID, in.ExternalOrderID)
-	items, err := s.Store.GetMany(ctx, []store.Key{connection.Key(vendorID, in.ConnectionID), uk})
+	uk := datamodel.ExternalOrderUniqueKey(vendorID, in.ConnectionID, in.ExternalOrderID)
+	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), uk})
 	if err != nil {
 		return View{}, false, nil, nil, unavailable(err)
 	}
@@ -340,7 +341,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 	}
 	typ := event.ExternalOrderReserved
 	o.Status = StatusReserved
-	connDeltas := map[string]int64{connection.OrdersAttr: 1}
+	connDeltas := map[string]int64{datamodel.UnresolvedOrdersAttr: 1}
 	var opened []store.Op
 	if len(problems) > 0 {
 		o.Status, typ = StatusUnreservable, event.ExternalOrderUnreservable
@@ -350,7 +351,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 			return View{}, false, nil, nil, err
 		}
 		o.ConflictID, opened = &c.Conflict.ID, c.Ops
-		connDeltas[connection.ConflictsAttr] = 1
+		connDeltas[datamodel.OpenConflictsAttr] = 1
 	}
 	it, err := o.item()
 	if err != nil {
@@ -374,7 +375,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 		store.Put(store.Item{PK: uk.PK, SK: uk.SK, Version: 1, Data: key}, store.IfAbsent()),
 		// Concurrent imports leave the version alone; a disconnect or a
 		// role change moves it, and the import decides again.
-		store.Add(connection.Key(vendorID, conn.ID), connDeltas, 0, store.IfVersion(conn.Version)),
+		store.Add(datamodel.ConnectionKey(vendorID, conn.ID), connDeltas, 0, store.IfVersion(conn.Version)),
 		imported, outcome,
 	}
 	ops = append(append(ops, stockOps...), opened...)
@@ -389,7 +390,7 @@ func (s Service) Load(ctx context.Context, vendorID, id string) (Order, error) {
 	if len(id) == 0 || len(id) > 128 {
 		return Order{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	it, err := s.Store.Get(ctx, datamodel.ExternalOrderKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Order{}, notFound()
 	}
@@ -408,13 +409,13 @@ type Filter struct{ ConnectionID, Status string }
 
 // List reads a page of orders, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ExternalOrderPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
 	keep := func(o Order) bool {
 		return (f.Status == "" || o.Status == f.Status) && (f.ConnectionID == "" || o.ConnectionID == f.ConnectionID)
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, keep)
+	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.ExternalOrderKey(vendorID, "").PK, Prefix: datamodel.ExternalOrderPrefix, After: after}, limit, Decode, keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -490,13 +491,13 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 	ops = append(ops, closing...)
 	deltas := map[string]int64{}
 	if d := b2i(Unresolved(o.Status, o.Fulfillment)) - b2i(Unresolved(prev.Status, prev.Fulfillment)); d != 0 {
-		deltas[connection.OrdersAttr] = d
+		deltas[datamodel.UnresolvedOrdersAttr] = d
 	}
 	if d := b2i(ChannelFulfilling(o.Status, o.Fulfillment)) - b2i(ChannelFulfilling(prev.Status, prev.Fulfillment)); d != 0 {
-		deltas[connection.FulfillmentsAttr] = d
+		deltas[datamodel.ChannelFulfillmentsAttr] = d
 	}
 	if len(closing) > 0 {
-		deltas[connection.ConflictsAttr] = -1
+		deltas[datamodel.OpenConflictsAttr] = -1
 	}
 	if len(deltas) > 0 {
 		cond := store.Cond{Exists: true}
@@ -505,7 +506,7 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 				cond.Bounds = append(cond.Bounds, store.Bound{Attr: attr, Cmp: store.GE, Value: -d})
 			}
 		}
-		ops = append(ops, store.Add(connection.Key(vendorID, o.ConnectionID), deltas, 0, cond))
+		ops = append(ops, store.Add(datamodel.ConnectionKey(vendorID, o.ConnectionID), deltas, 0, cond))
 	}
 	ops = append(ops, stockOps...)
 	explain := func(*store.ConditionError) error {

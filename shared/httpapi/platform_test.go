@@ -15,6 +15,7 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
@@ -40,7 +41,7 @@ func widgets(st func() store.Store) httpapi.Group {
 					after := pr.After
 					last := ""
 					for len(out) < pr.Limit+1 {
-						items, err := st().Query(c.Ctx, store.Query{PK: account.Partition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
+						items, err := st().Query(c.Ctx, store.Query{PK: datamodel.VendorPartition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
 						if err != nil {
 							return errs.Unavailablef(err, "widgets could not be read")
 						}
@@ -86,7 +87,7 @@ func widgets(st func() store.Store) httpapi.Group {
 						id := ids.Sortable("wid", time.Now())
 						w := map[string]any{"id": id, "name": in.Name, "qty": in.Qty, "color": in.Color}
 						data, _ := json.Marshal(w)
-						it := store.Item{PK: account.Partition(c.Principal.Vendor.ID), SK: "WIDGET#" + id, Version: 1, Data: data}
+						it := store.Item{PK: datamodel.VendorPartition(c.Principal.Vendor.ID), SK: "WIDGET#" + id, Version: 1, Data: data}
 						return idempotency.Mutation{Ops: []store.Op{store.Put(it, store.IfAbsent())}, Status: http.StatusCreated, Body: httpapi.Envelope(w)}, nil
 					})
 				}},
@@ -392,7 +393,7 @@ func createWidget(e *apitest.Env, key string, body any) *apitest.Resp {
 }
 
 func countWidgets(t *testing.T, e *apitest.Env) int {
-	items, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: "WIDGET#", Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: "WIDGET#", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +523,7 @@ func TestCursorPages(t *testing.T) {
 				color = "blue"
 			}
 			data, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("w%02d", i), "color": color})
-			ops = append(ops, store.Put(store.Item{PK: account.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%02d", i), Version: 1, Data: data}, store.IfAbsent()))
+			ops = append(ops, store.Put(store.Item{PK: datamodel.VendorPartition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%02d", i), Version: 1, Data: data}, store.IfAbsent()))
 		}
 		if err := e.Store.Transact(context.Background(), ops...); err != nil {
 			t.Fatal(err)
@@ -618,7 +619,7 @@ func TestCursorBoundToVendor(t *testing.T) {
 	e := newEnv(t, apitest.SQLite, apitest.Options{})
 	ops := []store.Op{}
 	for i := 0; i < 3; i++ {
-		ops = append(ops, store.Put(store.Item{PK: account.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%d", i), Version: 1, Data: []byte(`{}`)}, store.Cond{}))
+		ops = append(ops, store.Put(store.Item{PK: datamodel.VendorPartition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%d", i), Version: 1, Data: []byte(`{}`)}, store.Cond{}))
 	}
 	e.Store.Transact(context.Background(), ops...)
 	r := e.Get("/vendors/" + e.Vendor.ID + "/widgets?limit=1")

@@ -22,8 +22,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -70,7 +70,7 @@ type Scope struct {
 }
 
 func (s Scope) storeKey() store.Key {
-	return store.Key{PK: account.Partition(s.VendorID), SK: "IDEM#" + s.TokenID + "#" + s.Operation + "#" + s.Key}
+	return datamodel.ReceiptKey(s.VendorID, s.TokenID, s.Operation, s.Key)
 }
 
 // Fingerprint digests the input of a request: the operation, its target

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"
@@ -117,7 +118,7 @@ func TestAdjustLostRaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The hold lands without moving the version, so only the floor bound can stop the write.
-	if err := f.store.Transact(ctx, store.Add(catalog.Key(vendorID, p.ID), map[string]int64{catalog.ReservedAttr(0): 3, catalog.AvailableAttr(0): -3}, 0, store.Cond{Exists: true})); err != nil {
+	if err := f.store.Transact(ctx, store.Add(datamodel.ProductKey(vendorID, p.ID), map[string]int64{datamodel.ReservedAttr(0): 3, datamodel.AvailableAttr(0): -3}, 0, store.Cond{Exists: true})); err != nil {
 		t.Fatal(err)
 	}
 	err = f.store.Transact(ctx, ops...)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -75,10 +76,10 @@ type Buckets struct {
 // BucketsOf reads item seq's counters; ok is false when any is missing,
 // which must fail reads closed rather than show a guess.
 func BucketsOf(nums map[string]int64, seq int) (Buckets, bool) {
-	oh, ok1 := nums[catalog.OnHandAttr(seq)]
-	rs, ok2 := nums[catalog.ReservedAttr(seq)]
-	av, ok3 := nums[catalog.AvailableAttr(seq)]
-	v, ok4 := nums[catalog.VersionAttr(seq)]
+	oh, ok1 := nums[datamodel.OnHandAttr(seq)]
+	rs, ok2 := nums[datamodel.ReservedAttr(seq)]
+	av, ok3 := nums[datamodel.AvailableAttr(seq)]
+	v, ok4 := nums[datamodel.ItemVersionAttr(seq)]
 	return Buckets{OnHand: oh, Reserved: rs, Available: av, Version: v}, ok1 && ok2 && ok3 && ok4
 }
 
@@ -159,7 +160,7 @@ func cursorKey(sk string, seq int) string { return fmt.Sprintf("%s|%03d", sk, se
 
 func parseCursorKey(k string) (sk string, seq int, ok bool) {
 	i := strings.LastIndexByte(k, '|')
-	if i < 0 || !strings.HasPrefix(k, catalog.Prefix) {
+	if i < 0 || !strings.HasPrefix(k, datamodel.ProductPrefix) {
 		return "", 0, false
 	}
 	if _, err := fmt.Sscanf(k[i+1:], "%03d", &seq); err != nil {
@@ -179,7 +180,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 			return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 		}
 	}
-	pk := catalog.Key(vendorID, "").PK
+	pk := datamodel.ProductKey(vendorID, "").PK
 	// emit adds the items of one product after the start position; it
 	// reports whether the page is full.
 	emit := func(it store.Item) (full bool, err error) {
@@ -220,7 +221,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 		// Most products hold at least one item, so limit+1 products usually
 		// fill the page and tell whether more follow; a variable product
 		// without variations holds none, hence the loop.
-		batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: catalog.Prefix, After: queryAfter, Limit: limit + 1})
+		batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: datamodel.ProductPrefix, After: queryAfter, Limit: limit + 1})
 		if err != nil {
 			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
 		}
@@ -310,8 +311,8 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	delta := a.TargetOnHand - b.OnHand
 	next := Buckets{OnHand: a.TargetOnHand, Reserved: b.Reserved, Available: b.Available + delta, Version: b.Version + 1}
 	cond := store.Cond{Bounds: []store.Bound{
-		{Attr: catalog.VersionAttr(seq), Cmp: store.EQ, Value: b.Version},
-		{Attr: catalog.ReservedAttr(seq), Cmp: store.LE, Value: a.TargetOnHand},
+		{Attr: datamodel.ItemVersionAttr(seq), Cmp: store.EQ, Value: b.Version},
+		{Attr: datamodel.ReservedAttr(seq), Cmp: store.LE, Value: a.TargetOnHand},
 	}}
 	now := s.Clock.Now()
 	ev, err := event.Op(event.New(now, vendorID, event.InventoryItemAdjusted, "inventory_item", itemID,
@@ -329,8 +330,8 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 		return Item{}, nil, nil, err
 	}
 	ops := []store.Op{
-		store.Add(catalog.Key(vendorID, p.ID), map[string]int64{
-			catalog.OnHandAttr(seq): delta, catalog.AvailableAttr(seq): delta, catalog.VersionAttr(seq): 1,
+		store.Add(datamodel.ProductKey(vendorID, p.ID), map[string]int64{
+			datamodel.OnHandAttr(seq): delta, datamodel.AvailableAttr(seq): delta, datamodel.ItemVersionAttr(seq): 1,
 		}, 0, cond),
 		ev,
 		effect,

@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"
@@ -98,8 +99,8 @@ func (f fixture) adjust(t *testing.T, itemID string, a inventory.Adjustment) (in
 // hold moves n units into reserved on an item, as a reservation does.
 func (f fixture) hold(t *testing.T, productID string, seq int, n int64) {
 	t.Helper()
-	err := f.store.Transact(context.Background(), store.Add(catalog.Key(vendorID, productID), map[string]int64{
-		catalog.ReservedAttr(seq): n, catalog.AvailableAttr(seq): -n, catalog.VersionAttr(seq): 1,
+	err := f.store.Transact(context.Background(), store.Add(datamodel.ProductKey(vendorID, productID), map[string]int64{
+		datamodel.ReservedAttr(seq): n, datamodel.AvailableAttr(seq): -n, datamodel.ItemVersionAttr(seq): 1,
 	}, 0, store.Cond{Exists: true}))
 	if err != nil {
 		t.Fatal(err)

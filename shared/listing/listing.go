@@ -12,7 +12,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/fields"
@@ -99,23 +98,6 @@ func (l Listing) View(r connection.Roles) View {
 	return View{ID: l.ID, VendorID: l.VendorID, ConnectionID: l.ConnectionID, ProductID: l.ProductID, VariationID: l.VariationID,
 		ExternalListingID: l.ExternalListingID, Status: l.Status, ChannelPrice: l.ChannelPrice, Sync: SyncOf(r),
 		Version: l.Version, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
-}
-
-// Prefix is the sort-key prefix of listings in the vendor partition.
-const Prefix = "LST#"
-
-// Key is a listing's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
-// uniqueKey reserves (connection, product, variation) for one listing.
-func uniqueKey(vendorID, connID, productID string, variationID *string) store.Key {
-	v := "-"
-	if variationID != nil {
-		v = *variationID
-	}
-	return store.Key{PK: account.Partition(vendorID), SK: "LSTKEY#" + connID + "#" + productID + "#" + v}
 }
 
 // Decode reads a listing item.

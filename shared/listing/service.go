@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -69,7 +70,7 @@ func (s Service) read(ctx context.Context, vendorID, id string) (state, error) {
 	if len(id) == 0 || len(id) > 128 {
 		return state{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	it, err := s.Store.Get(ctx, datamodel.ListingKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return state{}, notFound()
 	}
@@ -80,7 +81,7 @@ func (s Service) read(ctx context.Context, vendorID, id string) (state, error) {
 	if err != nil {
 		return state{}, unavailable(err)
 	}
-	items, err := s.Store.GetMany(ctx, []store.Key{connection.Key(vendorID, l.ConnectionID), catalog.Key(vendorID, l.ProductID)})
+	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, l.ConnectionID), datamodel.ProductKey(vendorID, l.ProductID)})
 	if err != nil {
 		return state{}, unavailable(err)
 	}
@@ -111,8 +112,8 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	if !catalog.ValidProductID(in.ProductID) {
 		return View{}, nil, nil, errs.E(errs.CodeNotFound, "product not found")
 	}
-	uk := uniqueKey(vendorID, in.ConnectionID, in.ProductID, in.VariationID)
-	items, err := s.Store.GetMany(ctx, []store.Key{connection.Key(vendorID, in.ConnectionID), catalog.Key(vendorID, in.ProductID), uk})
+	uk := datamodel.ListingUniqueKey(vendorID, in.ConnectionID, in.ProductID, in.VariationID)
+	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.ProductKey(vendorID, in.ProductID), uk})
 	if err != nil {
 		return View{}, nil, nil, unavailable(err)
 	}
@@ -152,7 +153,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	if err != nil {
 		return View{}, nil, nil, err
 	}
-	k := Key(vendorID, l.ID)
+	k := datamodel.ListingKey(vendorID, l.ID)
 	ev, err := event.Op(event.New(now, vendorID, event.ListingCreated, "listing", l.ID,
 		map[string]any{"version": 1, "connection_id": conn.ID, "product_id": p.ID, "status": l.Status}))
 	if err != nil {
@@ -161,7 +162,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	ops := []store.Op{
 		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent()),
 		store.Put(store.Item{PK: uk.PK, SK: uk.SK, Version: 1, Data: []byte(`{"listing_id":"` + l.ID + `"}`)}, store.IfAbsent()),
-		store.Check(connection.Key(vendorID, conn.ID), store.IfVersion(conn.Version)),
+		store.Check(datamodel.ConnectionKey(vendorID, conn.ID), store.IfVersion(conn.Version)),
 		ev,
 	}
 	// A concurrent create of the same listing, or a change of the
@@ -187,22 +188,22 @@ func (s Service) write(vendorID string, st state, next Listing, typ string) ([]s
 	if err != nil {
 		return nil, nil, err
 	}
-	ck := connection.Key(vendorID, st.conn.ID)
+	ck := datamodel.ConnectionKey(vendorID, st.conn.ID)
 	connOp := store.Check(ck, store.IfVersion(st.conn.Version))
 	delta := b2i(Counted(next.Status)) - b2i(Counted(st.l.Status))
 	if delta != 0 {
 		cond := store.IfVersion(st.conn.Version)
 		if delta < 0 {
-			cond.Bounds = []store.Bound{{Attr: connection.ListingsAttr, Cmp: store.GE, Value: 1}}
+			cond.Bounds = []store.Bound{{Attr: datamodel.ActiveListingsAttr, Cmp: store.GE, Value: 1}}
 		}
-		connOp = store.Add(ck, map[string]int64{connection.ListingsAttr: delta}, 0, cond)
+		connOp = store.Add(ck, map[string]int64{datamodel.ActiveListingsAttr: delta}, 0, cond)
 	}
 	ev, err := event.Op(event.New(next.UpdatedAt, vendorID, typ, "listing", next.ID,
 		map[string]any{"version": next.Version, "connection_id": next.ConnectionID, "product_id": next.ProductID, "status": next.Status}))
 	if err != nil {
 		return nil, nil, err
 	}
-	ops := []store.Op{store.Update(Key(vendorID, next.ID), data, next.Version, nil, store.IfVersion(st.l.Version)), connOp, ev}
+	ops := []store.Op{store.Update(datamodel.ListingKey(vendorID, next.ID), data, next.Version, nil, store.IfVersion(st.l.Version)), connOp, ev}
 	// Either the listing or its connection changed since it was read:
 	// preparing again reports a stale expected_version or decides on the
 	// connection's new state.
@@ -306,10 +307,10 @@ func (f Filter) match(l Listing) bool {
 
 // List reads a page of listings, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ListingPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	page, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.match)
+	page, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ListingKey(vendorID, "").PK, Prefix: datamodel.ListingPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -319,7 +320,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	for _, l := range page {
 		if _, ok := roles[l.ConnectionID]; !ok {
 			roles[l.ConnectionID] = connection.Roles{}
-			keys = append(keys, connection.Key(vendorID, l.ConnectionID))
+			keys = append(keys, datamodel.ConnectionKey(vendorID, l.ConnectionID))
 		}
 	}
 	if len(keys) > 0 {

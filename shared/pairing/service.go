@@ -14,6 +14,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
@@ -111,7 +112,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, [
 	if err != nil {
 		return Created{}, nil, err
 	}
-	k, sk, ck := Key(vendorID, p.ID), secretKey(p.ID), codeKey(hash(norm))
+	k, sk, ck := datamodel.PairingKey(vendorID, p.ID), datamodel.PairingSecretKey(p.ID), datamodel.PairingCodeKey(hash(norm))
 	ev, err := event.Op(event.New(now, vendorID, event.StorePairingCreated, "store_pairing", p.ID, map[string]any{"version": 1}))
 	if err != nil {
 		return Created{}, nil, err
@@ -132,7 +133,7 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Pairing, error) 
 	if !ids.Issued(IDPrefix, id) {
 		return Pairing{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	it, err := s.Store.Get(ctx, datamodel.PairingKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Pairing{}, notFound()
 	}
@@ -157,10 +158,10 @@ func (s Service) View(ctx context.Context, vendorID, id string) (View, error) {
 
 // List reads a page of a vendor's pairings, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.PairingPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.PairingKey(vendorID, "").PK, Prefix: datamodel.PairingPrefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -190,14 +191,14 @@ func (s Service) update(ctx context.Context, p Pairing, secret *secretRecord, ty
 	if err != nil {
 		return err
 	}
-	k := Key(p.VendorID, p.ID)
+	k := datamodel.PairingKey(p.VendorID, p.ID)
 	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: p.Version, Data: doc}, store.IfVersion(p.Version-1))}
 	if secret != nil {
 		b, err := encode(*secret)
 		if err != nil {
 			return err
 		}
-		sk := secretKey(p.ID)
+		sk := datamodel.PairingSecretKey(p.ID)
 		ops = append(ops, store.Put(store.Item{PK: sk.PK, SK: sk.SK, Version: p.Version, Data: b}, store.Cond{Exists: true}))
 	}
 	if data == nil {
@@ -224,7 +225,7 @@ func (s Service) Exchange(ctx context.Context, raw string) (Exchanged, error) {
 	if !ok {
 		return Exchanged{}, codeInvalid()
 	}
-	it, err := s.Store.Get(ctx, codeKey(hash(norm)))
+	it, err := s.Store.Get(ctx, datamodel.PairingCodeKey(hash(norm)))
 	if errors.Is(err, store.ErrNotFound) {
 		return Exchanged{}, codeInvalid()
 	}
@@ -285,7 +286,7 @@ func (s Service) Authenticate(ctx context.Context, raw string) (Principal, error
 		return Principal{}, unauthenticated()
 	}
 	id := "pair_" + suffix
-	it, err := s.Store.Get(ctx, secretKey(id))
+	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Principal{}, unauthenticated()
 	}
@@ -391,7 +392,7 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 	if err != nil {
 		return View{}, err
 	}
-	k := Key(vendorID, p.ID)
+	k := datamodel.PairingKey(vendorID, p.ID)
 	ev, err := event.Op(event.New(now, vendorID, event.StorePairingAccepted, "store_pairing", p.ID,
 		map[string]any{"version": p.Version, "connection_id": acc.ConnectionID, "preset": in.Preset}))
 	if err != nil {
@@ -433,7 +434,7 @@ func (s Service) Review(ctx context.Context, id, reviewer string) (View, error) 
 	if !ids.Issued(IDPrefix, id) {
 		return View{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, secretKey(id))
+	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return View{}, notFound()
 	}
@@ -481,7 +482,7 @@ func (s Service) Revoke(ctx context.Context, vendorID, id string) (View, error) 
 	if p.Status == StatusRevoked {
 		return p.View(now), nil
 	}
-	it, err := s.Store.Get(ctx, secretKey(id))
+	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
 	if err != nil {
 		return View{}, unavailable(err)
 	}

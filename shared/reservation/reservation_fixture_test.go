@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -134,7 +135,7 @@ type counts struct {
 func (f *fixture) counts(t *testing.T) counts {
 	t.Helper()
 	ctx := context.Background()
-	items, err := f.store.GetMany(ctx, []store.Key{catalog.Key(vendorID, f.product.ID), connection.Key(vendorID, f.conn), connection.AuthorityKey(vendorID)})
+	items, err := f.store.GetMany(ctx, []store.Key{datamodel.ProductKey(vendorID, f.product.ID), datamodel.ConnectionKey(vendorID, f.conn), datamodel.AuthorityKey(vendorID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func (f *fixture) counts(t *testing.T) counts {
 	if !ok {
 		t.Fatal("buckets missing")
 	}
-	return counts{Buckets: b, ConnReservations: items[1].Nums[connection.ReservationsAttr], ServiceReservations: items[2].Nums[connection.ServiceReservationsAttr]}
+	return counts{Buckets: b, ConnReservations: items[1].Nums[datamodel.ActiveReservationsAttr], ServiceReservations: items[2].Nums[datamodel.ServiceReservationsAttr]}
 }
 
 func (c counts) stock() [3]int64 { return [3]int64{c.OnHand, c.Reserved, c.Available} }

@@ -10,6 +10,7 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -47,7 +48,7 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{
-		connection.Key(vendorID, in.ConnectionID), connection.AuthorityKey(vendorID), catalog.Key(vendorID, productID)})
+		datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.AuthorityKey(vendorID), datamodel.ProductKey(vendorID, productID)})
 	if err != nil {
 		return createState{}, unavailable(err)
 	}
@@ -80,7 +81,7 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 
 // inventoryExternal reports whether a connection masters the Stock Pool.
 func inventoryExternal(it store.Item) bool {
-	return it.PK != "" && it.Nums[connection.InventoryExternalAttr] != 0
+	return it.PK != "" && it.Nums[datamodel.InventoryExternalAttr] != 0
 }
 
 // PrepareCreate checks and builds a reservation and the operations that
@@ -105,9 +106,9 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	if st.authority.PK == "" {
 		// The vendor's first reservation: create the authority record (the
 		// service masters everything) so the hold can count itself on it.
-		k := connection.AuthorityKey(vendorID)
+		k := datamodel.AuthorityKey(vendorID)
 		err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{
-			connection.ServiceReservationsAttr: 0, connection.InventoryExternalAttr: 0}}, store.IfAbsent()))
+			datamodel.ServiceReservationsAttr: 0, datamodel.InventoryExternalAttr: 0}}, store.IfAbsent()))
 		if err != nil && !store.IsCondition(err) {
 			return View{}, nil, nil, errs.Unavailablef(err, "the vendor authority could not be stored")
 		}
@@ -132,13 +133,13 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		store.Put(it, store.IfAbsent()),
 		// Conditioned on the item's version, so the effect's before and
 		// after are exact; a lost race is retried (see conflict).
-		store.Add(catalog.Key(vendorID, r.ProductID), map[string]int64{
-			catalog.ReservedAttr(r.Seq): q, catalog.AvailableAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1,
+		store.Add(datamodel.ProductKey(vendorID, r.ProductID), map[string]int64{
+			datamodel.ReservedAttr(r.Seq): q, datamodel.AvailableAttr(r.Seq): -q, datamodel.ItemVersionAttr(r.Seq): 1,
 		}, 0, store.Cond{Bounds: []store.Bound{
-			{Attr: catalog.VersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
-			{Attr: catalog.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
-		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: 1}, 0,
-			store.Cond{Bounds: []store.Bound{{Attr: connection.ActiveAttr, Cmp: store.EQ, Value: 1}}}),
+			{Attr: datamodel.ItemVersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
+			{Attr: datamodel.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		store.Add(datamodel.ConnectionKey(vendorID, r.ConnectionID), map[string]int64{datamodel.ActiveReservationsAttr: 1}, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: datamodel.IsActiveAttr, Cmp: store.EQ, Value: 1}}}),
 		s.authorityOp(vendorID, 1),
 		expiryOp(r),
 	}
@@ -167,9 +168,9 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 func (s Service) authorityOp(vendorID string, delta int64) store.Op {
 	cond := store.Cond{Exists: true}
 	if delta > 0 {
-		cond.Bounds = []store.Bound{{Attr: connection.InventoryExternalAttr, Cmp: store.EQ, Value: 0}}
+		cond.Bounds = []store.Bound{{Attr: datamodel.InventoryExternalAttr, Cmp: store.EQ, Value: 0}}
 	}
-	return store.Add(connection.AuthorityKey(vendorID), map[string]int64{connection.ServiceReservationsAttr: delta}, 0, cond)
+	return store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: delta}, 0, cond)
 }
 
 // Load reads a reservation.
@@ -177,7 +178,7 @@ func (s Service) Load(ctx context.Context, vendorID, id string) (Reservation, er
 	if len(id) == 0 || len(id) > 128 {
 		return Reservation{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	it, err := s.Store.Get(ctx, datamodel.ReservationKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Reservation{}, notFound()
 	}
@@ -199,10 +200,10 @@ func (f Filter) match(r Reservation) bool {
 
 // List reads a page of reservations, newest last.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ReservationPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	rs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.match)
+	rs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ReservationKey(vendorID, "").PK, Prefix: datamodel.ReservationPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -302,7 +303,7 @@ func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in Ver
 
 // buckets reads the current counters of a reservation's item.
 func (s Service) buckets(ctx context.Context, vendorID string, r Reservation) (inventory.Buckets, error) {
-	it, err := s.Store.Get(ctx, catalog.Key(vendorID, r.ProductID))
+	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, r.ProductID))
 	if err != nil {
 		return inventory.Buckets{}, unavailable(err)
 	}
@@ -321,19 +322,19 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 	}
 	prev := r.Version
 	q := r.Quantity
-	deltas := map[string]int64{catalog.ReservedAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1}
+	deltas := map[string]int64{datamodel.ReservedAttr(r.Seq): -q, datamodel.ItemVersionAttr(r.Seq): 1}
 	typ := event.ReservationReleased
 	action, onHandDelta := stockeffect.ActionReleased, int64(0)
 	switch to {
 	case StatusCommitted:
-		deltas[catalog.OnHandAttr(r.Seq)] = -q
+		deltas[datamodel.OnHandAttr(r.Seq)] = -q
 		r.CommittedAt, typ = &now, event.ReservationCommitted
 		action, onHandDelta = stockeffect.ActionCommitted, -q
 	case StatusReleased:
-		deltas[catalog.AvailableAttr(r.Seq)] = q
+		deltas[datamodel.AvailableAttr(r.Seq)] = q
 		r.ReleasedAt = &now
 	case StatusExpired:
-		deltas[catalog.AvailableAttr(r.Seq)] = q
+		deltas[datamodel.AvailableAttr(r.Seq)] = q
 		r.ExpiredAt, typ = &now, event.ReservationExpired
 		action = stockeffect.ActionExpired
 	}
@@ -355,10 +356,10 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 	}
 	ops := []store.Op{
 		store.Put(it, store.IfVersion(prev)),
-		store.Add(catalog.Key(vendorID, r.ProductID), deltas, 0, store.Cond{Bounds: []store.Bound{
-			{Attr: catalog.VersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
-			{Attr: catalog.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
-		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: -1}, 0, store.Cond{}),
+		store.Add(datamodel.ProductKey(vendorID, r.ProductID), deltas, 0, store.Cond{Bounds: []store.Bound{
+			{Attr: datamodel.ItemVersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
+			{Attr: datamodel.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		store.Add(datamodel.ConnectionKey(vendorID, r.ConnectionID), map[string]int64{datamodel.ActiveReservationsAttr: -1}, 0, store.Cond{}),
 		s.authorityOp(vendorID, -1),
 		store.Delete(expiryKey(r), store.Cond{}),
 		ev,

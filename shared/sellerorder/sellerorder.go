@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -61,14 +61,6 @@ type Order struct {
 	UpdatedAt       time.Time  `json:"updated_at"`
 }
 
-// Prefix is the sort-key prefix of seller orders in the vendor partition.
-const Prefix = "SORD#"
-
-// Key is a seller order's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
 // IDOf is the seller order id of an external order.
 func IDOf(externalOrderID string) string { return "so_" + strings.TrimPrefix(externalOrderID, "xo_") }
 
@@ -86,14 +78,14 @@ func (o Order) item() (store.Item, error) {
 	if err != nil {
 		return store.Item{}, fmt.Errorf("sellerorder: encode: %w", err)
 	}
-	k := Key(o.VendorID, o.ID)
+	k := datamodel.SellerOrderKey(o.VendorID, o.ID)
 	return store.Item{PK: k.PK, SK: k.SK, Version: o.Version, Data: data}, nil
 }
 
 // Rule sends every external_order.committed and .cancelled event to the
 // seller-orders queue.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, event.Prefix) {
+	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, datamodel.EventPrefix) {
 		return nil, nil
 	}
 	e, err := event.Decode(*c.New)
@@ -151,7 +143,7 @@ func (p Projector) applyFulfillment(ctx context.Context, e event.Event) error {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil
 	}
-	it, err := p.Store.Get(ctx, Key(e.VendorID, e.Resource.ID))
+	it, err := p.Store.Get(ctx, datamodel.SellerOrderKey(e.VendorID, e.Resource.ID))
 	if errors.Is(err, store.ErrNotFound) {
 		return &queue.RetryError{After: time.Second, Err: err} // its creation is not projected yet
 	}
@@ -213,7 +205,7 @@ func (p Projector) Apply(ctx context.Context, e event.Event) error {
 		}
 		return err
 	case event.ExternalOrderCancelled:
-		it, err := p.Store.Get(ctx, Key(e.VendorID, id))
+		it, err := p.Store.Get(ctx, datamodel.SellerOrderKey(e.VendorID, id))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // the order never reached commit: nothing to ship
 		}
@@ -256,7 +248,7 @@ func (s Service) Load(ctx context.Context, vendorID, id string) (Order, error) {
 	if len(id) == 0 || len(id) > 128 {
 		return Order{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	it, err := s.Store.Get(ctx, datamodel.SellerOrderKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Order{}, notFound()
 	}
@@ -275,13 +267,13 @@ type Filter struct{ ConnectionID, Status string }
 
 // List reads a page of seller orders, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []Order, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.SellerOrderPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
 	keep := func(o Order) bool {
 		return (f.Status == "" || o.Status == f.Status) && (f.ConnectionID == "" || o.ConnectionID == f.ConnectionID)
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, decode, keep)
+	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.SellerOrderKey(vendorID, "").PK, Prefix: datamodel.SellerOrderPrefix, After: after}, limit, decode, keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}

@@ -21,12 +21,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -106,16 +106,8 @@ const (
 // plus a day of margin, like bulk operations.
 const Retention = 31 * 24 * time.Hour
 
-// Prefix is the sort-key prefix of jobs in the vendor partition.
-const Prefix = "SYNCJOB#"
-
 // IDPrefix starts every sync job id (syn_ and 26 characters, see ids.Issued).
 const IDPrefix = "syn"
-
-// Key is a job's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
 
 // Resource is what an item reports on: an inventory item or a product.
 type Resource = conflict.Resource
@@ -273,7 +265,7 @@ func (j Job) Clone() Job {
 
 // Item encodes the job at version, expiring Retention after completion.
 func (j Job) Item(version int64) (store.Item, error) {
-	return j.Header.Encode(j, Key(j.VendorID, j.ID), version, Retention)
+	return j.Header.Encode(j, datamodel.SyncJobKey(j.VendorID, j.ID), version, Retention)
 }
 
 // Decode reads a job item.
@@ -427,7 +419,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedB
 	if err != nil {
 		return View{}, nil, nil, err
 	}
-	ops := []store.Op{store.Put(it, store.IfAbsent()), store.Check(connection.Key(vendorID, c.ID), store.IfVersion(c.Version))}
+	ops := []store.Op{store.Put(it, store.IfAbsent()), store.Check(datamodel.ConnectionKey(vendorID, c.ID), store.IfVersion(c.Version))}
 	lost := func(*store.ConditionError) error {
 		return idempotency.Retry(errs.E(errs.CodeConflict, "the connection changed while the sync job was stored; retry"))
 	}
@@ -452,7 +444,7 @@ func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64,
 	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
-	return jobrun.Load[Job](ctx, st, Key(vendorID, id), notFound(), "sync job")
+	return jobrun.Load[Job](ctx, st, datamodel.SyncJobKey(vendorID, id), notFound(), "sync job")
 }
 
 // Get reads a sync job; a non-empty connectionID hides the jobs of other
@@ -478,10 +470,10 @@ func (f Filter) keep(j Job) bool {
 
 // List reads a page of sync jobs, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.SyncJobPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.keep)
+	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SyncJobKey(vendorID, "").PK, Prefix: datamodel.SyncJobPrefix, After: after}, limit, Decode, f.keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}

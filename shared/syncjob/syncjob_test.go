@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -51,7 +52,7 @@ func TestCountsAndOutcome(t *testing.T) {
 }
 
 func TestRuleStartsOnInsertOnly(t *testing.T) {
-	k := Key("ven_1", "syn_1")
+	k := datamodel.SyncJobKey("ven_1", "syn_1")
 	out, err := Rule(context.Background(), store.Change{Kind: store.Inserted, Key: k})
 	if err != nil || len(out) != 1 || out[0].Queue != queue.SyncJobs || string(out[0].Body) != `{"vendor_id":"ven_1","sync_job_id":"syn_1"}` {
 		t.Fatalf("%+v %v", out, err)

@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
@@ -48,14 +48,14 @@ type Message struct {
 // Rule starts a job: the insert of a job item makes one message. Later
 // writes of the job (its verdicts) make none.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, Prefix) {
+	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, datamodel.SyncJobPrefix) {
 		return nil, nil
 	}
-	vendorID, ok := strings.CutPrefix(c.Key.PK, account.Partition(""))
+	vendorID, ok := strings.CutPrefix(c.Key.PK, datamodel.VendorPartition(""))
 	if !ok {
 		return nil, nil
 	}
-	b, err := json.Marshal(Message{VendorID: vendorID, ID: strings.TrimPrefix(c.Key.SK, Prefix)})
+	b, err := json.Marshal(Message{VendorID: vendorID, ID: strings.TrimPrefix(c.Key.SK, datamodel.SyncJobPrefix)})
 	if err != nil {
 		return nil, fmt.Errorf("syncjob: encode message: %w", err)
 	}
@@ -192,8 +192,8 @@ type state struct {
 // the open-index entry of the item's conflict in one round trip.
 func (w Worker) read(ctx context.Context, j Job, it Item, productID string) (state, error) {
 	conn := j.ConnectionID
-	keys := []store.Key{connection.Key(j.VendorID, j.ConnectionID), connection.AuthorityKey(j.VendorID),
-		catalog.Key(j.VendorID, productID), conflict.OpenKey(j.VendorID, conflictType(j.Kind), &conn, it.Resource)}
+	keys := []store.Key{datamodel.ConnectionKey(j.VendorID, j.ConnectionID), datamodel.AuthorityKey(j.VendorID),
+		datamodel.ProductKey(j.VendorID, productID), conflict.OpenKey(j.VendorID, conflictType(j.Kind), &conn, it.Resource)}
 	items, err := w.Store.GetMany(ctx, keys)
 	if err != nil {
 		return state{}, errs.Unavailablef(err, "the sync state could not be read")
@@ -254,25 +254,25 @@ func (g guards) ops() []store.Op {
 }
 
 func newGuards(j Job, st state, productID string, seq int) guards {
-	conn := store.Check(connection.Key(j.VendorID, j.ConnectionID), store.IfVersion(st.conn.Version))
-	auth := store.Check(connection.AuthorityKey(j.VendorID), store.IfAbsent())
+	conn := store.Check(datamodel.ConnectionKey(j.VendorID, j.ConnectionID), store.IfVersion(st.conn.Version))
+	auth := store.Check(datamodel.AuthorityKey(j.VendorID), store.IfAbsent())
 	if st.authItem.PK != "" {
-		auth = store.Check(connection.AuthorityKey(j.VendorID), store.IfVersion(st.authItem.Version))
+		auth = store.Check(datamodel.AuthorityKey(j.VendorID), store.IfVersion(st.authItem.Version))
 	}
 	g := guards{conn: &conn, authority: &auth}
 	if productID == "" {
 		return g
 	}
-	prod := store.Check(catalog.Key(j.VendorID, productID), store.IfAbsent())
+	prod := store.Check(datamodel.ProductKey(j.VendorID, productID), store.IfAbsent())
 	if st.hasProduct {
 		cond := store.IfVersion(st.prodItem.Version)
 		if seq >= 0 {
 			// An inventory verdict also rests on the item's buckets.
 			if b, ok := inventory.BucketsOf(st.prodItem.Nums, seq); ok {
-				cond.Bounds = []store.Bound{{Attr: catalog.VersionAttr(seq), Cmp: store.EQ, Value: b.Version}}
+				cond.Bounds = []store.Bound{{Attr: datamodel.ItemVersionAttr(seq), Cmp: store.EQ, Value: b.Version}}
 			}
 		}
-		prod = store.Check(catalog.Key(j.VendorID, productID), cond)
+		prod = store.Check(datamodel.ProductKey(j.VendorID, productID), cond)
 	}
 	g.product = &prod
 	return g
@@ -413,7 +413,7 @@ func (w Worker) closeSettled(ctx context.Context, j Job, st state, v *verdict) e
 	v.ops = append(v.ops, ops...)
 	cond := store.IfVersion(st.conn.Version)
 	cond.Bounds = []store.Bound{conflict.CountedBound()}
-	uncount := store.Add(connection.Key(j.VendorID, j.ConnectionID), conflict.CountDelta(-1), 0, cond)
+	uncount := store.Add(datamodel.ConnectionKey(j.VendorID, j.ConnectionID), conflict.CountDelta(-1), 0, cond)
 	v.guards.conn = &uncount
 	v.detail = strings.TrimPrefix(v.detail+"; ", "; ") + "resolves conflict " + c.ID
 	return nil
@@ -474,7 +474,7 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 	// The adjustment's add is conditioned on the item's version and floor;
 	// it stands for the product's guard. The job's authority guard stands
 	// for the adjustment's fence on the same record.
-	ops = slices.DeleteFunc(ops, func(op store.Op) bool { return op.Item.Key() == connection.AuthorityKey(j.VendorID) })
+	ops = slices.DeleteFunc(ops, func(op store.Op) bool { return op.Item.Key() == datamodel.AuthorityKey(j.VendorID) })
 	g.product = nil
 	return verdict{status: ItemUpdated, service: sv, ops: ops, guards: g,
 		effectID: ptr(stockeffect.ID(itemID, b.Version+1))}, nil
@@ -556,7 +556,7 @@ func (w Worker) openOrLink(ctx context.Context, j Job, it Item, st state, v *ver
 	}
 	v.ops = append(v.ops, o.Ops...)
 	// The count rides on the connection's guard: one action on that item.
-	count := store.Add(connection.Key(j.VendorID, conn), conflict.CountDelta(1), 0, store.IfVersion(st.conn.Version))
+	count := store.Add(datamodel.ConnectionKey(j.VendorID, conn), conflict.CountDelta(1), 0, store.IfVersion(st.conn.Version))
 	v.guards.conn = &count
 	v.conflict = o.Conflict.ID
 	return nil

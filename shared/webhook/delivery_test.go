@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
@@ -158,7 +159,7 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 	if err := (Replayer{Store: st, Clock: clk, Queue: again}).Handle(ctx, msg); err != nil || len(again.sent) != 0 {
 		t.Fatalf("a completed replay re-sent %d: %v", len(again.sent), err)
 	}
-	items, _ := st.Query(ctx, store.Query{PK: "VENDOR#" + vendorID, Prefix: event.Prefix, Limit: 100})
+	items, _ := st.Query(ctx, store.Query{PK: "VENDOR#" + vendorID, Prefix: datamodel.EventPrefix, Limit: 100})
 	completed := 0
 	for _, it := range items {
 		if e, _ := event.Decode(it); e.Type == event.EventReplayCompleted {
