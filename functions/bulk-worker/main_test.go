@@ -39,8 +39,9 @@ func TestBulkOperationThroughTheHandler(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
 			e := apitest.New(t, apitest.Options{Store: kind})
-			p, ops, _, err := catalog.Service{Store: e.Store, Clock: e.Clock, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, e.Vendor.ID,
+			prep, err := catalog.Service{Store: e.Store, Clock: e.Clock, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, e.Vendor.ID,
 				catalog.Input{Kind: catalog.KindSimple, Name: "Mug", Slug: "mug", Options: map[string][]string{}})
+			p, ops := prep.View, prep.Ops
 			if err != nil {
 				t.Fatal(err)
 			}

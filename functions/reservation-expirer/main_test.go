@@ -55,16 +55,17 @@ func expiresDueHolds(t *testing.T, s store.Store, fake *clock.Fake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ops, _, err := catalog.Service{Store: s, Clock: fake, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, v.ID, catalog.Input{
+	product, err := catalog.Service{Store: s, Clock: fake, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, v.ID, catalog.Input{
 		Kind: catalog.KindSimple, Name: "Mug", Slug: "mug", Options: map[string][]string{}})
-	tx(ops, err)
+	p := product.View
+	tx(product.Ops, err)
 	tx([]store.Op{store.Add(datamodel.ProductKey(v.ID, p.ID), map[string]int64{datamodel.OnHandAttr(0): 5, datamodel.AvailableAttr(0): 5}, 0, store.Cond{})}, nil)
-	conn, ops, _, err := connection.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, connection.CreateInput{
+	conn, err := connection.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, connection.CreateInput{
 		Provider: "marketplace_a", ExternalAccountID: "a", DisplayName: "A", Roles: serviceSource()})
-	tx(ops, err)
-	_, ops, _, err = reservation.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, reservation.CreateInput{
-		ConnectionID: conn.ID, InventoryItemID: catalog.InventoryItemID(p.ID, 0), Quantity: 2, Hold: time.Minute})
-	tx(ops, err)
+	tx(conn.Ops, err)
+	hold, err := reservation.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, reservation.CreateInput{
+		ConnectionID: conn.View.ID, InventoryItemID: catalog.InventoryItemID(p.ID, 0), Quantity: 2, Hold: time.Minute})
+	tx(hold.Ops, err)
 
 	h, err := newHandler(ctx, config.Default(), app.WithStore(s), app.WithClock(fake))
 	if err != nil {

@@ -275,15 +275,15 @@ type Service struct {
 
 // PrepareCreate builds the job of a submission made with token tokenID and
 // the operation that stores it; the caller commits it with its receipt.
-func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (View, []store.Op, error) {
+func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (store.Prepared[View], error) {
 	now := s.Clock.Now()
 	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, Kind: KindInventoryAdjustment,
 		TokenID: tokenID, Records: slices.Clone(sub.Records)}
 	it, err := j.Item(1)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
-	return j.View(), []store.Op{store.Put(it, store.IfAbsent())}, nil
+	return store.Prepared[View]{View: j.View(), Ops: []store.Op{store.Put(it, store.IfAbsent())}}, nil
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "bulk operation not found") }

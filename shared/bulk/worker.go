@@ -134,7 +134,7 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 	adj := r.Body.adjustment()
 	jobID, recordKey := j.ID, r.Key
 	adj.Cause = &stockeffect.Cause{Type: stockeffect.CauseBulkOperation, ID: &jobID, Action: stockeffect.ActionAdjusted, RecordKey: &recordKey}
-	item, ops, conflict, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, r.InventoryItemID, adj)
+	adjusted, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, r.InventoryItemID, adj)
 	if err != nil {
 		if jobrun.Transient(err) {
 			return w.jobs().Retry(ctx, s, i, err)
@@ -142,15 +142,15 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 		return w.reject(ctx, s, i, err)
 	}
 	err = w.jobs().Write(ctx, s, func(n *Job) {
-		n.Records[i].Status, n.Records[i].Data = RecordSucceeded, &item
-	}, ops)
+		n.Records[i].Status, n.Records[i].Data = RecordSucceeded, &adjusted.View
+	}, adjusted.Ops)
 	if err == nil || errors.Is(err, jobrun.ErrReload) {
 		return err
 	}
 	if ce, ok := store.AsCondition(err); ok {
 		// The job did not change (write checked that), so the adjustment's
 		// own condition failed: a concurrent change won the item.
-		cerr := conflict(ce)
+		cerr := adjusted.Explain(ce)
 		if jobrun.Transient(cerr) || errors.Is(cerr, idempotency.ErrRetry) {
 			// A fault, or the Stock Pool changed hands: decide it again.
 			return w.jobs().Retry(ctx, s, i, cerr)

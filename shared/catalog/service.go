@@ -100,17 +100,16 @@ func MastersLater(ctx context.Context, a Authority, vendorID string) func() (Mas
 
 // PrepareCreate builds a new product from in and the operations that store
 // it with its zeroed inventory buckets, its slug reservation and its event.
-// conflict explains a failed condition of those operations.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (p Product, ops []store.Op, conflict func(*store.ConditionError) error, err error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (store.Prepared[Product], error) {
 	m, err := s.masters(ctx, vendorID)
 	if err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
 	if err := CheckBindings(m, in.Authority); err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
 	now := s.Clock.Now()
-	p = Product{ID: ids.Sortable("prd", now), VendorID: vendorID, Status: StatusDraft, Revision: 1, Kind: in.Kind,
+	p := Product{ID: ids.Sortable("prd", now), VendorID: vendorID, Status: StatusDraft, Revision: 1, Kind: in.Kind,
 		CreatedAt: now, UpdatedAt: now, NextSeq: 1}
 	p.apply(in)
 	nums := map[string]int64{}
@@ -126,18 +125,17 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (
 	// Deltas of a put are its starting values.
 	data, err := Encode(p)
 	if err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
 	k := datamodel.ProductKey(vendorID, p.ID)
-	ops = append(ops, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: nums}, store.IfAbsent()))
-	ops = append(ops, s.slugOp(vendorID, p))
+	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: nums}, store.IfAbsent()), s.slugOp(vendorID, p)}
 	ev, err := event.Op(event.New(now, vendorID, event.ProductCreated, "product", p.ID,
 		map[string]any{"revision": 1, "inventory_item_ids": p.inventoryIDs(p.Seqs())}))
 	if err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
 	ops = m.Fenced(append(ops, ev))
-	conflict = func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		if err := Moved(ctx, s.Authority, vendorID, m); err != nil {
 			return err
 		}
@@ -146,7 +144,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (
 		}
 		return errs.E(errs.CodeConflict, "the product could not be created; retry")
 	}
-	return p, ops, conflict, nil
+	return store.Prepared[Product]{View: p, Ops: ops, Explain: explain}, nil
 }
 
 func slugTaken(slug string) error {

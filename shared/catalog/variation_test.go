@@ -182,7 +182,8 @@ func TestSlugIsUniquePerVendor(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.create(t, variableBody("shirt"))
 	in, _ := catalog.ParseCreate([]byte(variableBody("shirt")))
-	_, ops, conflict, err := f.svc.PrepareCreate(context.Background(), vendorID, in)
+	prep, err := f.svc.PrepareCreate(context.Background(), vendorID, in)
+	ops, conflict := prep.Ops, prep.Explain
 	if err != nil {
 		t.Fatal(err)
 	}

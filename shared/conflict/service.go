@@ -271,28 +271,28 @@ func Close(now time.Time, c Conflict, status, reason string, by Actor) (Conflict
 }
 
 // PrepareClose checks and builds a resolve or dismiss by a token.
-func (s Service) PrepareClose(ctx context.Context, vendorID, id, status string, in Closing, tokenID string) (View, []store.Op, error) {
+func (s Service) PrepareClose(ctx context.Context, vendorID, id, status string, in Closing, tokenID string) (store.Prepared[View], error) {
 	c, err := s.Load(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if c.Version != in.ExpectedVersion {
-		return View{}, nil, versionConflict(c.Version)
+		return store.Prepared[View]{}, versionConflict(c.Version)
 	}
 	if c.Status != StatusOpen {
-		return View{}, nil, errs.Ef(errs.CodeConflictState, "the conflict is already %s", c.Status)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeConflictState, "the conflict is already %s", c.Status)
 	}
 	if why, ok := closedBy(c); ok {
-		return View{}, nil, errs.E(errs.CodeConflictState, why)
+		return store.Prepared[View]{}, errs.E(errs.CodeConflictState, why)
 	}
 	closed, ops, err := Close(s.Clock.Now(), c, status, in.Reason, Actor{Type: ActorToken, ID: &tokenID})
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if c.ConnectionID != nil {
 		ops = append(ops, Uncount(vendorID, *c.ConnectionID))
 	}
-	return closed, ops, nil
+	return store.Prepared[View]{View: closed, Ops: ops}, nil
 }
 
 // Explain turns a failed close of conflict id into a reason.

@@ -36,8 +36,9 @@ func newFixture(t *testing.T) fixture {
 func (f fixture) create(t *testing.T, provider string, roles connection.Roles) (connection.View, error) {
 	t.Helper()
 	ctx := context.Background()
-	v, ops, conflict, err := f.svc.PrepareCreate(ctx, vendorID, connection.CreateInput{
+	prep, err := f.svc.PrepareCreate(ctx, vendorID, connection.CreateInput{
 		Provider: provider, ExternalAccountID: "acct-1", DisplayName: "Shop", Roles: roles})
+	v, ops, conflict := prep.View, prep.Ops, prep.Explain
 	if err != nil {
 		return connection.View{}, err
 	}

@@ -141,33 +141,33 @@ func (s Service) authorityOp(ctx context.Context, vendorID, id string, r Roles) 
 
 // PrepareCreate builds a new connection and the operations that store it,
 // claim its sources and record its event.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	now := s.Clock.Now()
 	c := Connection{ID: ids.New("conn"), VendorID: vendorID, Provider: in.Provider, ExternalAccountID: in.ExternalAccountID,
 		DisplayName: in.DisplayName, Status: StatusActive, Roles: in.Roles, CreatedAt: now, UpdatedAt: now, Version: 1}
 	data, err := encode(c)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	k := datamodel.ConnectionKey(vendorID, c.ID)
 	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{
 		datamodel.ActiveListingsAttr: 0, datamodel.ActiveReservationsAttr: 0, datamodel.UnresolvedOrdersAttr: 0, datamodel.ChannelFulfillmentsAttr: 0, datamodel.OpenConflictsAttr: 0, datamodel.IsActiveAttr: 1}}, store.IfAbsent())}
 	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, c.Roles)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if claims {
 		ops = append(ops, authOp)
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ConnectionCreated, "connection", c.ID, map[string]any{"version": 1, "provider": c.Provider}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops = append(ops, ev)
-	conflict := func(*store.ConditionError) error {
+	explain := func(*store.ConditionError) error {
 		return errs.E(errs.CodeAuthorityConflict, "the vendor authority changed while the connection was created; read it and retry")
 	}
-	return c.View(Health{}), ops, conflict, nil
+	return store.Prepared[View]{View: c.View(Health{}), Ops: ops, Explain: explain}, nil
 }
 
 func versionConflict(current int64) error {
@@ -282,49 +282,49 @@ func pastTense(action string) string {
 // connection, moves its authority claims with it, and refuses a second
 // source for any domain.
 func (s Service) ReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (View, error) {
-	v, ops, err := s.PrepareReplaceRoles(ctx, vendorID, id, in)
-	if err != nil || len(ops) == 0 {
-		return v, err
+	p, err := s.PrepareReplaceRoles(ctx, vendorID, id, in)
+	if err != nil || len(p.Ops) == 0 {
+		return p.View, err
 	}
-	if err := s.Store.Transact(ctx, ops...); err != nil {
+	if err := s.Store.Transact(ctx, p.Ops...); err != nil {
 		return View{}, s.Explain(ctx, vendorID, id, in.ExpectedVersion, err)
 	}
-	return v, nil
+	return p.View, nil
 }
 
 // PrepareReplaceRoles checks a role replacement and returns the connection
 // as it will be and the operations that make the change (none when the
 // roles are unchanged), for callers that write more in the same
 // transaction; Explain turns their failed condition into a reason.
-func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (View, []store.Op, error) {
+func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (store.Prepared[View], error) {
 	c, h, _, err := s.Load(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if in.preset && c.Provider != StorePlugin {
-		return View{}, nil, errs.Ef(errs.CodeInvalidRequest, "roles: presets exist only for the %s provider; give the five roles", StorePlugin)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeInvalidRequest, "roles: presets exist only for the %s provider; give the five roles", StorePlugin)
 	}
 	if in.ExpectedVersion != c.Version {
-		return View{}, nil, versionConflict(c.Version)
+		return store.Prepared[View]{}, versionConflict(c.Version)
 	}
 	if c.Status == StatusDisconnected {
-		return View{}, nil, errs.E(errs.CodeConnectionState, "a disconnected connection has no roles to replace")
+		return store.Prepared[View]{}, errs.E(errs.CodeConnectionState, "a disconnected connection has no roles to replace")
 	}
 	if busy := c.Counters.busy(); len(busy) > 0 {
-		return View{}, nil, errs.Ef(errs.CodeConnectionBusy, "roles change only on an idle connection; pause it and reconcile first: %s", strings.Join(busy, ", "))
+		return store.Prepared[View]{}, errs.Ef(errs.CodeConnectionBusy, "roles change only on an idle connection; pause it and reconcile first: %s", strings.Join(busy, ", "))
 	}
 	if in.Roles == c.Roles {
-		return c.View(h), nil, nil
+		return store.Prepared[View]{View: c.View(h)}, nil
 	}
 	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, in.Roles)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	c.Roles, c.UpdatedAt, c.Version = in.Roles, now, c.Version+1
 	data, err := encode(c)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	cond := store.IfVersion(in.ExpectedVersion)
 	cond.Bounds = idleBounds()
@@ -334,9 +334,9 @@ func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, i
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ConnectionRolesReplaced, "connection", c.ID, map[string]any{"version": c.Version}))
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
-	return c.View(h), append(ops, ev), nil
+	return store.Prepared[View]{View: c.View(h), Ops: append(ops, ev)}, nil
 }
 
 // ReportHealth records a connector's health report. Reports are telemetry:

@@ -297,47 +297,47 @@ func unreservableDraft(o Order, problems map[string]string) conflict.Draft {
 }
 
 // PrepareImport checks and builds an import. A repeat with the same
-// content answers with the first order (created false).
-func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportInput) (v View, created bool, ops []store.Op, explain func(*store.ConditionError) error, err error) {
+// content answers with the first order and no operations.
+func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportInput) (store.Prepared[View], error) {
 	uk := datamodel.ExternalOrderUniqueKey(vendorID, in.ConnectionID, in.ExternalOrderID)
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), uk})
 	if err != nil {
-		return View{}, false, nil, nil, unavailable(err)
+		return store.Prepared[View]{}, unavailable(err)
 	}
 	if items[0].PK == "" {
-		return View{}, false, nil, nil, errs.E(errs.CodeNotFound, "connection not found")
+		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "connection not found")
 	}
 	fp := in.Fingerprint()
 	if items[1].PK != "" {
 		var e keyEntry
 		if err := jsonUnmarshal(items[1].Data, &e); err != nil {
-			return View{}, false, nil, nil, unavailable(err)
+			return store.Prepared[View]{}, unavailable(err)
 		}
 		if e.Fingerprint != fp {
-			return View{}, false, nil, nil, s.duplicate(ctx, vendorID, e.OrderID, in)
+			return store.Prepared[View]{}, s.duplicate(ctx, vendorID, e.OrderID, in)
 		}
 		o, err := s.Load(ctx, vendorID, e.OrderID)
 		if err != nil {
-			return View{}, false, nil, nil, err
+			return store.Prepared[View]{}, err
 		}
-		return o, false, nil, nil, nil
+		return store.Prepared[View]{View: o}, nil
 	}
 	conn, err := connection.Decode(items[0])
 	if err != nil {
-		return View{}, false, nil, nil, unavailable(err)
+		return store.Prepared[View]{}, unavailable(err)
 	}
 	if conn.Status == connection.StatusDisconnected {
-		return View{}, false, nil, nil, errs.E(errs.CodeConnectionState, "connection_id: the connection is disconnected: it imports no orders")
+		return store.Prepared[View]{}, errs.E(errs.CodeConnectionState, "connection_id: the connection is disconnected: it imports no orders")
 	}
 	if conn.Roles.OrderIngress != connection.Enabled {
-		return View{}, false, nil, nil, errs.E(errs.CodeConnectionState, "connection_id: the connection's order_ingress is disabled")
+		return store.Prepared[View]{}, errs.E(errs.CodeConnectionState, "connection_id: the connection's order_ingress is disabled")
 	}
 	now := s.Clock.Now()
 	o := Order{ID: ids.Sortable("xo", now), VendorID: vendorID, ConnectionID: conn.ID, ExternalOrderID: in.ExternalOrderID,
 		Fulfillment: conn.Roles.ExternalOrderFulfillment, Lines: append([]Line(nil), in.Lines...), Version: 1, CreatedAt: now, UpdatedAt: now}
 	stockOps, problems, err := s.hold(ctx, o, now)
 	if err != nil {
-		return View{}, false, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	typ := event.ExternalOrderReserved
 	o.Status = StatusReserved
@@ -348,29 +348,29 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 		setProblems(&o, problems)
 		c, err := conflict.PrepareOpen(now, vendorID, unreservableDraft(o, problems))
 		if err != nil {
-			return View{}, false, nil, nil, err
+			return store.Prepared[View]{}, err
 		}
 		o.ConflictID, opened = &c.Conflict.ID, c.Ops
 		connDeltas[datamodel.OpenConflictsAttr] = 1
 	}
 	it, err := o.item()
 	if err != nil {
-		return View{}, false, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	key, err := jsonMarshal(keyEntry{OrderID: o.ID, Fingerprint: fp})
 	if err != nil {
-		return View{}, false, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	imported, err := eventOp(o, event.ExternalOrderImported)
 	if err != nil {
-		return View{}, false, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	outcome, err := event.Op(event.New(now, vendorID, typ, "external_order", o.ID, map[string]any{
 		"version": o.Version, "connection_id": o.ConnectionID, "status": o.Status}))
 	if err != nil {
-		return View{}, false, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
-	ops = []store.Op{
+	ops := []store.Op{
 		store.Put(it, store.IfAbsent()),
 		store.Put(store.Item{PK: uk.PK, SK: uk.SK, Version: 1, Data: key}, store.IfAbsent()),
 		// Concurrent imports leave the version alone; a disconnect or a
@@ -379,10 +379,10 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 		imported, outcome,
 	}
 	ops = append(append(ops, stockOps...), opened...)
-	explain = func(*store.ConditionError) error {
+	explain := func(*store.ConditionError) error {
 		return idempotency.Retry(errs.E(errs.CodeConflict, "the stock, the connection or the order key changed concurrently; retry"))
 	}
-	return o, true, ops, explain, nil
+	return store.Prepared[View]{View: o, Ops: ops, Explain: explain}, nil
 }
 
 // Load reads an order.
@@ -425,13 +425,13 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 var pastTense = map[string]string{Reserve: "reserved", Commit: "committed", Cancel: "cancelled", Reject: "rejected", Fulfill: "fulfilled"}
 
 // PrepareTransition checks and builds an order transition.
-func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action string, expected int64) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[View], error) {
 	o, err := s.Load(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if o.Version != expected {
-		return View{}, nil, nil, versionConflict(o.Version)
+		return store.Prepared[View]{}, versionConflict(o.Version)
 	}
 	now := s.Clock.Now()
 	prev := o
@@ -441,7 +441,7 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 	case action == Reserve && o.Status == StatusUnreservable:
 		ops, problems, err := s.hold(ctx, o, now)
 		if err != nil {
-			return View{}, nil, nil, err
+			return store.Prepared[View]{}, err
 		}
 		if len(problems) > 0 {
 			var parts []string
@@ -449,19 +449,19 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 				parts = append(parts, item+": "+p)
 			}
 			sort.Strings(parts)
-			return View{}, nil, nil, errs.Ef(errs.CodeInsufficientStock, "the order still cannot be held: %s", strings.Join(parts, "; "))
+			return store.Prepared[View]{}, errs.Ef(errs.CodeInsufficientStock, "the order still cannot be held: %s", strings.Join(parts, "; "))
 		}
 		setProblems(&o, nil)
 		stockOps, o.Status, typ = ops, StatusReserved, event.ExternalOrderReserved
 	case action == Commit && o.Status == StatusReserved:
 		if stockOps, err = s.settle(ctx, o, true, now); err != nil {
-			return View{}, nil, nil, err
+			return store.Prepared[View]{}, err
 		}
 		o.Status, o.CommittedAt, typ = StatusCommitted, &now, event.ExternalOrderCommitted
 	case action == Cancel && (o.Status == StatusReserved || o.Status == StatusUnreservable):
 		if o.Status == StatusReserved {
 			if stockOps, err = s.settle(ctx, o, false, now); err != nil {
-				return View{}, nil, nil, err
+				return store.Prepared[View]{}, err
 			}
 		}
 		o.Status, typ = StatusCancelled, event.ExternalOrderCancelled
@@ -470,23 +470,23 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 	case action == Fulfill && o.Status == StatusCommitted && o.Fulfillment == connection.Channel:
 		o.Status, o.FulfilledAt, typ = StatusFulfilled, &now, event.ExternalOrderFulfilled
 	case action == Fulfill && o.Status == StatusCommitted:
-		return View{}, nil, nil, errs.E(errs.CodeExternalOrderState, "the order's fulfillment is moku: the seller fulfills it through seller orders, not the channel")
+		return store.Prepared[View]{}, errs.E(errs.CodeExternalOrderState, "the order's fulfillment is moku: the seller fulfills it through seller orders, not the channel")
 	default:
-		return View{}, nil, nil, stateConflict(o.Status, pastTense[action])
+		return store.Prepared[View]{}, stateConflict(o.Status, pastTense[action])
 	}
 	o.Version, o.UpdatedAt = o.Version+1, now
 	it, err := o.item()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ev, err := eventOp(o, typ)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{store.Put(it, store.IfVersion(prev.Version)), ev}
 	closing, err := s.closeConflict(ctx, prev, action, now)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops = append(ops, closing...)
 	deltas := map[string]int64{}
@@ -520,7 +520,7 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 		// The order did not move, so the stock did: decide again.
 		return idempotency.Retry(errs.E(errs.CodeExternalOrderState, "the order's stock changed concurrently; read it and retry"))
 	}
-	return o, ops, explain, nil
+	return store.Prepared[View]{View: o, Ops: ops, Explain: explain}, nil
 }
 
 // closeConflict closes the conflict of an unreservable order that moves

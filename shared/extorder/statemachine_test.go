@@ -207,7 +207,8 @@ func TestUnreservableAndReserveAgain(t *testing.T) {
 	if err != nil || o2.Status != extorder.StatusUnreservable {
 		t.Fatalf("ext-2: %s %v", o2.Status, err)
 	}
-	_, ops, _, err := f.inv.PrepareAdjust(context.Background(), vendorID, other, inventoryAdjust(5, 2))
+	prep, err := f.inv.PrepareAdjust(context.Background(), vendorID, other, inventoryAdjust(5, 2))
+	ops := prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,13 +66,13 @@ func (s *Server) closeConflict(status string) func(*Call) error {
 			return err
 		}
 		vendorID, id := c.Principal.Vendor.ID, c.R.PathValue("conflict_id")
-		v, ops, err := s.conflicts.PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
+		p, err := s.conflicts.PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
 		if err != nil {
 			return err
 		}
-		if err := s.conflicts.Store.Transact(c.Ctx, ops...); err != nil {
+		if err := s.conflicts.Store.Transact(c.Ctx, p.Ops...); err != nil {
 			return s.conflicts.Explain(c.Ctx, vendorID, id, in.ExpectedVersion, err)
 		}
-		return c.Data(http.StatusOK, v)
+		return c.Data(http.StatusOK, p.View)
 	}
 }

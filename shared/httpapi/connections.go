@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // Connections is the Connections group, with the vendor authority.
@@ -61,13 +62,9 @@ func (s *Server) createConnection(c *Call) error {
 	if err := c.requireSourceScopes(in.Roles); err != nil {
 		return err
 	}
-	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		v, ops, conflict, err := s.connections.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
-	})
+	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[connection.View], error) {
+		return s.connections.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+	}))
 }
 
 func (s *Server) getConnection(c *Call) error {

@@ -69,14 +69,14 @@ func (s *Server) createPairing(c *Call) error {
 	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID, Operation: "store_pairings.create", Key: key}
 	var fresh pairing.Created
 	res, err := s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint("store_pairings.create", c.R.URL.Path, body), func(ctx context.Context) (idempotency.Mutation, error) {
-		created, ops, err := s.pairings.PrepareCreate(ctx, c.Principal.Vendor.ID)
+		p, err := s.pairings.PrepareCreate(ctx, c.Principal.Vendor.ID)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
-		fresh = created
-		stored := created
+		fresh = p.View
+		stored := p.View
 		stored.Code = nil
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(stored)}, nil
+		return idempotency.Mutation{Ops: p.Ops, Status: http.StatusCreated, Body: Envelope(stored)}, nil
 	})
 	if err != nil {
 		return err

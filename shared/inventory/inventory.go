@@ -281,32 +281,32 @@ func VersionConflict(current int64) error {
 // PrepareAdjust checks an adjustment against the item as it is now and
 // returns the item as it will be, with the operations that make it so: an
 // atomic add conditioned on the version and the reservation floor, and the
-// event. conflict explains a lost race.
-func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a Adjustment) (Item, []store.Op, func(*store.ConditionError) error, error) {
+// event; its Explain explains a lost race.
+func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a Adjustment) (store.Prepared[Item], error) {
 	masters := catalog.MastersLater(ctx, s.Authority, vendorID)
 	p, it, seq, err := s.load(ctx, vendorID, itemID)
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	b, ok := BucketsOf(it.Nums, seq)
 	if !ok {
-		return Item{}, nil, nil, missingBucket(itemID)
+		return store.Prepared[Item]{}, missingBucket(itemID)
 	}
 	if v, ok := p.VariationBySeq(seq); ok && v.Status == catalog.VariationRetired {
-		return Item{}, nil, nil, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired; its stock stays at zero")
+		return store.Prepared[Item]{}, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired; its stock stays at zero")
 	}
 	if b.Version != a.ExpectedVersion {
-		return Item{}, nil, nil, VersionConflict(b.Version)
+		return store.Prepared[Item]{}, VersionConflict(b.Version)
 	}
 	m, err := masters()
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	if err := catalog.CheckInventoryBinding(m, a.Authority); err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	if a.TargetOnHand < b.Reserved {
-		return Item{}, nil, nil, errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, b.Reserved)
+		return store.Prepared[Item]{}, errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, b.Reserved)
 	}
 	delta := a.TargetOnHand - b.OnHand
 	next := Buckets{OnHand: a.TargetOnHand, Reserved: b.Reserved, Available: b.Available + delta, Version: b.Version + 1}
@@ -318,7 +318,7 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	ev, err := event.Op(event.New(now, vendorID, event.InventoryItemAdjusted, "inventory_item", itemID,
 		map[string]any{"version": next.Version, "product_id": p.ID}))
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	cause := stockeffect.Cause{Type: stockeffect.CauseAdjustment, Action: stockeffect.ActionAdjusted}
 	if a.Cause != nil {
@@ -327,7 +327,7 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	_, effect, err := stockeffect.Op(ctx, now, stockeffect.Movement{VendorID: vendorID, ProductID: p.ID, InventoryItemID: itemID,
 		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, OnHandDelta: delta, Version: next.Version, Cause: cause})
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	ops := []store.Op{
 		store.Add(datamodel.ProductKey(vendorID, p.ID), map[string]int64{
@@ -338,7 +338,7 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	}
 	// The add must not commit once the Stock Pool changed hands.
 	ops = m.Fenced(ops)
-	conflict := func(*store.ConditionError) error {
+	explain := func(*store.ConditionError) error {
 		if err := catalog.Moved(ctx, s.Authority, vendorID, m); err != nil {
 			return err
 		}
@@ -351,5 +351,5 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 		}
 		return errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, cur.Reserved)
 	}
-	return view(p, seq, next), ops, conflict, nil
+	return store.Prepared[Item]{View: view(p, seq, next), Ops: ops, Explain: explain}, nil
 }

@@ -69,7 +69,8 @@ func (f fixture) product(t *testing.T, slug string, sizes ...string) catalog.Pro
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ops, _, err := f.catalog.PrepareCreate(context.Background(), vendorID, in)
+	prep, err := f.catalog.PrepareCreate(context.Background(), vendorID, in)
+	p, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,8 @@ func (f fixture) product(t *testing.T, slug string, sizes ...string) catalog.Pro
 func (f fixture) adjust(t *testing.T, itemID string, a inventory.Adjustment) (inventory.Item, error) {
 	t.Helper()
 	ctx := context.Background()
-	item, ops, conflict, err := f.svc.PrepareAdjust(ctx, vendorID, itemID, a)
+	prep, err := f.svc.PrepareAdjust(ctx, vendorID, itemID, a)
+	item, ops, conflict := prep.View, prep.Ops, prep.Explain
 	if err != nil {
 		return inventory.Item{}, err
 	}

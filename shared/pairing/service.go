@@ -94,7 +94,7 @@ func normalizeCode(raw string) (string, bool) {
 
 // PrepareCreate builds a new pairing with its code, and the operations that
 // store it (the code only as its hash) and record its event.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, []store.Op, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string) (store.Prepared[Created], error) {
 	now := s.Clock.Now()
 	code := newCode()
 	norm, _ := normalizeCode(code)
@@ -102,20 +102,20 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, [
 		CodeExpiresAt: now.Add(CodeTTL), CreatedAt: now, UpdatedAt: now, Version: 1}
 	data, err := encode(p)
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
 	secret, err := encode(secretRecord{VendorID: vendorID})
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
 	cr, err := encode(codeRecord{PairingID: p.ID, VendorID: vendorID})
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
 	k, sk, ck := datamodel.PairingKey(vendorID, p.ID), datamodel.PairingSecretKey(p.ID), datamodel.PairingCodeKey(hash(norm))
 	ev, err := event.Op(event.New(now, vendorID, event.StorePairingCreated, "store_pairing", p.ID, map[string]any{"version": 1}))
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
 	ops := []store.Op{
 		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent()),
@@ -125,7 +125,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, [
 		store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Data: cr, ExpiresAt: p.CodeExpiresAt.Add(24 * time.Hour).Unix()}, store.IfAbsent()),
 		ev,
 	}
-	return Created{View: p.View(now), Code: &code}, ops, nil
+	return store.Prepared[Created]{View: Created{View: p.View(now), Code: &code}, Ops: ops}, nil
 }
 
 // Get reads a pairing of a vendor.
@@ -367,12 +367,12 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 	var ops []store.Op
 	acc := Acceptance{Preset: in.Preset, AcceptedAt: now, TokenID: tokenID}
 	if in.ConnectionID == "" {
-		v, cops, _, err := s.Connections.PrepareCreate(ctx, vendorID, connection.CreateInput{Provider: connection.StorePlugin,
+		c, err := s.Connections.PrepareCreate(ctx, vendorID, connection.CreateInput{Provider: connection.StorePlugin,
 			ExternalAccountID: p.Discovery.Store.Domain, DisplayName: p.Discovery.Store.Name, Roles: roles})
 		if err != nil {
 			return View{}, err
 		}
-		ops, acc.ConnectionID, acc.Created = cops, v.ID, true
+		ops, acc.ConnectionID, acc.Created = c.Ops, c.View.ID, true
 	} else {
 		c, _, _, err := s.Connections.Load(ctx, vendorID, in.ConnectionID)
 		if err != nil {
@@ -381,11 +381,11 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 		if c.Provider != connection.StorePlugin || c.ExternalAccountID != p.Discovery.Store.Domain {
 			return View{}, errs.Ef(errs.CodeInvalidRequest, "connection_id: the connection is not the %s connection of %s", connection.StorePlugin, p.Discovery.Store.Domain)
 		}
-		_, cops, err := s.Connections.PrepareReplaceRoles(ctx, vendorID, c.ID, connection.RolesInput{ExpectedVersion: c.Version, Roles: roles})
+		r, err := s.Connections.PrepareReplaceRoles(ctx, vendorID, c.ID, connection.RolesInput{ExpectedVersion: c.Version, Roles: roles})
 		if err != nil {
 			return View{}, err
 		}
-		ops, acc.ConnectionID = cops, c.ID
+		ops, acc.ConnectionID = r.Ops, c.ID
 	}
 	p.Status, p.Acceptance, p.UpdatedAt, p.Version = StatusAccepted, &acc, now, p.Version+1
 	doc, err := encode(p)

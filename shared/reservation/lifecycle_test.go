@@ -204,7 +204,8 @@ func TestSettleLostRace(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	r := f.mustCreate(t, 2)
-	_, ops, conflict, err := f.svc.PrepareCommit(ctx, vendorID, r.ID, reservation.VersionInput{ExpectedVersion: 1})
+	prep, err := f.svc.PrepareCommit(ctx, vendorID, r.ID, reservation.VersionInput{ExpectedVersion: 1})
+	ops, conflict := prep.Ops, prep.Explain
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,22 +86,22 @@ func inventoryExternal(it store.Item) bool {
 
 // PrepareCreate checks and builds a reservation and the operations that
 // hold its stock.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	st, err := s.readCreate(ctx, vendorID, in)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if st.conn.Status != connection.StatusActive {
-		return View{}, nil, nil, errs.Ef(errs.CodeConnectionInactive, "connection_id: the connection is %s; reservations need an active connection", st.conn.Status)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeConnectionInactive, "connection_id: the connection is %s; reservations need an active connection", st.conn.Status)
 	}
 	if inventoryExternal(st.authority) {
-		return View{}, nil, nil, errs.E(errs.CodeInventoryExternal, "a channel masters the Stock Pool: the service's own checkout is blocked until a remote reserve-and-debit adapter exists")
+		return store.Prepared[View]{}, errs.E(errs.CodeInventoryExternal, "a channel masters the Stock Pool: the service's own checkout is blocked until a remote reserve-and-debit adapter exists")
 	}
 	if st.product.Status == catalog.StatusArchived {
-		return View{}, nil, nil, errs.E(errs.CodeProductState, "the product is archived: its stock cannot be reserved")
+		return store.Prepared[View]{}, errs.E(errs.CodeProductState, "the product is archived: its stock cannot be reserved")
 	}
 	if st.buckets.Available < in.Quantity {
-		return View{}, nil, nil, errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, %d available", in.Quantity, st.buckets.Available)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, %d available", in.Quantity, st.buckets.Available)
 	}
 	if st.authority.PK == "" {
 		// The vendor's first reservation: create the authority record (the
@@ -110,7 +110,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{
 			datamodel.ServiceReservationsAttr: 0, datamodel.InventoryExternalAttr: 0}}, store.IfAbsent()))
 		if err != nil && !store.IsCondition(err) {
-			return View{}, nil, nil, errs.Unavailablef(err, "the vendor authority could not be stored")
+			return store.Prepared[View]{}, errs.Unavailablef(err, "the vendor authority could not be stored")
 		}
 	}
 	now := s.Clock.Now()
@@ -119,7 +119,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		Version: 1, ExpiresAt: now.Add(in.Hold).Truncate(time.Second), CreatedAt: now, UpdatedAt: now, Seq: st.seq}
 	it, err := r.item()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	q := in.Quantity
 	b := st.buckets
@@ -127,7 +127,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, ReservedDelta: q, Version: b.Version + 1,
 		Cause: stockeffect.Cause{Type: stockeffect.CauseReservation, ID: &r.ID, Action: stockeffect.ActionReserved}})
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{
 		store.Put(it, store.IfAbsent()),
@@ -146,10 +146,10 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	ev, err := event.Op(event.New(now, vendorID, event.ReservationCreated, "reservation", r.ID,
 		map[string]any{"version": 1, "inventory_item_id": r.InventoryItemID, "quantity": q}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops = append(ops, ev, effect)
-	conflict := func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		switch {
 		case ce.Has(1):
 			// A concurrent movement won the item: prepare again, which
@@ -160,7 +160,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		}
 		return errs.E(errs.CodeInventoryExternal, "Stock Pool authority moved to a channel while reserving")
 	}
-	return r.View(), ops, conflict, nil
+	return store.Prepared[View]{View: r.View(), Ops: ops, Explain: explain}, nil
 }
 
 // authorityOp moves the vendor's count of service-owned reservations by
@@ -230,33 +230,33 @@ func (s Service) check(r Reservation, expected int64, verb string) error {
 }
 
 // PrepareRenew extends an active hold.
-func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in RenewInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in RenewInput) (store.Prepared[View], error) {
 	r, err := s.Load(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := s.check(r, in.ExpectedVersion, "renewed"); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	if !now.Before(r.ExpiresAt) {
-		return View{}, nil, nil, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
+		return store.Prepared[View]{}, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
 	}
 	old := r
 	r.ExpiresAt, r.UpdatedAt, r.Version = now.Add(in.Hold).Truncate(time.Second), now, r.Version+1
 	it, err := r.item()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ReservationRenewed, "reservation", r.ID, map[string]any{"version": r.Version}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{store.Put(it, store.IfVersion(old.Version)), ev}
 	if expiryKey(old) != expiryKey(r) {
 		ops = append(ops, store.Delete(expiryKey(old), store.Cond{}), expiryOp(r))
 	}
-	return r.View(), ops, s.raced(ctx, vendorID, id, in.ExpectedVersion), nil
+	return store.Prepared[View]{View: r.View(), Ops: ops, Explain: s.raced(ctx, vendorID, id, in.ExpectedVersion)}, nil
 }
 
 // raced explains a lost race on a reservation.
@@ -274,29 +274,29 @@ func (s Service) raced(ctx context.Context, vendorID, id string, expected int64)
 }
 
 // PrepareCommit consumes an active hold: on_hand and reserved both fall.
-func (s Service) PrepareCommit(ctx context.Context, vendorID, id string, in VersionInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCommit(ctx context.Context, vendorID, id string, in VersionInput) (store.Prepared[View], error) {
 	r, err := s.Load(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := s.check(r, in.ExpectedVersion, "committed"); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	if !now.Before(r.ExpiresAt) {
-		return View{}, nil, nil, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
+		return store.Prepared[View]{}, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
 	}
 	return s.settle(ctx, vendorID, r, StatusCommitted, now)
 }
 
 // PrepareRelease returns an active hold to available.
-func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in VersionInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in VersionInput) (store.Prepared[View], error) {
 	r, err := s.Load(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := s.check(r, in.ExpectedVersion, "released"); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	return s.settle(ctx, vendorID, r, StatusReleased, s.Clock.Now())
 }
@@ -315,10 +315,10 @@ func (s Service) buckets(ctx context.Context, vendorID string, r Reservation) (i
 }
 
 // settle ends an active reservation as committed, released or expired.
-func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to string, now time.Time) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to string, now time.Time) (store.Prepared[View], error) {
 	b, err := s.buckets(ctx, vendorID, r)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	prev := r.Version
 	q := r.Quantity
@@ -342,17 +342,17 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, OnHandDelta: onHandDelta, ReservedDelta: -q, Version: b.Version + 1,
 		Cause: stockeffect.Cause{Type: stockeffect.CauseReservation, ID: &r.ID, Action: action}})
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	r.Status, r.UpdatedAt, r.Version = to, now, r.Version+1
 	it, err := r.item()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ev, err := event.Op(event.New(now, vendorID, typ, "reservation", r.ID,
 		map[string]any{"version": r.Version, "inventory_item_id": r.InventoryItemID, "quantity": q}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{
 		store.Put(it, store.IfVersion(prev)),
@@ -366,7 +366,7 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 		effect,
 	}
 	raced := s.raced(ctx, vendorID, r.ID, prev)
-	conflict := func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		err := raced(ce)
 		if errs.Is(err, errs.CodeReservationState) {
 			// The reservation did not move, so the item did: settle
@@ -375,7 +375,7 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 		}
 		return err
 	}
-	return r.View(), ops, conflict, nil
+	return store.Prepared[View]{View: r.View(), Ops: ops, Explain: explain}, nil
 }
 
 // Run is what one pass of the expirer did.
@@ -472,11 +472,11 @@ func (s Service) expireEntry(ctx context.Context, it store.Item, now time.Time) 
 // every movement); it reports false when r was settled concurrently.
 func (s Service) expire(ctx context.Context, vendorID string, r Reservation, now time.Time) (bool, error) {
 	for attempt := 1; ; attempt++ {
-		_, ops, conflict, err := s.settle(ctx, vendorID, r, StatusExpired, now)
+		p, err := s.settle(ctx, vendorID, r, StatusExpired, now)
 		if err != nil {
 			return false, err
 		}
-		err = s.Store.Transact(ctx, ops...)
+		err = s.Store.Transact(ctx, p.Ops...)
 		if err == nil {
 			return true, nil
 		}
@@ -484,7 +484,7 @@ func (s Service) expire(ctx context.Context, vendorID string, r Reservation, now
 		if !ok {
 			return false, err
 		}
-		if !errors.Is(conflict(ce), idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
+		if !errors.Is(p.Explain(ce), idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
 			return false, nil // settled concurrently; the next run sees its new state
 		}
 		if err := idempotency.Pause(ctx, attempt); err != nil {

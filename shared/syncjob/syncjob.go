@@ -402,28 +402,28 @@ func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs cou
 
 // PrepareCreate checks a submission against its connection and builds the
 // job and the operations that store it, conditioned on the connection as
-// read; the caller commits them with its receipt. conflict explains a lost
+// read; the caller commits them with its receipt. Its Explain explains a lost
 // race on the connection as worth another run.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (store.Prepared[View], error) {
 	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, vendorID, sub.ConnectionID)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := Admissible(c, sub.Kind); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, ConnectionID: c.ID, Kind: sub.Kind,
 		StartedBy: by, Items: slices.Clone(sub.Items)}
 	it, err := j.Item(1)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{store.Put(it, store.IfAbsent()), store.Check(datamodel.ConnectionKey(vendorID, c.ID), store.IfVersion(c.Version))}
 	lost := func(*store.ConditionError) error {
 		return idempotency.Retry(errs.E(errs.CodeConflict, "the connection changed while the sync job was stored; retry"))
 	}
-	return j.View(), ops, lost, nil
+	return store.Prepared[View]{View: j.View(), Ops: ops, Explain: lost}, nil
 }
 
 // Admissible tells whether connection c may sync kind: it is not

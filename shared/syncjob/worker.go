@@ -461,7 +461,7 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 			detail: fmt.Sprintf("the channel reports on_hand %d, below the %d units the service holds reserved", reported, b.Reserved)}, nil
 	}
 	jobID, itemID, conn := j.ID, it.Resource.ID, j.ConnectionID
-	_, ops, _, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, itemID, inventory.Adjustment{
+	adjusted, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, itemID, inventory.Adjustment{
 		TargetOnHand: reported, ExpectedVersion: b.Version, Authority: &conn,
 		Cause: &stockeffect.Cause{Type: stockeffect.CauseSyncJob, ID: &jobID, Action: stockeffect.ActionReconciled, RecordKey: &itemID}})
 	if err != nil {
@@ -474,7 +474,7 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 	// The adjustment's add is conditioned on the item's version and floor;
 	// it stands for the product's guard. The job's authority guard stands
 	// for the adjustment's fence on the same record.
-	ops = slices.DeleteFunc(ops, func(op store.Op) bool { return op.Item.Key() == datamodel.AuthorityKey(j.VendorID) })
+	ops := slices.DeleteFunc(adjusted.Ops, func(op store.Op) bool { return op.Item.Key() == datamodel.AuthorityKey(j.VendorID) })
 	g.product = nil
 	return verdict{status: ItemUpdated, service: sv, ops: ops, guards: g,
 		effectID: ptr(stockeffect.ID(itemID, b.Version+1))}, nil

@@ -215,9 +215,9 @@ func limitErr() error {
 // subscription with its secret, and returns the operations that store it,
 // count it against the vendor's limit (a counter with a bound, so that
 // concurrent creates cannot pass 20) and record its event.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (WithSecret, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[WithSecret], error) {
 	if _, err := s.Policy.CheckURL(ctx, in.URL); err != nil {
-		return WithSecret{}, nil, nil, err
+		return store.Prepared[WithSecret]{}, err
 	}
 	ck := datamodel.SubscriptionCountKey(vendorID)
 	cit, err := s.Store.Get(ctx, ck)
@@ -226,9 +226,9 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	case errors.Is(err, store.ErrNotFound):
 		count = store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: map[string]int64{datamodel.SubscriptionCountAttr: 1}}, store.IfAbsent())
 	case err != nil:
-		return WithSecret{}, nil, nil, unavailable(err)
+		return store.Prepared[WithSecret]{}, unavailable(err)
 	case cit.Nums[datamodel.SubscriptionCountAttr] >= MaxSubscriptions:
-		return WithSecret{}, nil, nil, limitErr()
+		return store.Prepared[WithSecret]{}, limitErr()
 	default:
 		count = store.Add(ck, map[string]int64{datamodel.SubscriptionCountAttr: 1}, 0,
 			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.LT, Value: MaxSubscriptions}}})
@@ -238,24 +238,24 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		Description: in.Description, Status: StatusEnabled, Version: 1, CreatedAt: now, UpdatedAt: now, Secret: NewSecret()}
 	data, err := encode(sub)
 	if err != nil {
-		return WithSecret{}, nil, nil, err
+		return store.Prepared[WithSecret]{}, err
 	}
 	k := datamodel.SubscriptionKey(vendorID, sub.ID)
 	ev, err := subscriptionEvent(now, vendorID, event.WebhookSubscriptionCreated, sub.ID, map[string]any{"version": 1})
 	if err != nil {
-		return WithSecret{}, nil, nil, err
+		return store.Prepared[WithSecret]{}, err
 	}
 	ops := []store.Op{
 		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{datamodel.SuccessesAttr: 0}}, store.IfAbsent()),
 		count, ev,
 	}
-	conflict := func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		if ce.Has(1) && count.Kind == store.OpAdd {
 			return limitErr()
 		}
 		return errs.E(errs.CodeConflict, "webhook subscriptions changed while this one was created; retry")
 	}
-	return WithSecret{View: sub.View(), Secret: sub.Secret}, ops, conflict, nil
+	return store.Prepared[WithSecret]{View: WithSecret{View: sub.View(), Secret: sub.Secret}, Ops: ops, Explain: explain}, nil
 }
 
 func versionConflict(current int64) error {
