@@ -16,6 +16,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -50,10 +51,7 @@ func Any(ctx context.Context, st store.Store) (bool, error) {
 	return len(items) > 0, nil
 }
 
-var (
-	idPattern   = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-	slugPattern = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
-)
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // ValidID reports whether id can be a vendor id.
 func ValidID(id string) bool { return idPattern.MatchString(id) }
@@ -89,7 +87,7 @@ func (s Service) Create(ctx context.Context, name, slug string) (Vendor, error) 
 	if name == "" || utf8.RuneCountInString(name) > 500 {
 		return Vendor{}, errs.E(errs.CodeInvalidRequest, "name: must be 1 to 500 characters")
 	}
-	if len(slug) > 128 || !slugPattern.MatchString(slug) {
+	if len(slug) > 128 || !fields.SlugPattern.MatchString(slug) {
 		return Vendor{}, errs.E(errs.CodeInvalidRequest, "slug: must be 1 to 128 lowercase letters, digits and single hyphens")
 	}
 	now := s.Clock.Now()

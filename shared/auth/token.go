@@ -234,6 +234,19 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 	return Principal{Token: t, Vendor: v}, nil
 }
 
+// RecheckFor is Recheck for a job of vendorID: the token must also still
+// be granted that vendor.
+func (s Service) RecheckFor(ctx context.Context, vendorID, tokenID string, scopes ...Scope) error {
+	p, err := s.Recheck(ctx, tokenID, scopes...)
+	if err != nil {
+		return err
+	}
+	if p.Vendor.ID != vendorID {
+		return errs.E(errs.CodeUnauthenticated, "the credential is no longer granted this vendor")
+	}
+	return nil
+}
+
 // Recheck verifies again that a stored principal's token is still valid,
 // unexpired, unrevoked, carries scopes and is owned by the vendor's owner;
 // background jobs call it before each effect they make on a caller's behalf.

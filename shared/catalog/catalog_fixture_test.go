@@ -72,7 +72,7 @@ func (f fixture) create(t *testing.T, body string) catalog.Product {
 
 func (f fixture) load(t *testing.T, id string) (catalog.Product, store.Item) {
 	t.Helper()
-	p, it, err := f.svc.Load(context.Background(), vendorID, id)
+	p, it, err := f.svc.Get(context.Background(), vendorID, id)
 	if err != nil {
 		t.Fatalf("load %s: %v", id, err)
 	}

@@ -229,7 +229,7 @@ func TestPublishWithOnlyRetiredVariations(t *testing.T) {
 func TestIdentityTransitionsNeedBothBindings(t *testing.T) {
 	conn := "conn_store-1"
 	masters := catalog.Masters{Catalog: &conn, BasePrice: &conn}
-	both := catalog.Bindings{Catalog: ptr(conn), BasePrice: ptr(conn)}
+	both := catalog.Bindings{Catalog: new(conn), BasePrice: new(conn)}
 	for _, c := range []struct {
 		name     string
 		action   string
@@ -238,14 +238,14 @@ func TestIdentityTransitionsNeedBothBindings(t *testing.T) {
 		want     errs.Code // "" for success
 	}{
 		{"archive without bindings", catalog.Archive, catalog.StatusDraft, catalog.Bindings{}, errs.CodeAuthorityMismatch},
-		{"archive with catalog only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: ptr(conn)}, errs.CodeAuthorityMismatch},
-		{"archive with base price only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{BasePrice: ptr(conn)}, errs.CodeAuthorityMismatch},
-		{"archive with another connection", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: ptr("conn_other"), BasePrice: ptr(conn)}, errs.CodeAuthorityMismatch},
+		{"archive with catalog only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: new(conn)}, errs.CodeAuthorityMismatch},
+		{"archive with base price only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{BasePrice: new(conn)}, errs.CodeAuthorityMismatch},
+		{"archive with another connection", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: new("conn_other"), BasePrice: new(conn)}, errs.CodeAuthorityMismatch},
 		{"archive with both", catalog.Archive, catalog.StatusDraft, both, ""},
 		{"restore without bindings", catalog.Restore, catalog.StatusArchived, catalog.Bindings{}, errs.CodeAuthorityMismatch},
 		{"restore with both", catalog.Restore, catalog.StatusArchived, both, ""},
 		{"publish without bindings", catalog.Publish, catalog.StatusDraft, catalog.Bindings{}, ""},
-		{"publish with wrong bindings", catalog.Publish, catalog.StatusDraft, catalog.Bindings{Catalog: ptr("conn_other")}, ""},
+		{"publish with wrong bindings", catalog.Publish, catalog.StatusDraft, catalog.Bindings{Catalog: new("conn_other")}, ""},
 		{"unpublish without bindings", catalog.Unpublish, catalog.StatusPublished, catalog.Bindings{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -295,7 +295,7 @@ func TestCheckBindings(t *testing.T) {
 		{"service owns, nulls asserted", catalog.Masters{}, catalog.Bindings{}, true},
 		{"service owns, connection asserted", catalog.Masters{}, catalog.Bindings{Catalog: &a}, false},
 		{"connection owns, null asserted", catalog.Masters{Catalog: &a, BasePrice: &a}, catalog.Bindings{BasePrice: &a}, false},
-		{"connection owns, same asserted", catalog.Masters{Catalog: &a, BasePrice: &b}, catalog.Bindings{Catalog: ptr(a), BasePrice: ptr(b)}, true},
+		{"connection owns, same asserted", catalog.Masters{Catalog: &a, BasePrice: &b}, catalog.Bindings{Catalog: new(a), BasePrice: new(b)}, true},
 		{"masters crossed", catalog.Masters{Catalog: &a, BasePrice: &b}, catalog.Bindings{Catalog: &b, BasePrice: &a}, false},
 		{"inventory master is not asked", catalog.Masters{Inventory: &a}, catalog.Bindings{}, true},
 	} {
@@ -310,7 +310,7 @@ func TestCheckBindings(t *testing.T) {
 	if err := catalog.CheckInventoryBinding(catalog.Masters{Inventory: &a}, nil); !errs.Is(err, errs.CodeAuthorityMismatch) {
 		t.Errorf("inventory mastered by a connection, null asserted: got %v", err)
 	}
-	if err := catalog.CheckInventoryBinding(catalog.Masters{Inventory: &a}, ptr(a)); err != nil {
+	if err := catalog.CheckInventoryBinding(catalog.Masters{Inventory: &a}, new(a)); err != nil {
 		t.Errorf("inventory master asserted: %v", err)
 	}
 	if err := catalog.CheckInventoryBinding(catalog.Masters{Catalog: &a}, nil); err != nil {

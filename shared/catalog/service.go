@@ -26,8 +26,8 @@ type Service struct {
 
 func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }
 
-// Load reads a product and its store item.
-func (s Service) Load(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
+// Get reads a product and its store item.
+func (s Service) Get(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
 	if !ValidProductID(productID) {
 		return Product{}, store.Item{}, notFound()
 	}
@@ -202,7 +202,7 @@ func retryMoved(ctx context.Context, write func() (Product, error)) (Product, er
 
 func (s Service) update(ctx context.Context, vendorID, productID string, in Input) (Product, error) {
 	masters := MastersLater(ctx, s.Authority, vendorID)
-	p, it, err := s.Load(ctx, vendorID, productID)
+	p, it, err := s.Get(ctx, vendorID, productID)
 	if err != nil {
 		return Product{}, err
 	}
@@ -315,7 +315,7 @@ func (s Service) update(ctx context.Context, vendorID, productID string, in Inpu
 
 // explainConflict re-reads a product whose write lost a race and says why.
 func (s Service) explainConflict(ctx context.Context, vendorID, productID string, expected int64) error {
-	cur, _, err := s.Load(ctx, vendorID, productID)
+	cur, _, err := s.Get(ctx, vendorID, productID)
 	if err != nil {
 		return err
 	}
@@ -378,7 +378,7 @@ func (s Service) transition(ctx context.Context, vendorID, productID, action str
 	if identity {
 		masters = MastersLater(ctx, s.Authority, vendorID)
 	}
-	p, _, err := s.Load(ctx, vendorID, productID)
+	p, _, err := s.Get(ctx, vendorID, productID)
 	if err != nil {
 		return Product{}, err
 	}

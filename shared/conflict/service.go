@@ -158,23 +158,12 @@ func (s Service) Record(ctx context.Context, vendorID string, d Draft) (string, 
 	return "", errs.E(errs.CodeConflict, "the conflict could not be recorded; retry")
 }
 
-// Load reads a conflict.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Conflict, error) {
+// Get reads a conflict.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Conflict, error) {
 	if !ids.Issued(IDPrefix, id) {
 		return Conflict{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.ConflictKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Conflict{}, notFound()
-	}
-	if err != nil {
-		return Conflict{}, unavailable(err)
-	}
-	c, err := Decode(it)
-	if err != nil {
-		return Conflict{}, unavailable(err)
-	}
-	return c, nil
+	return store.Read(ctx, s.Store, datamodel.ConflictKey(vendorID, id), Decode, notFound(), unavailable)
 }
 
 // Filter narrows a list; empty fields match everything.
@@ -272,7 +261,7 @@ func Close(now time.Time, c Conflict, status, reason string, by Actor) (Conflict
 
 // PrepareClose checks and builds a resolve or dismiss by a token.
 func (s Service) PrepareClose(ctx context.Context, vendorID, id, status string, in Closing, tokenID string) (store.Prepared[View], error) {
-	c, err := s.Load(ctx, vendorID, id)
+	c, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
@@ -304,7 +293,7 @@ func (s Service) Explain(ctx context.Context, vendorID, id string, expected int6
 	if !store.IsCondition(err) {
 		return errs.Unavailablef(err, "the conflict could not be stored")
 	}
-	cur, lerr := s.Load(ctx, vendorID, id)
+	cur, lerr := s.Get(ctx, vendorID, id)
 	if lerr != nil {
 		return lerr
 	}

@@ -62,7 +62,7 @@ func (f fixture) mustCreate(t *testing.T, provider string, roles connection.Role
 
 func (f fixture) load(t *testing.T, id string) connection.Connection {
 	t.Helper()
-	c, _, _, err := f.svc.Load(context.Background(), vendorID, id)
+	c, _, _, err := f.svc.Get(context.Background(), vendorID, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -27,9 +28,9 @@ func unavailable(err error) error {
 	return errs.Unavailablef(err, "connections could not be read")
 }
 
-// Load reads a connection and its health in one round trip.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Connection, Health, store.Item, error) {
-	if !IDPattern.MatchString(id) {
+// Get reads a connection and its health in one round trip.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Connection, Health, store.Item, error) {
+	if !fields.ConnectionIDPattern.MatchString(id) {
 		return Connection{}, Health{}, store.Item{}, notFound()
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, id), datamodel.ConnectionHealthKey(vendorID, id)})
@@ -194,7 +195,7 @@ var eventOf = map[string]string{Pause: event.ConnectionPaused, Resume: event.Con
 // Transition pauses, resumes or disconnects a connection. Disconnecting
 // needs no live work on the connection and gives back its authority claims.
 func (s Service) Transition(ctx context.Context, vendorID, id, action string, expected int64) (View, error) {
-	c, h, _, err := s.Load(ctx, vendorID, id)
+	c, h, _, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return View{}, err
 	}
@@ -258,7 +259,7 @@ func (s Service) Explain(ctx context.Context, vendorID, id string, expected int6
 	if !store.IsCondition(err) {
 		return errs.Unavailablef(err, "the connection could not be stored")
 	}
-	cur, _, _, lerr := s.Load(ctx, vendorID, id)
+	cur, _, _, lerr := s.Get(ctx, vendorID, id)
 	if lerr != nil {
 		return lerr
 	}
@@ -297,7 +298,7 @@ func (s Service) ReplaceRoles(ctx context.Context, vendorID, id string, in Roles
 // roles are unchanged), for callers that write more in the same
 // transaction; Explain turns their failed condition into a reason.
 func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (store.Prepared[View], error) {
-	c, h, _, err := s.Load(ctx, vendorID, id)
+	c, h, _, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
@@ -342,7 +343,7 @@ func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, i
 // ReportHealth records a connector's health report. Reports are telemetry:
 // they do not move the connection's version.
 func (s Service) ReportHealth(ctx context.Context, vendorID, id string, h Health) (View, error) {
-	c, _, _, err := s.Load(ctx, vendorID, id)
+	c, _, _, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return View{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
 )
 
 // TestNewConnection: status active, health unknown with no blockers, all
@@ -14,7 +15,7 @@ import (
 func TestNewConnection(t *testing.T) {
 	f := newFixture(t)
 	v := f.mustCreate(t, connection.StorePlugin, preset(t, "service_source"))
-	got, h, _, err := f.svc.Load(context.Background(), vendorID, v.ID)
+	got, h, _, err := f.svc.Get(context.Background(), vendorID, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestNewConnection(t *testing.T) {
 			t.Fatalf("new connection's health times %+v", x.Health)
 		}
 	}
-	if !connection.IDPattern.MatchString(v.ID) {
+	if !fields.ConnectionIDPattern.MatchString(v.ID) {
 		t.Fatalf("id %q does not match the contract's pattern", v.ID)
 	}
 }
@@ -141,7 +142,7 @@ func TestHealthReportsDoNotMoveVersion(t *testing.T) {
 	if _, err := f.svc.ReportHealth(ctx, vendorID, c.ID, h); err != nil {
 		t.Fatal(err)
 	}
-	got, health, _, err := f.svc.Load(ctx, vendorID, c.ID)
+	got, health, _, err := f.svc.Get(ctx, vendorID, c.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestHealthReportsDoNotMoveVersion(t *testing.T) {
 func TestUnknownConnections(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"conn_absent", "bad/id", ""} {
-		_, _, _, err := f.svc.Load(context.Background(), vendorID, id)
+		_, _, _, err := f.svc.Get(context.Background(), vendorID, id)
 		wantCode(t, err, errs.CodeNotFound)
 	}
 }

@@ -2,11 +2,11 @@ package event
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -15,17 +15,13 @@ type Log struct{ Store store.Store }
 
 // Get reads one event.
 func (l Log) Get(ctx context.Context, vendorID, id string) (Event, error) {
-	if id == "" || len(id) > 128 || strings.ContainsAny(id, "#/") {
-		return Event{}, errs.E(errs.CodeNotFound, "event not found")
+	notFound := errs.E(errs.CodeNotFound, "event not found")
+	if !ids.Issued("evt", id) {
+		return Event{}, notFound
 	}
-	it, err := l.Store.Get(ctx, datamodel.EventKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Event{}, errs.E(errs.CodeNotFound, "event not found")
-	}
-	if err != nil {
-		return Event{}, errs.Unavailablef(err, "the event log could not be read")
-	}
-	return Decode(it)
+	return store.Read(ctx, l.Store, datamodel.EventKey(vendorID, id), Decode, notFound, func(err error) error {
+		return errs.Unavailablef(err, "the event log could not be read")
+	})
 }
 
 // List reads up to limit events, newest first, before the sort key after,

@@ -140,7 +140,7 @@ func (in ImportInput) Fingerprint() string {
 }
 
 var (
-	connIDRule     = fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	connIDRule     = fields.ConnectionIDRule
 	externalIDRule = fields.StringRule{Min: 1, Max: 200, SingleLine: true}
 	lineIDRule     = fields.StringRule{Min: 1, Max: 200, SingleLine: true}
 	itemIDRule     = fields.StringRule{Min: 1, Max: 300}

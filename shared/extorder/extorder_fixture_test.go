@@ -137,7 +137,7 @@ func (f *fixture) buckets(t *testing.T, productID string) [3]int64 {
 
 func (f *fixture) counters(t *testing.T, connID string) connection.Counters {
 	t.Helper()
-	c, _, _, err := f.conns.Load(context.Background(), vendorID, connID)
+	c, _, _, err := f.conns.Get(context.Background(), vendorID, connID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -262,7 +262,7 @@ func eventOp(o Order, typ string) (store.Op, error) {
 // that names it. The record is written even though the import is refused:
 // a connector that disagrees with itself is for the seller to look at.
 func (s Service) duplicate(ctx context.Context, vendorID, orderID string, in ImportInput) error {
-	first, err := s.Load(ctx, vendorID, orderID)
+	first, err := s.Get(ctx, vendorID, orderID)
 	if err != nil {
 		return err
 	}
@@ -316,7 +316,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 		if e.Fingerprint != fp {
 			return store.Prepared[View]{}, s.duplicate(ctx, vendorID, e.OrderID, in)
 		}
-		o, err := s.Load(ctx, vendorID, e.OrderID)
+		o, err := s.Get(ctx, vendorID, e.OrderID)
 		if err != nil {
 			return store.Prepared[View]{}, err
 		}
@@ -385,23 +385,12 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 	return store.Prepared[View]{View: o, Ops: ops, Explain: explain}, nil
 }
 
-// Load reads an order.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Order, error) {
-	if len(id) == 0 || len(id) > 128 {
+// Get reads an order.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
+	if !ids.Issued("xo", id) {
 		return Order{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.ExternalOrderKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Order{}, notFound()
-	}
-	if err != nil {
-		return Order{}, unavailable(err)
-	}
-	o, err := Decode(it)
-	if err != nil {
-		return Order{}, unavailable(err)
-	}
-	return o, nil
+	return store.Read(ctx, s.Store, datamodel.ExternalOrderKey(vendorID, id), Decode, notFound(), unavailable)
 }
 
 // Filter narrows a list.
@@ -426,7 +415,7 @@ var pastTense = map[string]string{Reserve: "reserved", Commit: "committed", Canc
 
 // PrepareTransition checks and builds an order transition.
 func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[View], error) {
-	o, err := s.Load(ctx, vendorID, id)
+	o, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
@@ -510,7 +499,7 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 	}
 	ops = append(ops, stockOps...)
 	explain := func(*store.ConditionError) error {
-		cur, err := s.Load(ctx, vendorID, id)
+		cur, err := s.Get(ctx, vendorID, id)
 		if err != nil {
 			return err
 		}
@@ -532,7 +521,7 @@ func (s Service) closeConflict(ctx context.Context, prev Order, action string, n
 	if prev.Status != StatusUnreservable || prev.ConflictID == nil {
 		return nil, nil
 	}
-	c, err := conflict.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, prev.VendorID, *prev.ConflictID)
+	c, err := conflict.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, prev.VendorID, *prev.ConflictID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return nil, nil
 	}

@@ -102,7 +102,7 @@ func TestTransitions(t *testing.T) {
 					got, err := f.move(t, o.ID, action, o.Version)
 					if !ok {
 						wantCode(t, err, errs.CodeExternalOrderState)
-						if cur, _ := f.svc.Load(context.Background(), vendorID, o.ID); cur.Status != from || cur.Version != o.Version {
+						if cur, _ := f.svc.Get(context.Background(), vendorID, o.ID); cur.Status != from || cur.Version != o.Version {
 							t.Fatalf("a refused %s moved the order to %s v%d", action, cur.Status, cur.Version)
 						}
 						return

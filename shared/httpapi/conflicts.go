@@ -34,19 +34,11 @@ func (s *Server) listConflicts(c *Call) error {
 	if f.Type != "" && !slices.Contains(conflict.Types(), f.Type) {
 		return errs.Ef(errs.CodeInvalidParameter, "type: must be one of %v", conflict.Types())
 	}
-	pr, err := c.PageParams("conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.conflicts.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID, f, s.conflicts.List)
 }
 
 func (s *Server) getConflict(c *Call) error {
-	v, err := s.conflicts.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("conflict_id"))
+	v, err := s.conflicts.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("conflict_id"))
 	if err != nil {
 		return err
 	}

@@ -39,15 +39,7 @@ func (s *Server) getAuthority(c *Call) error {
 }
 
 func (s *Server) listConnections(c *Call) error {
-	pr, err := c.PageParams("connections", "")
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.connections.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listed(c, "connections", "", s.connections.List)
 }
 
 func (s *Server) createConnection(c *Call) error {
@@ -68,7 +60,7 @@ func (s *Server) createConnection(c *Call) error {
 }
 
 func (s *Server) getConnection(c *Call) error {
-	conn, h, _, err := s.connections.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	conn, h, _, err := s.connections.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}
@@ -76,7 +68,7 @@ func (s *Server) getConnection(c *Call) error {
 }
 
 func (s *Server) getConnectionHealth(c *Call) error {
-	conn, h, _, err := s.connections.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	conn, h, _, err := s.connections.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}

@@ -41,19 +41,11 @@ func (s *Server) listExternalOrders(c *Call) error {
 	if f.Status != "" && !externalOrderStatuses[f.Status] {
 		return errs.E(errs.CodeInvalidParameter, "status: must be reserved, unreservable, committed, fulfilled, cancelled or rejected")
 	}
-	pr, err := c.PageParams("external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.extorders.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, s.extorders.List)
 }
 
 func (s *Server) getExternalOrder(c *Call) error {
-	o, err := s.extorders.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"))
+	o, err := s.extorders.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"))
 	if err != nil {
 		return err
 	}

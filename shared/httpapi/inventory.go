@@ -82,7 +82,7 @@ func (s *Server) fenceConflict(ctx context.Context, vendorID, claimed, itemID st
 	if err != nil || m.Inventory != nil && *m.Inventory == claimed {
 		return refusal
 	}
-	if _, _, _, err := s.connections.Load(ctx, vendorID, claimed); err != nil {
+	if _, _, _, err := s.connections.Get(ctx, vendorID, claimed); err != nil {
 		return refusal
 	}
 	source := conflict.Source{Type: conflict.SourceRequest}

@@ -40,15 +40,7 @@ func (s *Server) listListings(c *Call) error {
 	if f.Status != "" && !listingStatuses[f.Status] {
 		return errs.E(errs.CodeInvalidParameter, "status: must be draft, active, paused or ended")
 	}
-	pr, err := c.PageParams("listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.listings.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status, f, s.listings.List)
 }
 
 func (s *Server) getListing(c *Call) error {

@@ -40,15 +40,7 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 }}
 
 func (s *Server) listPairings(c *Call) error {
-	pr, err := c.PageParams("store-pairings", "")
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.pairings.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listed(c, "store-pairings", "", s.pairings.List)
 }
 
 // createPairing stores a pairing under the Idempotency-Key. The receipt

@@ -46,7 +46,7 @@ func (s *Server) getPluginOrder(c *Call) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.extorders.Load(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
+	o, err := s.extorders.Get(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
 	if err != nil {
 		return err
 	}

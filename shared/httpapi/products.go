@@ -42,7 +42,7 @@ func (s *Server) listProducts(c *Call) error {
 }
 
 func (s *Server) getProduct(c *Call) error {
-	p, _, err := s.catalog.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
+	p, _, err := s.catalog.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
 	if err != nil {
 		return err
 	}

@@ -37,19 +37,11 @@ func (s *Server) listReservations(c *Call) error {
 	if f.Status != "" && !reservationStatuses[f.Status] {
 		return errs.E(errs.CodeInvalidParameter, "status: must be active, committed, released or expired")
 	}
-	pr, err := c.PageParams("reservations", "status="+f.Status+"&connection_id="+f.ConnectionID)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.reservations.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "reservations", "status="+f.Status+"&connection_id="+f.ConnectionID, f, s.reservations.List)
 }
 
 func (s *Server) getReservation(c *Call) error {
-	r, err := s.reservations.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
+	r, err := s.reservations.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
 	if err != nil {
 		return err
 	}

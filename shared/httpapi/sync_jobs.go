@@ -74,15 +74,7 @@ func (s *Server) listSyncJobs(c *Call) error {
 	if f.Status != "" && !slices.Contains(syncjob.Statuses(), f.Status) {
 		return errs.E(errs.CodeInvalidParameter, "status: must be queued, running, completed or failed")
 	}
-	pr, err := c.PageParams("sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.syncJobs().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status, f, s.syncJobs().List)
 }
 
 // createPluginSyncJob is the store plugin's create: the pairing must pass

@@ -266,7 +266,7 @@ func TestSyncJobInventory(t *testing.T) {
 		}
 
 		// The conflict, as the conflict service reads it.
-		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Load(context.Background(), e.Vendor.ID, *low.ConflictID)
+		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Get(context.Background(), e.Vendor.ID, *low.ConflictID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func TestSyncJobPriceAndCatalog(t *testing.T) {
 			t.Fatalf("variation item: %+v", it)
 		} else {
 			rawEq(t, it.ServiceValue, `{"price":4500}`)
-			c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Load(context.Background(), e.Vendor.ID, *it.ConflictID)
+			c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Get(context.Background(), e.Vendor.ID, *it.ConflictID)
 			if err != nil || c.Type != conflict.TypePriceMismatch || c.Resource.ID != f.product {
 				t.Fatalf("price conflict: %+v %v", c, err)
 			}
@@ -379,7 +379,7 @@ func TestSyncJobPriceAndCatalog(t *testing.T) {
 			t.Fatalf("master catalog: %v", syncStatuses(mc))
 		}
 		rawEq(t, mc.Data.Items[0].ServiceValue, `{"catalog_status":"active","name":"Linen shirt"}`)
-		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Load(context.Background(), e.Vendor.ID, *mc.Data.Items[0].ConflictID)
+		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Get(context.Background(), e.Vendor.ID, *mc.Data.Items[0].ConflictID)
 		if err != nil || c.Type != conflict.TypeCatalogMismatch || string(c.ChannelValue) != `{"name":"Washed linen shirt","catalog_status":"active"}` {
 			t.Fatalf("catalog conflict: %+v %v", c, err)
 		}
@@ -882,7 +882,7 @@ func TestSyncJobClosesSettledConflicts(t *testing.T) {
 
 		cs := conflict.Service{Store: e.Store, Clock: e.Clock}
 		for id, want := range map[string]string{*low.Data.Items[0].ConflictID: "resolved", *cat.Data.Items[0].ConflictID: "resolved", *price.Data.Items[0].ConflictID: "open"} {
-			c, err := cs.Load(context.Background(), e.Vendor.ID, id)
+			c, err := cs.Get(context.Background(), e.Vendor.ID, id)
 			if err != nil || c.Status != want {
 				t.Fatalf("conflict %s: %+v %v, want %s", id, c, err, want)
 			}

@@ -37,15 +37,7 @@ func (s *Server) webhooks() webhook.Service {
 }
 
 func (s *Server) listWebhookSubscriptions(c *Call) error {
-	pr, err := c.PageParams("webhook-subscriptions", "")
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.webhooks().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listed(c, "webhook-subscriptions", "", s.webhooks().List)
 }
 
 func (s *Server) createWebhookSubscription(c *Call) error {

@@ -126,7 +126,7 @@ func (s Service) load(ctx context.Context, vendorID, itemID string) (catalog.Pro
 	if !ok {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
-	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, vendorID, productID)
+	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, productID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
@@ -269,7 +269,7 @@ func ReadAdjustment(o *fields.Object) Adjustment {
 	a.TargetOnHand = o.Int("target_on_hand", fields.Required, 0, MaxOnHand)
 	a.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
 	a.Authority, _ = o.StringPtr("authority_connection_id", fields.OptionalNullable,
-		fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"})
+		fields.ConnectionIDRule)
 	return a
 }
 

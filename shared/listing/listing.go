@@ -119,7 +119,7 @@ func (l Listing) encode() ([]byte, error) {
 }
 
 var (
-	connIDRule     = fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	connIDRule     = fields.ConnectionIDRule
 	idRule         = fields.StringRule{Min: 1, Max: 128}
 	externalIDRule = fields.StringRule{Min: 1, Max: 255, SingleLine: true}
 )

@@ -97,7 +97,7 @@ func (f *fixture) move(id, action string, version int64) (listing.View, error) {
 
 func (f *fixture) listings(t *testing.T, conn string) int64 {
 	t.Helper()
-	c, _, _, err := f.conns.Load(context.Background(), vendorID, conn)
+	c, _, _, err := f.conns.Get(context.Background(), vendorID, conn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ type state struct {
 }
 
 func (s Service) read(ctx context.Context, vendorID, id string) (state, error) {
-	if len(id) == 0 || len(id) > 128 {
+	if !ids.Issued("lst", id) {
 		return state{}, notFound()
 	}
 	it, err := s.Store.Get(ctx, datamodel.ListingKey(vendorID, id))

@@ -133,18 +133,7 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Pairing, error) 
 	if !ids.Issued(IDPrefix, id) {
 		return Pairing{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.PairingKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Pairing{}, notFound()
-	}
-	if err != nil {
-		return Pairing{}, unavailable(err)
-	}
-	p, err := decode(it)
-	if err != nil {
-		return Pairing{}, unavailable(err)
-	}
-	return p, nil
+	return store.Read(ctx, s.Store, datamodel.PairingKey(vendorID, id), decode, notFound(), unavailable)
 }
 
 // View reads a pairing's view.
@@ -374,7 +363,7 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 		}
 		ops, acc.ConnectionID, acc.Created = c.Ops, c.View.ID, true
 	} else {
-		c, _, _, err := s.Connections.Load(ctx, vendorID, in.ConnectionID)
+		c, _, _, err := s.Connections.Get(ctx, vendorID, in.ConnectionID)
 		if err != nil {
 			return View{}, err
 		}
@@ -420,7 +409,7 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 // connectionVersion is the connection's current version, so that Explain
 // reports what stopped the change other than a version the seller never set.
 func (s Service) connectionVersion(ctx context.Context, vendorID, id string) int64 {
-	c, _, _, err := s.Connections.Load(ctx, vendorID, id)
+	c, _, _, err := s.Connections.Get(ctx, vendorID, id)
 	if err != nil {
 		return -1
 	}
@@ -516,7 +505,7 @@ func (s Service) AuthorizeOperationalWrite(ctx context.Context, pr Principal) (s
 	if p.Status != StatusActive {
 		return "", errs.Ef(errs.CodePairingNotActive, "operational writes need the seller's acceptance and a reviewed activation; the pairing is %s", p.statusAt(s.Clock.Now()))
 	}
-	c, _, _, err := s.Connections.Load(ctx, pr.VendorID, p.Acceptance.ConnectionID)
+	c, _, _, err := s.Connections.Get(ctx, pr.VendorID, p.Acceptance.ConnectionID)
 	if err != nil {
 		return "", err
 	}

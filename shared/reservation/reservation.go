@@ -157,7 +157,7 @@ type CreateInput struct {
 	Reference       *string
 }
 
-var connIDRule = fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+var connIDRule = fields.ConnectionIDRule
 
 // ParseCreate reads a reservation create body.
 func ParseCreate(body []byte) (CreateInput, error) {

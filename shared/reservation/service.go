@@ -173,19 +173,12 @@ func (s Service) authorityOp(vendorID string, delta int64) store.Op {
 	return store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: delta}, 0, cond)
 }
 
-// Load reads a reservation.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Reservation, error) {
-	if len(id) == 0 || len(id) > 128 {
+// Get reads a reservation.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Reservation, error) {
+	if !ids.Issued("res", id) {
 		return Reservation{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.ReservationKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Reservation{}, notFound()
-	}
-	if err != nil {
-		return Reservation{}, unavailable(err)
-	}
-	return Decode(it)
+	return store.Read(ctx, s.Store, datamodel.ReservationKey(vendorID, id), Decode, notFound(), unavailable)
 }
 
 // Filter narrows a list.
@@ -231,7 +224,7 @@ func (s Service) check(r Reservation, expected int64, verb string) error {
 
 // PrepareRenew extends an active hold.
 func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in RenewInput) (store.Prepared[View], error) {
-	r, err := s.Load(ctx, vendorID, id)
+	r, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
@@ -262,7 +255,7 @@ func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in Renew
 // raced explains a lost race on a reservation.
 func (s Service) raced(ctx context.Context, vendorID, id string, expected int64) func(*store.ConditionError) error {
 	return func(*store.ConditionError) error {
-		cur, err := s.Load(ctx, vendorID, id)
+		cur, err := s.Get(ctx, vendorID, id)
 		if err != nil {
 			return err
 		}
@@ -275,7 +268,7 @@ func (s Service) raced(ctx context.Context, vendorID, id string, expected int64)
 
 // PrepareCommit consumes an active hold: on_hand and reserved both fall.
 func (s Service) PrepareCommit(ctx context.Context, vendorID, id string, in VersionInput) (store.Prepared[View], error) {
-	r, err := s.Load(ctx, vendorID, id)
+	r, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
@@ -291,7 +284,7 @@ func (s Service) PrepareCommit(ctx context.Context, vendorID, id string, in Vers
 
 // PrepareRelease returns an active hold to available.
 func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in VersionInput) (store.Prepared[View], error) {
-	r, err := s.Load(ctx, vendorID, id)
+	r, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
@@ -451,7 +444,7 @@ func (s Service) expireEntry(ctx context.Context, it store.Item, now time.Time) 
 	if err := jsonUnmarshal(it.Data, &e); err != nil {
 		return false, err
 	}
-	r, err := s.Load(ctx, e.VendorID, e.ReservationID)
+	r, err := s.Get(ctx, e.VendorID, e.ReservationID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return false, s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
 	}
@@ -490,7 +483,7 @@ func (s Service) expire(ctx context.Context, vendorID string, r Reservation, now
 		if err := idempotency.Pause(ctx, attempt); err != nil {
 			return false, err
 		}
-		if r, err = s.Load(ctx, vendorID, r.ID); err != nil || r.Status != StatusActive {
+		if r, err = s.Get(ctx, vendorID, r.ID); err != nil || r.Status != StatusActive {
 			return false, err
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -243,23 +244,12 @@ func unavailable(err error) error {
 	return errs.Unavailablef(err, "seller order state could not be read safely")
 }
 
-// Load reads one seller order.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Order, error) {
-	if len(id) == 0 || len(id) > 128 {
+// Get reads one seller order.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
+	if !ids.Issued("so", id) {
 		return Order{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.SellerOrderKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Order{}, notFound()
-	}
-	if err != nil {
-		return Order{}, unavailable(err)
-	}
-	o, err := decode(it)
-	if err != nil {
-		return Order{}, unavailable(err)
-	}
-	return o, nil
+	return store.Read(ctx, s.Store, datamodel.SellerOrderKey(vendorID, id), decode, notFound(), unavailable)
 }
 
 // Filter narrows a list.
@@ -312,7 +302,7 @@ func ParseInput(body []byte, action string) (Input, error) {
 
 // Transition marks an open seller order shipped or cancelled.
 func (s Service) Transition(ctx context.Context, vendorID, id, action string, in Input) (Order, error) {
-	o, err := s.Load(ctx, vendorID, id)
+	o, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return Order{}, err
 	}
@@ -341,7 +331,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, in
 	}
 	err = s.Store.Transact(ctx, store.Put(it, store.IfVersion(prev)), ev)
 	if store.IsCondition(err) {
-		cur, lerr := s.Load(ctx, vendorID, id)
+		cur, lerr := s.Get(ctx, vendorID, id)
 		if lerr != nil {
 			return Order{}, lerr
 		}

@@ -283,7 +283,7 @@ type Submission struct {
 var (
 	kindRule    = fields.StringRule{OneOf: Kinds()}
 	idRule      = fields.StringRule{Min: 1, Max: MaxIDLength}
-	connIDRule  = fields.StringRule{Min: 1, Max: 160, Pattern: connection.IDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	connIDRule  = fields.ConnectionIDRule
 	nameRule    = fields.StringRule{Min: 1, Max: MaxName, SingleLine: true}
 	catalogRule = fields.StringRule{OneOf: []string{catalog.CatalogActive, catalog.CatalogArchived}}
 )
@@ -405,7 +405,7 @@ func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs cou
 // read; the caller commits them with its receipt. Its Explain explains a lost
 // race on the connection as worth another run.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (store.Prepared[View], error) {
-	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, vendorID, sub.ConnectionID)
+	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, sub.ConnectionID)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}

@@ -15,9 +15,9 @@ func TestParseKinds(t *testing.T) {
 		body string
 		want Value
 	}{
-		{`{"kind":"inventory","items":[{"inventory_item_id":"inv_a_000","on_hand":3}]}`, Value{OnHand: ptr(int64(3))}},
-		{`{"kind":"price","items":[{"product_id":"prd_a","variation_id":null,"price":10}]}`, Value{Price: ptr(int64(10))}},
-		{`{"kind":"catalog","items":[{"product_id":"prd_a","name":"Shirt","catalog_status":"archived"}]}`, Value{Name: ptr("Shirt"), CatalogStatus: ptr("archived")}},
+		{`{"kind":"inventory","items":[{"inventory_item_id":"inv_a_000","on_hand":3}]}`, Value{OnHand: new(int64(3))}},
+		{`{"kind":"price","items":[{"product_id":"prd_a","variation_id":null,"price":10}]}`, Value{Price: new(int64(10))}},
+		{`{"kind":"catalog","items":[{"product_id":"prd_a","name":"Shirt","catalog_status":"archived"}]}`, Value{Name: new("Shirt"), CatalogStatus: new("archived")}},
 	}
 	for _, c := range cases {
 		sub, err := Parse([]byte(c.body), false)

@@ -18,6 +18,7 @@ import (
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
+	"github.com/moku/sellerapi/shared/jobstart"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
@@ -45,21 +46,14 @@ type Message struct {
 	ID       string `json:"sync_job_id"`
 }
 
-// Rule starts a job: the insert of a job item makes one message. Later
-// writes of the job (its verdicts) make none.
+// Job names the message's job.
+func (m Message) Job() (vendorID, id string) { return m.VendorID, m.ID }
+
+// Rule starts a job: the insert of a job item makes one message.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, datamodel.SyncJobPrefix) {
-		return nil, nil
-	}
-	vendorID, ok := strings.CutPrefix(c.Key.PK, datamodel.VendorPartition(""))
-	if !ok {
-		return nil, nil
-	}
-	b, err := json.Marshal(Message{VendorID: vendorID, ID: strings.TrimPrefix(c.Key.SK, datamodel.SyncJobPrefix)})
-	if err != nil {
-		return nil, fmt.Errorf("syncjob: encode message: %w", err)
-	}
-	return []pipeline.Outgoing{{Queue: queue.SyncJobs, Body: b}}, nil
+	return jobstart.Rule(c, datamodel.SyncJobPrefix, queue.SyncJobs, func(vendorID, id string) jobstart.Message {
+		return Message{VendorID: vendorID, ID: id}
+	})
 }
 
 // Worker decides the items of sync jobs.
@@ -114,12 +108,11 @@ type progress = jobrun.State[Job]
 // of the service: the attempt is counted on the job and the job goes on
 // after a backoff (see jobrun.Runner.Handle).
 func (w Worker) Handle(ctx context.Context, m queue.Message) error {
-	var msg Message
-	if err := json.Unmarshal(m.Body, &msg); err != nil || msg.VendorID == "" || msg.ID == "" {
-		// Retried until the dead-letter queue, where operators see it.
-		return fmt.Errorf("syncjob: malformed message %s: %q", m.ID, m.Body)
+	vendorID, id, err := jobstart.Parse[Message](m)
+	if err != nil {
+		return fmt.Errorf("syncjob: %w", err)
 	}
-	return w.jobs().Handle(ctx, m.Body, msg.VendorID, msg.ID, w.step)
+	return w.jobs().Handle(ctx, m.Body, vendorID, id, w.step)
 }
 
 // step settles item i: re-verify the credential, then decide the item on
@@ -164,14 +157,7 @@ func (w Worker) recheck(ctx context.Context, j Job) error {
 	// The scopes the job was admitted with, the domain's included: a
 	// token that lost inventory.write (or products.write) meanwhile stops
 	// the job.
-	p, err := w.Auth.Recheck(ctx, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite, DomainScope(j.Kind))
-	if err != nil {
-		return err
-	}
-	if p.Vendor.ID != j.VendorID {
-		return errs.E(errs.CodeUnauthenticated, "the credential is no longer granted this vendor")
-	}
-	return nil
+	return w.Auth.RecheckFor(ctx, j.VendorID, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite, DomainScope(j.Kind))
 }
 
 // state is what an item is decided on, with the versions its write is
@@ -397,7 +383,7 @@ func (w Worker) decide(ctx context.Context, j Job, i int) (verdict, error) {
 // the connection's guard. Price conflicts are about a whole product, so
 // one variation that agrees does not close them.
 func (w Worker) closeSettled(ctx context.Context, j Job, st state, v *verdict) error {
-	c, err := w.Conflicts.Load(ctx, j.VendorID, st.openConflict)
+	c, err := w.Conflicts.Get(ctx, j.VendorID, st.openConflict)
 	if err != nil {
 		return err
 	}
@@ -425,8 +411,6 @@ func masters(j Job, st state) bool {
 	return m != nil && *m == j.ConnectionID
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // decideInventory compares a reported on_hand with the item.
 func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, seq int, g guards) (verdict, error) {
 	if !st.hasProduct {
@@ -445,14 +429,14 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 	}
 	reported := *it.ChannelValue.OnHand
 	if !masters(j, st) {
-		sv := &Value{Available: ptr(b.Available)}
+		sv := &Value{Available: new(b.Available)}
 		if reported == b.Available {
 			return verdict{status: ItemInSync, service: sv}, nil
 		}
 		return verdict{status: ItemChannelStale, service: sv,
 			detail: fmt.Sprintf("the channel shows %d; the service has %d available: push the service's value", reported, b.Available)}, nil
 	}
-	sv := &Value{OnHand: ptr(b.OnHand), Reserved: ptr(b.Reserved), Available: ptr(b.Available)}
+	sv := &Value{OnHand: new(b.OnHand), Reserved: new(b.Reserved), Available: new(b.Available)}
 	switch {
 	case reported == b.OnHand:
 		return verdict{status: ItemInSync, service: sv}, nil
@@ -477,7 +461,7 @@ func (w Worker) decideInventory(ctx context.Context, j Job, it Item, st state, s
 	ops := slices.DeleteFunc(adjusted.Ops, func(op store.Op) bool { return op.Item.Key() == datamodel.AuthorityKey(j.VendorID) })
 	g.product = nil
 	return verdict{status: ItemUpdated, service: sv, ops: ops, guards: g,
-		effectID: ptr(stockeffect.ID(itemID, b.Version+1))}, nil
+		effectID: new(stockeffect.ID(itemID, b.Version+1))}, nil
 }
 
 // decidePrice compares a reported price with the product's or variation's.
@@ -498,7 +482,7 @@ func decidePrice(j Job, it Item, st state) verdict {
 		}
 	}
 	reported := *it.ChannelValue.Price
-	sv := &Value{Price: ptr(price)}
+	sv := &Value{Price: new(price)}
 	switch {
 	case reported == price:
 		return verdict{status: ItemInSync, service: sv}
@@ -516,7 +500,7 @@ func decideCatalog(j Job, it Item, st state) verdict {
 		return verdict{status: ItemFailed, code: errs.CodeNotFound, detail: "product not found"}
 	}
 	name, status := st.product.Name, st.product.CatalogStatus()
-	sv := &Value{Name: ptr(name), CatalogStatus: ptr(status)}
+	sv := &Value{Name: new(name), CatalogStatus: new(status)}
 	switch {
 	case *it.ChannelValue.Name == name && *it.ChannelValue.CatalogStatus == status:
 		return verdict{status: ItemInSync, service: sv}
@@ -605,13 +589,13 @@ func (v verdict) apply(r *Item) {
 	r.Status, r.ServiceValue, r.StockEffectID = v.status, v.service, v.effectID
 	r.Code, r.Detail, r.ConflictID = nil, nil, nil
 	if v.code != "" {
-		r.Code = ptr(string(v.code))
+		r.Code = new(string(v.code))
 	}
 	if v.detail != "" {
-		r.Detail = ptr(v.detail)
+		r.Detail = new(v.detail)
 	}
 	if v.status == ItemConflict {
-		r.ConflictID = ptr(v.conflict)
+		r.ConflictID = new(v.conflict)
 	}
 }
 
@@ -659,7 +643,7 @@ func (w Worker) stop(ctx context.Context, s *progress, i int, cause error) error
 	return w.jobs().Write(ctx, s, func(n *Job) {
 		for k := i; k < len(n.Items); k++ {
 			if n.Items[k].Status == ItemPending {
-				n.Items[k].Status, n.Items[k].Code, n.Items[k].Detail = ItemNotAttempted, ptr(string(errs.CodeSyncStopped)), ptr(detail)
+				n.Items[k].Status, n.Items[k].Code, n.Items[k].Detail = ItemNotAttempted, new(string(errs.CodeSyncStopped)), new(detail)
 			}
 		}
 	}, nil)

@@ -110,7 +110,7 @@ func (s Service) CreateReplay(ctx context.Context, vendorID, eventID string, in 
 
 // GetReplay reads a replay of an event.
 func (s Service) GetReplay(ctx context.Context, vendorID, eventID, replayID string) (ReplayView, error) {
-	if !validID(eventID) || !validID(replayID) {
+	if !ids.Issued("evt", eventID) || !ids.Issued("rpl", replayID) {
 		return ReplayView{}, replayNotFound()
 	}
 	it, err := s.Store.Get(ctx, datamodel.ReplayKey(vendorID, eventID, replayID))

@@ -138,28 +138,12 @@ func unavailable(err error) error {
 	return errs.Unavailablef(err, "webhook subscriptions could not be read")
 }
 
-// validID screens path ids before they reach a key.
-func validID(id string) bool {
-	return id != "" && len(id) <= 128 && !strings.ContainsAny(id, "#/")
-}
-
 // Get reads a subscription.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Subscription, error) {
-	if !validID(id) {
+	if !ids.Issued("whsub", id) {
 		return Subscription{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.SubscriptionKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Subscription{}, notFound()
-	}
-	if err != nil {
-		return Subscription{}, unavailable(err)
-	}
-	sub, err := Decode(it)
-	if err != nil {
-		return Subscription{}, unavailable(err)
-	}
-	return sub, nil
+	return store.Read(ctx, s.Store, datamodel.SubscriptionKey(vendorID, id), Decode, notFound(), unavailable)
 }
 
 // List reads a page of subscriptions, oldest first.
