@@ -400,35 +400,64 @@ func countWidgets(t *testing.T, e *apitest.Env) int {
 	return len(items)
 }
 
+// TestJSONBodies sends the malformed bodies of the contract to real
+// create routes, each through the parser that route uses (c.Body and the
+// group's fields parser), and checks the problem and that nothing was
+// written.
 func TestJSONBodies(t *testing.T) {
-	e := newEnv(t, apitest.SQLite, apitest.Options{})
-	path := "/vendors/" + e.Vendor.ID + "/widgets"
-	cases := []struct {
-		name, body, ctype, code, detail string
+	e := catalogEnv(t, apitest.SQLite)
+	// Each route with a valid body as JSON text, and a field whose type the
+	// route checks.
+	routes := []struct {
+		name, path, valid, typed string
 	}{
-		{"malformed", `{"name": "x"`, "application/json", "INVALID_JSON", "body"},
-		{"not an object", `["x"]`, "application/json", "INVALID_REQUEST", "object"},
-		{"unknown property", `{"name":"x","colour":"red"}`, "application/json", "INVALID_REQUEST", "colour"},
-		{"wrong type", `{"name":"x","qty":"three"}`, "application/json", "INVALID_REQUEST", "qty"},
-		{"fraction for integer", `{"name":"x","qty":1.5}`, "application/json", "INVALID_REQUEST", "qty"},
-		{"trailing data", `{"name":"x"} {}`, "application/json", "INVALID_JSON", "body"},
-		{"too large", `{"name":"` + strings.Repeat("x", 5000) + `"}`, "application/json", "REQUEST_BODY_TOO_LARGE", "body"},
-		{"wrong content type", `{"name":"x"}`, "text/plain", "UNSUPPORTED_CONTENT_TYPE", "Content-Type"},
-		{"missing field", `{"qty":1}`, "application/json", "INVALID_REQUEST", "name"},
+		{"products", "/products", mustJSON(t, simpleProduct("shirt")), "price"},
+		{"connections", "/connections", mustJSON(t, connectionBody("marketplace_a", destinationRoles)), "display_name"},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.Do(apitest.Req{Method: http.MethodPost, Path: path, Token: e.Token, Body: tc.body,
-				Headers: map[string]string{"Content-Type": tc.ctype, "Idempotency-Key": fmt.Sprintf("json-case-%02d", i)}})
-			p := r.WantProblem(t, 400, tc.code)
-			if !strings.Contains(p.Detail, tc.detail) {
-				t.Fatalf("detail %q does not name %q", p.Detail, tc.detail)
-			}
-		})
+	for _, rt := range routes {
+		valid := strings.TrimSuffix(rt.valid, "}")
+		cases := []struct {
+			name, body, ctype, code, detail string
+		}{
+			{"malformed", rt.valid[:len(rt.valid)-1], "application/json", "INVALID_JSON", "body"},
+			{"not an object", `["x"]`, "application/json", "INVALID_REQUEST", "object"},
+			{"unknown property", valid + `,"colour":"red"}`, "application/json", "INVALID_REQUEST", "colour"},
+			{"wrong type", strings.Replace(rt.valid, `"`+rt.typed+`":`, `"`+rt.typed+`":[true],"x_`+rt.typed+`":`, 1), "application/json", "INVALID_REQUEST", rt.typed},
+			{"trailing data", rt.valid + ` {}`, "application/json", "INVALID_JSON", "body"},
+			{"duplicate property", valid + `,"` + rt.typed + `":1}`, "application/json", "INVALID_JSON", rt.typed},
+			{"too large", valid + `,"x_pad":"` + strings.Repeat("x", 1<<20) + `"}`, "application/json", "REQUEST_BODY_TOO_LARGE", "body"},
+			{"wrong content type", rt.valid, "text/plain", "UNSUPPORTED_CONTENT_TYPE", "Content-Type"},
+			{"missing field", `{}`, "application/json", "INVALID_REQUEST", ""},
+		}
+		for i, tc := range cases {
+			t.Run(rt.name+"/"+tc.name, func(t *testing.T) {
+				r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + rt.path, Token: e.Token, Body: tc.body,
+					Headers: map[string]string{"Content-Type": tc.ctype, "Idempotency-Key": fmt.Sprintf("json-case-%02d", i)}})
+				p := r.WantProblem(t, 400, tc.code)
+				if !strings.Contains(p.Detail, tc.detail) {
+					t.Fatalf("detail %q does not name %q", p.Detail, tc.detail)
+				}
+			})
+		}
 	}
-	if n := countWidgets(t, e); n != 0 {
-		t.Fatalf("%d widgets written by rejected requests", n)
+	for _, prefix := range []string{datamodel.ProductPrefix, datamodel.ConnectionPrefix} {
+		items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: prefix, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 0 {
+			t.Fatalf("%d %s items written by rejected requests", len(items), prefix)
+		}
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestIdempotencyKeys(t *testing.T) {
