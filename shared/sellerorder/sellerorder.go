@@ -161,6 +161,12 @@ func (p Projector) applyFulfillment(ctx context.Context, e event.Event) error {
 		at := e.CreatedAt
 		o.ShippedAt = &at
 	}
+	return p.replace(ctx, o, prev)
+}
+
+// replace writes o over the version prev it was read at; a concurrent
+// write is retried, so that the event applies to what won.
+func (p Projector) replace(ctx context.Context, o Order, prev int64) error {
 	next, err := o.item()
 	if err != nil {
 		return err
@@ -219,15 +225,7 @@ func (p Projector) Apply(ctx context.Context, e event.Event) error {
 		}
 		prev := o.Version
 		o.Status, o.Version, o.UpdatedAt = StatusCancelled, o.Version+1, e.CreatedAt
-		next, err := o.item()
-		if err != nil {
-			return err
-		}
-		err = p.Store.Transact(ctx, store.Put(next, store.IfVersion(prev)))
-		if store.IsCondition(err) {
-			return &queue.RetryError{After: time.Second, Err: err}
-		}
-		return err
+		return p.replace(ctx, o, prev)
 	}
 	return nil
 }
