@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/app"
-	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
@@ -33,7 +33,7 @@ func (w *testWork) work() app.Work {
 	return app.Work{
 		Queue: testQueue,
 		Rule: func(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-			if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, bulk.Prefix) {
+			if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, datamodel.BulkPrefix) {
 				return nil, nil
 			}
 			return []pipeline.Outgoing{{Queue: testQueue, Body: c.New.Data}}, nil
@@ -73,7 +73,7 @@ func TestStreamPipelineOnDynamoDBAndSQS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, it := range []store.Item{
-		{PK: "VENDOR#ven_1", SK: bulk.Prefix + "1", Version: 1, Data: []byte(`{"job":1}`)},
+		{PK: "VENDOR#ven_1", SK: datamodel.BulkPrefix + "1", Version: 1, Data: []byte(`{"job":1}`)},
 		{PK: "VENDOR#ven_1", SK: "OTHER#1", Version: 1, Data: []byte(`{}`)},
 	} {
 		if err := a.Store.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
