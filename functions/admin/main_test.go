@@ -225,7 +225,8 @@ func TestPairingReview(t *testing.T) {
 	ctx := t.Context()
 	vendorID := iv.ok(t, event(t, "vendor-create.json", nil))["id"].(string)
 	pairings := pairing.Service{Store: iv.store, Clock: clock.System{}, Connections: connection.Service{Store: iv.store, Clock: clock.System{}}}
-	created, ops, err := pairings.PrepareCreate(ctx, vendorID)
+	prep, err := pairings.PrepareCreate(ctx, vendorID)
+	created, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}

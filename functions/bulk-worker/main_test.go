@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
@@ -39,8 +39,9 @@ func TestBulkOperationThroughTheHandler(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
 			e := apitest.New(t, apitest.Options{Store: kind})
-			p, ops, _, err := catalog.Service{Store: e.Store, Clock: e.Clock, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, e.Vendor.ID,
+			prep, err := catalog.Service{Store: e.Store, Clock: e.Clock, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, e.Vendor.ID,
 				catalog.Input{Kind: catalog.KindSimple, Name: "Mug", Slug: "mug", Options: map[string][]string{}})
+			p, ops := prep.View, prep.Ops
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +63,7 @@ func TestBulkOperationThroughTheHandler(t *testing.T) {
 			}
 
 			q := &lambdatest.Queues{}
-			stored, err := e.Store.Get(ctx, bulk.Key(e.Vendor.ID, job.Data.ID))
+			stored, err := e.Store.Get(ctx, datamodel.BulkKey(e.Vendor.ID, job.Data.ID))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
@@ -76,7 +77,7 @@ func TestReplayThroughTheHandler(t *testing.T) {
 			}
 
 			q := &lambdatest.Queues{}
-			stored, err := e.Store.Get(ctx, webhook.ReplayKey(e.Vendor.ID, ev.ID, rp.Data.ID))
+			stored, err := e.Store.Get(ctx, datamodel.ReplayKey(e.Vendor.ID, ev.ID, rp.Data.ID))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -54,16 +55,17 @@ func expiresDueHolds(t *testing.T, s store.Store, fake *clock.Fake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ops, _, err := catalog.Service{Store: s, Clock: fake, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, v.ID, catalog.Input{
+	product, err := catalog.Service{Store: s, Clock: fake, Authority: catalog.ServiceOwned{}}.PrepareCreate(ctx, v.ID, catalog.Input{
 		Kind: catalog.KindSimple, Name: "Mug", Slug: "mug", Options: map[string][]string{}})
-	tx(ops, err)
-	tx([]store.Op{store.Add(catalog.Key(v.ID, p.ID), map[string]int64{catalog.OnHandAttr(0): 5, catalog.AvailableAttr(0): 5}, 0, store.Cond{})}, nil)
-	conn, ops, _, err := connection.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, connection.CreateInput{
+	p := product.View
+	tx(product.Ops, err)
+	tx([]store.Op{store.Add(datamodel.ProductKey(v.ID, p.ID), map[string]int64{datamodel.OnHandAttr(0): 5, datamodel.AvailableAttr(0): 5}, 0, store.Cond{})}, nil)
+	conn, err := connection.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, connection.CreateInput{
 		Provider: "marketplace_a", ExternalAccountID: "a", DisplayName: "A", Roles: serviceSource()})
-	tx(ops, err)
-	_, ops, _, err = reservation.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, reservation.CreateInput{
-		ConnectionID: conn.ID, InventoryItemID: catalog.InventoryItemID(p.ID, 0), Quantity: 2, Hold: time.Minute})
-	tx(ops, err)
+	tx(conn.Ops, err)
+	hold, err := reservation.Service{Store: s, Clock: fake}.PrepareCreate(ctx, v.ID, reservation.CreateInput{
+		ConnectionID: conn.View.ID, InventoryItemID: catalog.InventoryItemID(p.ID, 0), Quantity: 2, Hold: time.Minute})
+	tx(hold.Ops, err)
 
 	h, err := newHandler(ctx, config.Default(), app.WithStore(s), app.WithClock(fake))
 	if err != nil {
@@ -74,17 +76,17 @@ func expiresDueHolds(t *testing.T, s store.Store, fake *clock.Fake) {
 	}
 	// An entry that cannot be expired, due first in the vendor's shard, is
 	// counted and skipped: it does not stop the run.
-	broken := store.Item{PK: reservation.ExpiryPartition(v.ID), SK: fmt.Sprintf("%012d#%s#res_broken", fake.Now().Unix(), v.ID), Version: 1, Data: []byte("{")}
+	broken := store.Item{PK: datamodel.ExpiryPartition(v.ID), SK: fmt.Sprintf("%012d#%s#res_broken", fake.Now().Unix(), v.ID), Version: 1, Data: []byte("{")}
 	tx([]store.Op{store.Put(broken, store.Cond{})}, nil)
 	fake.Advance(time.Minute)
 	if res, err := h(ctx); err != nil || res.Expired != 1 || res.Failed != 1 {
 		t.Fatalf("after the hold ends: %+v %v", res, err)
 	}
-	it, err := s.Get(ctx, catalog.Key(v.ID, p.ID))
+	it, err := s.Get(ctx, datamodel.ProductKey(v.ID, p.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it.Nums[catalog.ReservedAttr(0)] != 0 || it.Nums[catalog.AvailableAttr(0)] != 5 {
+	if it.Nums[datamodel.ReservedAttr(0)] != 0 || it.Nums[datamodel.AvailableAttr(0)] != 5 {
 		t.Fatalf("buckets after expiry: %v", it.Nums)
 	}
 }

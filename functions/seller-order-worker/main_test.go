@@ -9,6 +9,7 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
@@ -46,7 +47,7 @@ func TestSampleBatchProjectsASellerOrder(t *testing.T) {
 	if err := json.Unmarshal(raw, &want); err != nil || len(want.Lines) == 0 {
 		t.Fatalf("the sample's data %s has no lines (%v)", raw, err)
 	}
-	key := sellerorder.Key(e.VendorID, sellerorder.IDOf(e.Resource.ID))
+	key := datamodel.SellerOrderKey(e.VendorID, sellerorder.IDOf(e.Resource.ID))
 	for i := range 2 {
 		resp, err := h(ctx, batch)
 		if err != nil || len(resp.BatchItemFailures) != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
@@ -60,7 +61,7 @@ func (s *sender) Send(_ context.Context, q string, body []byte, _ time.Duration)
 
 // eventRule is a rule like the webhook work's: one message per new event.
 func eventRule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, event.Prefix) {
+	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, datamodel.EventPrefix) {
 		return nil, nil
 	}
 	e, err := event.Decode(*c.New)
@@ -96,7 +97,7 @@ func TestSampleIsAnEventInsert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if event.Key(e.VendorID, e.ID) != c.Key || e.Type != event.ProductCreated || c.New.ExpiresAt != e.CreatedAt.Add(event.Retention).Unix() {
+	if datamodel.EventKey(e.VendorID, e.ID) != c.Key || e.Type != event.ProductCreated || c.New.ExpiresAt != e.CreatedAt.Add(event.Retention).Unix() {
 		t.Fatalf("event %+v in item %+v", e, c.New)
 	}
 }

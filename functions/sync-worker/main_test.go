@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/syncjob"
 )
 
 // TestSampleEvent keeps events/sync-worker/sync-job.json a batch as the
@@ -60,7 +60,7 @@ func TestSyncJobThroughTheHandler(t *testing.T) {
 			}
 
 			q := &lambdatest.Queues{}
-			stored, err := e.Store.Get(ctx, syncjob.Key(e.Vendor.ID, job.Data.ID))
+			stored, err := e.Store.Get(ctx, datamodel.SyncJobKey(e.Vendor.ID, job.Data.ID))
 			if err != nil {
 				t.Fatal(err)
 			}

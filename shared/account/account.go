@@ -14,7 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -40,32 +42,16 @@ type View struct {
 // View returns the public fields.
 func (v Vendor) View() View { return View{ID: v.ID, Name: v.Name, Slug: v.Slug} }
 
-// Partition is the partition that holds everything a vendor owns.
-func Partition(id string) string { return "VENDOR#" + id }
-
-// Key is the vendor record's key.
-func Key(id string) store.Key { return store.Key{PK: Partition(id), SK: "VENDOR"} }
-
-// slugKey reserves a slug across vendors.
-func slugKey(slug string) store.Key { return store.Key{PK: "VSLUG#" + slug, SK: "VSLUG"} }
-
-// registry is the partition with one item per vendor, so that whether a
-// store has any vendor is one query (the store has no scan).
-const registry = "VENDORS"
-
 // Any reports whether the store holds at least one vendor.
 func Any(ctx context.Context, st store.Store) (bool, error) {
-	items, err := st.Query(ctx, store.Query{PK: registry, Limit: 1})
+	items, err := st.Query(ctx, store.Query{PK: datamodel.VendorRegistry, Limit: 1})
 	if err != nil {
 		return false, fmt.Errorf("vendor: any: %w", err)
 	}
 	return len(items) > 0, nil
 }
 
-var (
-	idPattern   = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-	slugPattern = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
-)
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // ValidID reports whether id can be a vendor id.
 func ValidID(id string) bool { return idPattern.MatchString(id) }
@@ -85,7 +71,7 @@ func encode(v Vendor) (store.Item, error) {
 	if err != nil {
 		return store.Item{}, fmt.Errorf("vendor: encode: %w", err)
 	}
-	k := Key(v.ID)
+	k := datamodel.VendorKey(v.ID)
 	return store.Item{PK: k.PK, SK: k.SK, Version: v.Version, Data: b}, nil
 }
 
@@ -101,7 +87,7 @@ func (s Service) Create(ctx context.Context, name, slug string) (Vendor, error) 
 	if name == "" || utf8.RuneCountInString(name) > 500 {
 		return Vendor{}, errs.E(errs.CodeInvalidRequest, "name: must be 1 to 500 characters")
 	}
-	if len(slug) > 128 || !slugPattern.MatchString(slug) {
+	if len(slug) > 128 || !fields.SlugPattern.MatchString(slug) {
 		return Vendor{}, errs.E(errs.CodeInvalidRequest, "slug: must be 1 to 128 lowercase letters, digits and single hyphens")
 	}
 	now := s.Clock.Now()
@@ -111,11 +97,11 @@ func (s Service) Create(ctx context.Context, name, slug string) (Vendor, error) 
 		return Vendor{}, err
 	}
 	reserve, _ := json.Marshal(map[string]string{"vendor_id": v.ID})
-	sk := slugKey(slug)
+	sk := datamodel.VendorSlugKey(slug)
 	err = s.Store.Transact(ctx,
 		store.Put(it, store.IfAbsent()),
 		store.Put(store.Item{PK: sk.PK, SK: sk.SK, Version: 1, Data: reserve}, store.IfAbsent()),
-		store.Put(store.Item{PK: registry, SK: v.ID, Version: 1, Data: reserve}, store.IfAbsent()),
+		store.Put(store.Item{PK: datamodel.VendorRegistry, SK: v.ID, Version: 1, Data: reserve}, store.IfAbsent()),
 	)
 	if store.IsCondition(err) {
 		return Vendor{}, errs.Ef(errs.CodeConflict, "slug: %q is taken by another vendor", slug)
@@ -131,7 +117,7 @@ func (s Service) Get(ctx context.Context, id string) (Vendor, error) {
 	if !ValidID(id) {
 		return Vendor{}, errs.E(errs.CodeNotFound, "vendor not found")
 	}
-	it, err := s.Store.Get(ctx, Key(id))
+	it, err := s.Store.Get(ctx, datamodel.VendorKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Vendor{}, errs.E(errs.CodeNotFound, "vendor not found")
 	}

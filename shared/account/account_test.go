@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
@@ -104,7 +105,7 @@ func TestValidID(t *testing.T) {
 			t.Errorf("ValidID(%q) = %v", id, got)
 		}
 	}
-	if account.Partition("ven_1") != account.Key("ven_1").PK {
+	if datamodel.VendorPartition("ven_1") != datamodel.VendorKey("ven_1").PK {
 		t.Error("a vendor's record is outside its own partition")
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/app/awsapp"
 	"github.com/moku/sellerapi/shared/app/embedded"
-	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
@@ -20,8 +20,6 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
-	"github.com/moku/sellerapi/shared/syncjob"
-	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // testWork is a work whose rule starts a job for each inserted JOB# item
@@ -37,7 +35,7 @@ func (w *testWork) work() app.Work {
 	return app.Work{
 		Queue: testQueue,
 		Rule: func(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-			if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, bulk.Prefix) {
+			if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, datamodel.BulkPrefix) {
 				return nil, nil
 			}
 			return []pipeline.Outgoing{{Queue: testQueue, Body: c.New.Data}}, nil
@@ -88,7 +86,7 @@ func TestLocalBackgroundOnDynamoDBAndSQS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, it := range []store.Item{
-		{PK: "VENDOR#ven_1", SK: bulk.Prefix + "1", Version: 1, Data: []byte(`{"job":1}`)},
+		{PK: "VENDOR#ven_1", SK: datamodel.BulkPrefix + "1", Version: 1, Data: []byte(`{"job":1}`)},
 		{PK: "VENDOR#ven_1", SK: "OTHER#1", Version: 1, Data: []byte(`{}`)},
 	} {
 		if err := a.Store.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
@@ -174,7 +172,7 @@ func TestCommitsWakeTheLocalBackground(t *testing.T) {
 		}
 	}
 	put("OTHER#1", `{}`) // routes nothing
-	for _, it := range []struct{ sk, body string }{{syncjob.Prefix + "1", `{"n":1}`}, {webhook.ReplayPrefix + "2", `{"n":2}`}} {
+	for _, it := range []struct{ sk, body string }{{datamodel.SyncJobPrefix + "1", `{"n":1}`}, {datamodel.ReplayPrefix + "2", `{"n":2}`}} {
 		put(it.sk, it.body)
 		select {
 		case <-h.done:

@@ -8,12 +8,13 @@ import (
 
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/store"
 )
 
 // demoMarker records that a store was given its demo vendor, so that two
 // first starts of one empty store create one demo between them.
-var demoMarker = store.Key{PK: "META", SK: "DEMO"}
+var demoMarker = datamodel.DemoKey()
 
 // Demo is what the first start of an empty store creates.
 type Demo struct {

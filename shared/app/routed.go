@@ -4,13 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/moku/sellerapi/shared/bulk"
-	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/syncjob"
-	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // Routed are the sort-key prefixes of the items whose insertion starts
@@ -21,7 +18,7 @@ import (
 // mapping's event filter is built from the same list so that the other
 // changes do not invoke it at all.
 func Routed() []string {
-	return []string{event.Prefix, webhook.ReplayPrefix, bulk.Prefix, syncjob.Prefix}
+	return []string{datamodel.EventPrefix, datamodel.ReplayPrefix, datamodel.BulkPrefix, datamodel.SyncJobPrefix}
 }
 
 // router is the stream router over works' rules.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
@@ -48,9 +49,6 @@ type Issued struct {
 	Scopes    []Scope    `json:"scopes"`
 	ExpiresAt *time.Time `json:"expires_at"`
 }
-
-// Key is the token record's key.
-func Key(id string) store.Key { return store.Key{PK: "TOKEN#" + id, SK: "TOKEN"} }
 
 func hash(secret string) string {
 	h := sha256.Sum256([]byte(secret))
@@ -116,7 +114,7 @@ func (s Service) put(ctx context.Context, t Token, c store.Cond) error {
 	if err != nil {
 		return fmt.Errorf("auth: encode token: %w", err)
 	}
-	k := Key(t.ID)
+	k := datamodel.TokenKey(t.ID)
 	if err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: t.Version, Data: b}, c)); err != nil {
 		if store.IsCondition(err) {
 			return errs.E(errs.CodeConflict, "token changed concurrently; retry")
@@ -128,7 +126,7 @@ func (s Service) put(ctx context.Context, t Token, c store.Cond) error {
 
 // Get reads a token record.
 func (s Service) Get(ctx context.Context, id string) (Token, error) {
-	it, err := s.Store.Get(ctx, Key(id))
+	it, err := s.Store.Get(ctx, datamodel.TokenKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Token{}, errs.E(errs.CodeNotFound, "token not found")
 	}
@@ -176,9 +174,9 @@ func (s Service) Authenticate(ctx context.Context, raw, pathVendorID string) (Pr
 	if !ok {
 		return Principal{}, unauthenticated()
 	}
-	keys := []store.Key{Key(id)}
+	keys := []store.Key{datamodel.TokenKey(id)}
 	if pathVendorID != "" && account.ValidID(pathVendorID) {
-		keys = append(keys, account.Key(pathVendorID))
+		keys = append(keys, datamodel.VendorKey(pathVendorID))
 	}
 	items, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
@@ -217,7 +215,7 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 		return Principal{}, unauthenticated()
 	}
 	if vItem == nil {
-		it, err := s.Store.Get(ctx, account.Key(t.VendorID))
+		it, err := s.Store.Get(ctx, datamodel.VendorKey(t.VendorID))
 		if errors.Is(err, store.ErrNotFound) {
 			return Principal{}, unauthenticated()
 		}
@@ -236,11 +234,24 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 	return Principal{Token: t, Vendor: v}, nil
 }
 
+// RecheckFor is Recheck for a job of vendorID: the token must also still
+// be granted that vendor.
+func (s Service) RecheckFor(ctx context.Context, vendorID, tokenID string, scopes ...Scope) error {
+	p, err := s.Recheck(ctx, tokenID, scopes...)
+	if err != nil {
+		return err
+	}
+	if p.Vendor.ID != vendorID {
+		return errs.E(errs.CodeUnauthenticated, "the credential is no longer granted this vendor")
+	}
+	return nil
+}
+
 // Recheck verifies again that a stored principal's token is still valid,
 // unexpired, unrevoked, carries scopes and is owned by the vendor's owner;
 // background jobs call it before each effect they make on a caller's behalf.
 func (s Service) Recheck(ctx context.Context, tokenID string, scopes ...Scope) (Principal, error) {
-	it, err := s.Store.Get(ctx, Key(tokenID))
+	it, err := s.Store.Get(ctx, datamodel.TokenKey(tokenID))
 	if errors.Is(err, store.ErrNotFound) {
 		return Principal{}, unauthenticated()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
@@ -73,7 +74,7 @@ func TestTokensAreStoredHashed(t *testing.T) {
 	if is.ID != "tok_"+m[1] || is.VendorID != f.vendor.ID || is.ExpiresAt != nil {
 		t.Fatalf("issued %+v", is)
 	}
-	it, err := f.store.Get(ctx, auth.Key(is.ID))
+	it, err := f.store.Get(ctx, datamodel.TokenKey(is.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

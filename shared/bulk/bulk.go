@@ -18,8 +18,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -70,16 +70,8 @@ const (
 // after completion, plus a day of margin.
 const Retention = 31 * 24 * time.Hour
 
-// Prefix is the sort-key prefix of jobs in the vendor partition.
-const Prefix = "BULK#"
-
 // IDPrefix starts every bulk operation id (bop_ and 26 characters, see ids.Issued).
 const IDPrefix = "bop"
-
-// Key is a job's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
 
 // Body is a record's adjustment, as submitted.
 type Body struct {
@@ -218,7 +210,7 @@ func (j Job) Clone() Job {
 
 // Item encodes the job at version, expiring Retention after completion.
 func (j Job) Item(version int64) (store.Item, error) {
-	return j.Header.Encode(j, Key(j.VendorID, j.ID), version, Retention)
+	return j.Header.Encode(j, datamodel.BulkKey(j.VendorID, j.ID), version, Retention)
 }
 
 // Decode reads a job item.
@@ -283,15 +275,15 @@ type Service struct {
 
 // PrepareCreate builds the job of a submission made with token tokenID and
 // the operation that stores it; the caller commits it with its receipt.
-func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (View, []store.Op, error) {
+func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (store.Prepared[View], error) {
 	now := s.Clock.Now()
 	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, Kind: KindInventoryAdjustment,
 		TokenID: tokenID, Records: slices.Clone(sub.Records)}
 	it, err := j.Item(1)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
-	return j.View(), []store.Op{store.Put(it, store.IfAbsent())}, nil
+	return store.Prepared[View]{View: j.View(), Ops: []store.Op{store.Put(it, store.IfAbsent())}}, nil
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "bulk operation not found") }
@@ -301,7 +293,7 @@ func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64,
 	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
-	return jobrun.Load[Job](ctx, st, Key(vendorID, id), notFound(), "bulk operation")
+	return jobrun.Load[Job](ctx, st, datamodel.BulkKey(vendorID, id), notFound(), "bulk operation")
 }
 
 // Get reads a bulk operation.

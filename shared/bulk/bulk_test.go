@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 )
 
 func TestRuleStartsEachJobOnce(t *testing.T) {
-	job := Key("ven_1", "bop_1")
+	job := datamodel.BulkKey("ven_1", "bop_1")
 	cases := []struct {
 		name string
 		c    store.Change

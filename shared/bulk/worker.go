@@ -2,21 +2,20 @@ package bulk
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
+	"github.com/moku/sellerapi/shared/jobstart"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/ratelimit"
@@ -35,21 +34,14 @@ type Message struct {
 	ID       string `json:"bulk_operation_id"`
 }
 
-// Rule starts a job: the insert of a job item makes one message. Later
-// writes of the job (its results) make none.
+// Job names the message's job.
+func (m Message) Job() (vendorID, id string) { return m.VendorID, m.ID }
+
+// Rule starts a job: the insert of a job item makes one message.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || !strings.HasPrefix(c.Key.SK, Prefix) {
-		return nil, nil
-	}
-	vendorID, ok := strings.CutPrefix(c.Key.PK, account.Partition(""))
-	if !ok {
-		return nil, nil
-	}
-	b, err := json.Marshal(Message{VendorID: vendorID, ID: strings.TrimPrefix(c.Key.SK, Prefix)})
-	if err != nil {
-		return nil, err
-	}
-	return []pipeline.Outgoing{{Queue: queue.BulkOperations, Body: b}}, nil
+	return jobstart.Rule(c, datamodel.BulkPrefix, queue.BulkOperations, func(vendorID, id string) jobstart.Message {
+		return Message{VendorID: vendorID, ID: id}
+	})
 }
 
 // Worker applies the records of bulk operations.
@@ -100,12 +92,11 @@ type state = jobrun.State[Job]
 // record met a failure of the service (go on after a backoff); see
 // jobrun.Runner.Handle for how a pause continues.
 func (w Worker) Handle(ctx context.Context, m queue.Message) error {
-	var msg Message
-	if err := json.Unmarshal(m.Body, &msg); err != nil || msg.VendorID == "" || msg.ID == "" {
-		// Retried until the dead-letter queue, where operators see it.
-		return fmt.Errorf("bulk: malformed message %s: %q", m.ID, m.Body)
+	vendorID, id, err := jobstart.Parse[Message](m)
+	if err != nil {
+		return fmt.Errorf("bulk: %w", err)
 	}
-	return w.jobs().Handle(ctx, m.Body, msg.VendorID, msg.ID, w.step)
+	return w.jobs().Handle(ctx, m.Body, vendorID, id, w.step)
 }
 
 // step settles record i: re-verify the credential, spend a write of the
@@ -134,7 +125,7 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 	adj := r.Body.adjustment()
 	jobID, recordKey := j.ID, r.Key
 	adj.Cause = &stockeffect.Cause{Type: stockeffect.CauseBulkOperation, ID: &jobID, Action: stockeffect.ActionAdjusted, RecordKey: &recordKey}
-	item, ops, conflict, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, r.InventoryItemID, adj)
+	adjusted, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, r.InventoryItemID, adj)
 	if err != nil {
 		if jobrun.Transient(err) {
 			return w.jobs().Retry(ctx, s, i, err)
@@ -142,15 +133,15 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 		return w.reject(ctx, s, i, err)
 	}
 	err = w.jobs().Write(ctx, s, func(n *Job) {
-		n.Records[i].Status, n.Records[i].Data = RecordSucceeded, &item
-	}, ops)
+		n.Records[i].Status, n.Records[i].Data = RecordSucceeded, &adjusted.View
+	}, adjusted.Ops)
 	if err == nil || errors.Is(err, jobrun.ErrReload) {
 		return err
 	}
 	if ce, ok := store.AsCondition(err); ok {
 		// The job did not change (write checked that), so the adjustment's
 		// own condition failed: a concurrent change won the item.
-		cerr := conflict(ce)
+		cerr := adjusted.Explain(ce)
 		if jobrun.Transient(cerr) || errors.Is(cerr, idempotency.ErrRetry) {
 			// A fault, or the Stock Pool changed hands: decide it again.
 			return w.jobs().Retry(ctx, s, i, cerr)
@@ -166,21 +157,14 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 // recheck verifies the job's original credential again: valid, unexpired,
 // unrevoked, with both scopes, and still owned by the vendor's owner.
 func (w Worker) recheck(ctx context.Context, j Job) error {
-	p, err := w.Auth.Recheck(ctx, j.TokenID, auth.JobsWrite, auth.InventoryWrite)
-	if err != nil {
-		return err
-	}
-	if p.Vendor.ID != j.VendorID {
-		return errs.E(errs.CodeUnauthenticated, "the credential is no longer granted this vendor")
-	}
-	return nil
+	return w.Auth.RecheckFor(ctx, j.VendorID, j.TokenID, auth.JobsWrite, auth.InventoryWrite)
 }
 
 // reject stores record i as failed, with the verdict's code and detail.
 func (w Worker) reject(ctx context.Context, s *state, i int, cause error) error {
 	e := errs.As(cause)
 	return w.jobs().Write(ctx, s, func(n *Job) {
-		n.Records[i].Status, n.Records[i].Code, n.Records[i].Detail = RecordFailed, ptr(string(e.Code)), ptr(e.Detail)
+		n.Records[i].Status, n.Records[i].Code, n.Records[i].Detail = RecordFailed, new(string(e.Code)), new(e.Detail)
 	}, nil)
 }
 
@@ -192,11 +176,9 @@ func (w Worker) stop(ctx context.Context, s *state, i int, cause error) error {
 		"record", i, "code", e.Code, "error", cause)
 	stopped := fmt.Sprintf("The batch stopped at record %q (%s) before this record; fix the cause and re-read versions before a new batch.", j.Records[i].Key, e.Code)
 	return w.jobs().Write(ctx, s, func(n *Job) {
-		n.Records[i].Status, n.Records[i].Code, n.Records[i].Detail = RecordUnknown, ptr(string(e.Code)), ptr(e.Detail)
+		n.Records[i].Status, n.Records[i].Code, n.Records[i].Detail = RecordUnknown, new(string(e.Code)), new(e.Detail)
 		for k := i + 1; k < len(n.Records); k++ {
-			n.Records[k].Status, n.Records[k].Code, n.Records[k].Detail = RecordNotAttempted, ptr(string(errs.CodeBulkStopped)), ptr(stopped)
+			n.Records[k].Status, n.Records[k].Code, n.Records[k].Detail = RecordNotAttempted, new(string(errs.CodeBulkStopped)), new(stopped)
 		}
 	}, nil)
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -56,7 +56,8 @@ func (f fixture) create(t *testing.T, body string) catalog.Product {
 	if err != nil {
 		t.Fatalf("parse create: %v", err)
 	}
-	p, ops, conflict, err := f.svc.PrepareCreate(context.Background(), vendorID, in)
+	prep, err := f.svc.PrepareCreate(context.Background(), vendorID, in)
+	p, ops, conflict := prep.View, prep.Ops, prep.Explain
 	if err != nil {
 		t.Fatalf("prepare create: %v", err)
 	}
@@ -71,7 +72,7 @@ func (f fixture) create(t *testing.T, body string) catalog.Product {
 
 func (f fixture) load(t *testing.T, id string) (catalog.Product, store.Item) {
 	t.Helper()
-	p, it, err := f.svc.Load(context.Background(), vendorID, id)
+	p, it, err := f.svc.Get(context.Background(), vendorID, id)
 	if err != nil {
 		t.Fatalf("load %s: %v", id, err)
 	}

@@ -3,7 +3,6 @@ package catalog
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -18,16 +17,11 @@ const (
 	MaxWeightKg   = 2500
 )
 
-var (
-	// SlugPattern: lowercase letters and digits in hyphen-separated words.
-	SlugPattern = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
-	// ConnectionIDPattern is the contract's connection id pattern.
-	ConnectionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,160}$`)
-)
+var ()
 
 var (
 	nameRule      = fields.StringRule{Min: 1, Max: 120, SingleLine: true}
-	slugRule      = fields.StringRule{Min: 1, Max: 120, Pattern: SlugPattern, PatternText: "lowercase letters and digits in hyphen-separated words"}
+	slugRule      = fields.StringRule{Min: 1, Max: 120, Pattern: fields.SlugPattern, PatternText: "lowercase letters and digits in hyphen-separated words"}
 	textRule      = fields.StringRule{Max: 120, SingleLine: true}
 	descRule      = fields.StringRule{Max: 5000}
 	imagesRule    = fields.ListRule{Max: 12, Unique: true, Item: fields.StringRule{Min: 1, Max: 2048, URI: true}}
@@ -40,7 +34,7 @@ var (
 	tagsRule      = fields.ListRule{Max: 30, Unique: true, Item: fields.StringRule{Min: 1, Max: 64, SingleLine: true, NoComma: true}}
 	skuRule       = fields.StringRule{Max: 100}
 	regionRule    = fields.StringRule{Max: 120, SingleLine: true}
-	connIDRule    = fields.StringRule{Min: 1, Max: 160, Pattern: ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	connIDRule    = fields.ConnectionIDRule
 	variationRule = fields.StringRule{Min: 1, Max: 128}
 	statusRule    = fields.StringRule{OneOf: []string{VariationActive, VariationRetired}}
 )

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -59,7 +60,7 @@ func TestCreateRow(t *testing.T) {
 		if v.Status != catalog.VariationActive {
 			t.Fatalf("variation %s status %s, want active", v.ID, v.Status)
 		}
-		for _, attr := range []string{catalog.OnHandAttr(v.Seq), catalog.ReservedAttr(v.Seq), catalog.AvailableAttr(v.Seq)} {
+		for _, attr := range []string{datamodel.OnHandAttr(v.Seq), datamodel.ReservedAttr(v.Seq), datamodel.AvailableAttr(v.Seq)} {
 			n, ok := it.Nums[attr]
 			if !ok || n != 0 {
 				t.Fatalf("bucket %s = %d (present %v), want a zero bucket", attr, n, ok)
@@ -90,8 +91,8 @@ func TestTransitionTable(t *testing.T) {
 			ctx := context.Background()
 			p := f.reach(t, "mug", r.from)
 			// Stock on the item: no transition may touch it.
-			k := catalog.Key(vendorID, p.ID)
-			if err := f.store.Transact(ctx, store.Add(k, map[string]int64{catalog.OnHandAttr(0): 7, catalog.AvailableAttr(0): 7}, 0, store.Cond{Exists: true})); err != nil {
+			k := datamodel.ProductKey(vendorID, p.ID)
+			if err := f.store.Transact(ctx, store.Add(k, map[string]int64{datamodel.OnHandAttr(0): 7, datamodel.AvailableAttr(0): 7}, 0, store.Cond{Exists: true})); err != nil {
 				t.Fatal(err)
 			}
 			_, before := f.load(t, p.ID)
@@ -118,7 +119,7 @@ func TestTransitionTable(t *testing.T) {
 			if !r.noop && !stored.UpdatedAt.Equal(f.clock.Now()) {
 				t.Fatalf("updated_at %v, want the clock's %v", stored.UpdatedAt, f.clock.Now())
 			}
-			for _, attr := range []string{catalog.OnHandAttr(0), catalog.ReservedAttr(0), catalog.AvailableAttr(0), catalog.VersionAttr(0)} {
+			for _, attr := range []string{datamodel.OnHandAttr(0), datamodel.ReservedAttr(0), datamodel.AvailableAttr(0), datamodel.ItemVersionAttr(0)} {
 				if before.Nums[attr] != after.Nums[attr] {
 					t.Fatalf("inventory %s changed from %d to %d", attr, before.Nums[attr], after.Nums[attr])
 				}
@@ -228,7 +229,7 @@ func TestPublishWithOnlyRetiredVariations(t *testing.T) {
 func TestIdentityTransitionsNeedBothBindings(t *testing.T) {
 	conn := "conn_store-1"
 	masters := catalog.Masters{Catalog: &conn, BasePrice: &conn}
-	both := catalog.Bindings{Catalog: ptr(conn), BasePrice: ptr(conn)}
+	both := catalog.Bindings{Catalog: new(conn), BasePrice: new(conn)}
 	for _, c := range []struct {
 		name     string
 		action   string
@@ -237,14 +238,14 @@ func TestIdentityTransitionsNeedBothBindings(t *testing.T) {
 		want     errs.Code // "" for success
 	}{
 		{"archive without bindings", catalog.Archive, catalog.StatusDraft, catalog.Bindings{}, errs.CodeAuthorityMismatch},
-		{"archive with catalog only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: ptr(conn)}, errs.CodeAuthorityMismatch},
-		{"archive with base price only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{BasePrice: ptr(conn)}, errs.CodeAuthorityMismatch},
-		{"archive with another connection", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: ptr("conn_other"), BasePrice: ptr(conn)}, errs.CodeAuthorityMismatch},
+		{"archive with catalog only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: new(conn)}, errs.CodeAuthorityMismatch},
+		{"archive with base price only", catalog.Archive, catalog.StatusDraft, catalog.Bindings{BasePrice: new(conn)}, errs.CodeAuthorityMismatch},
+		{"archive with another connection", catalog.Archive, catalog.StatusDraft, catalog.Bindings{Catalog: new("conn_other"), BasePrice: new(conn)}, errs.CodeAuthorityMismatch},
 		{"archive with both", catalog.Archive, catalog.StatusDraft, both, ""},
 		{"restore without bindings", catalog.Restore, catalog.StatusArchived, catalog.Bindings{}, errs.CodeAuthorityMismatch},
 		{"restore with both", catalog.Restore, catalog.StatusArchived, both, ""},
 		{"publish without bindings", catalog.Publish, catalog.StatusDraft, catalog.Bindings{}, ""},
-		{"publish with wrong bindings", catalog.Publish, catalog.StatusDraft, catalog.Bindings{Catalog: ptr("conn_other")}, ""},
+		{"publish with wrong bindings", catalog.Publish, catalog.StatusDraft, catalog.Bindings{Catalog: new("conn_other")}, ""},
 		{"unpublish without bindings", catalog.Unpublish, catalog.StatusPublished, catalog.Bindings{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -294,7 +295,7 @@ func TestCheckBindings(t *testing.T) {
 		{"service owns, nulls asserted", catalog.Masters{}, catalog.Bindings{}, true},
 		{"service owns, connection asserted", catalog.Masters{}, catalog.Bindings{Catalog: &a}, false},
 		{"connection owns, null asserted", catalog.Masters{Catalog: &a, BasePrice: &a}, catalog.Bindings{BasePrice: &a}, false},
-		{"connection owns, same asserted", catalog.Masters{Catalog: &a, BasePrice: &b}, catalog.Bindings{Catalog: ptr(a), BasePrice: ptr(b)}, true},
+		{"connection owns, same asserted", catalog.Masters{Catalog: &a, BasePrice: &b}, catalog.Bindings{Catalog: new(a), BasePrice: new(b)}, true},
 		{"masters crossed", catalog.Masters{Catalog: &a, BasePrice: &b}, catalog.Bindings{Catalog: &b, BasePrice: &a}, false},
 		{"inventory master is not asked", catalog.Masters{Inventory: &a}, catalog.Bindings{}, true},
 	} {
@@ -309,7 +310,7 @@ func TestCheckBindings(t *testing.T) {
 	if err := catalog.CheckInventoryBinding(catalog.Masters{Inventory: &a}, nil); !errs.Is(err, errs.CodeAuthorityMismatch) {
 		t.Errorf("inventory mastered by a connection, null asserted: got %v", err)
 	}
-	if err := catalog.CheckInventoryBinding(catalog.Masters{Inventory: &a}, ptr(a)); err != nil {
+	if err := catalog.CheckInventoryBinding(catalog.Masters{Inventory: &a}, new(a)); err != nil {
 		t.Errorf("inventory master asserted: %v", err)
 	}
 	if err := catalog.CheckInventoryBinding(catalog.Masters{Catalog: &a}, nil); err != nil {

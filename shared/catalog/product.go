@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -178,35 +178,16 @@ func (p Product) View() View {
 	}
 }
 
-// Prefix is the sort-key prefix of products in the vendor partition.
-const Prefix = "PRODUCT#"
-
-// Key is a product's key.
-func Key(vendorID, productID string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + productID}
-}
-
-// SlugKey reserves a product slug within a vendor.
-func SlugKey(vendorID, slug string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: "PSLUG#" + slug}
-}
-
-// Bucket attribute names of inventory item seq on the product item.
-func OnHandAttr(seq int) string    { return fmt.Sprintf("oh_%03d", seq) }
-func ReservedAttr(seq int) string  { return fmt.Sprintf("rs_%03d", seq) }
-func AvailableAttr(seq int) string { return fmt.Sprintf("av_%03d", seq) }
-func VersionAttr(seq int) string   { return fmt.Sprintf("iv_%03d", seq) }
-
 // NewBuckets are the deltas that create zeroed buckets for item seq, at
 // inventory version 1.
 func NewBuckets(seq int, into map[string]int64) map[string]int64 {
 	if into == nil {
 		into = map[string]int64{}
 	}
-	into[OnHandAttr(seq)] = 0
-	into[ReservedAttr(seq)] = 0
-	into[AvailableAttr(seq)] = 0
-	into[VersionAttr(seq)] = 1
+	into[datamodel.OnHandAttr(seq)] = 0
+	into[datamodel.ReservedAttr(seq)] = 0
+	into[datamodel.AvailableAttr(seq)] = 0
+	into[datamodel.ItemVersionAttr(seq)] = 1
 	return into
 }
 

@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -25,12 +25,12 @@ type Service struct {
 
 func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }
 
-// Load reads a product and its store item.
-func (s Service) Load(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
+// Get reads a product and its store item.
+func (s Service) Get(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
 	if !ValidProductID(productID) {
 		return Product{}, store.Item{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, productID))
+	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, productID))
 	if errors.Is(err, store.ErrNotFound) {
 		return Product{}, store.Item{}, notFound()
 	}
@@ -47,10 +47,10 @@ func (s Service) Load(ctx context.Context, vendorID, productID string) (Product,
 // List reads up to limit products after the sort key after, in creation
 // order; more tells whether others follow.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (ps []Product, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ProductPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.ProductKey(vendorID, "").PK, Prefix: datamodel.ProductPrefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, errs.Unavailablef(err, "the catalog could not be read")
 	}
@@ -99,17 +99,16 @@ func MastersLater(ctx context.Context, a Authority, vendorID string) func() (Mas
 
 // PrepareCreate builds a new product from in and the operations that store
 // it with its zeroed inventory buckets, its slug reservation and its event.
-// conflict explains a failed condition of those operations.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (p Product, ops []store.Op, conflict func(*store.ConditionError) error, err error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (store.Prepared[Product], error) {
 	m, err := s.masters(ctx, vendorID)
 	if err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
 	if err := CheckBindings(m, in.Authority); err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
 	now := s.Clock.Now()
-	p = Product{ID: ids.Sortable("prd", now), VendorID: vendorID, Status: StatusDraft, Revision: 1, Kind: in.Kind,
+	p := Product{ID: ids.Sortable("prd", now), VendorID: vendorID, Status: StatusDraft, Revision: 1, Kind: in.Kind,
 		CreatedAt: now, UpdatedAt: now, NextSeq: 1}
 	p.apply(in)
 	nums := map[string]int64{}
@@ -125,18 +124,17 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (
 	// Deltas of a put are its starting values.
 	data, err := Encode(p)
 	if err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
-	k := Key(vendorID, p.ID)
-	ops = append(ops, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: nums}, store.IfAbsent()))
-	ops = append(ops, s.slugOp(vendorID, p))
+	k := datamodel.ProductKey(vendorID, p.ID)
+	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: nums}, store.IfAbsent()), s.slugOp(vendorID, p)}
 	ev, err := event.Op(event.New(now, vendorID, event.ProductCreated, "product", p.ID,
 		map[string]any{"revision": 1, "inventory_item_ids": p.inventoryIDs(p.Seqs())}))
 	if err != nil {
-		return Product{}, nil, nil, err
+		return store.Prepared[Product]{}, err
 	}
 	ops = m.Fenced(append(ops, ev))
-	conflict = func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		if err := Moved(ctx, s.Authority, vendorID, m); err != nil {
 			return err
 		}
@@ -145,7 +143,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in Input) (
 		}
 		return errs.E(errs.CodeConflict, "the product could not be created; retry")
 	}
-	return p, ops, conflict, nil
+	return store.Prepared[Product]{View: p, Ops: ops, Explain: explain}, nil
 }
 
 func slugTaken(slug string) error {
@@ -153,7 +151,7 @@ func slugTaken(slug string) error {
 }
 
 func (s Service) slugOp(vendorID string, p Product) store.Op {
-	k := SlugKey(vendorID, p.Slug)
+	k := datamodel.ProductSlugKey(vendorID, p.Slug)
 	data, _ := json.Marshal(map[string]string{"product_id": p.ID})
 	return store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent())
 }
@@ -203,7 +201,7 @@ func retryMoved(ctx context.Context, write func() (Product, error)) (Product, er
 
 func (s Service) update(ctx context.Context, vendorID, productID string, in Input) (Product, error) {
 	masters := MastersLater(ctx, s.Authority, vendorID)
-	p, it, err := s.Load(ctx, vendorID, productID)
+	p, it, err := s.Get(ctx, vendorID, productID)
 	if err != nil {
 		return Product{}, err
 	}
@@ -248,14 +246,14 @@ func (s Service) update(ctx context.Context, vendorID, productID string, in Inpu
 		}
 		delete(existing, v.ID)
 		if v.Status == VariationRetired && old.Status == VariationActive {
-			oh, rs := it.Nums[OnHandAttr(old.Seq)], it.Nums[ReservedAttr(old.Seq)]
+			oh, rs := it.Nums[datamodel.OnHandAttr(old.Seq)], it.Nums[datamodel.ReservedAttr(old.Seq)]
 			if oh != 0 || rs != 0 {
 				return Product{}, errs.Ef(errs.CodeVariationNotRetirable, "variations[%d]: %q has on_hand %d and reserved %d; set stock to zero and release holds before retiring it", i, v.ID, oh, rs)
 			}
 			// The stock must still be zero when the retirement commits.
 			cond.Bounds = append(cond.Bounds,
-				store.Bound{Attr: OnHandAttr(old.Seq), Cmp: store.EQ, Value: 0},
-				store.Bound{Attr: ReservedAttr(old.Seq), Cmp: store.EQ, Value: 0})
+				store.Bound{Attr: datamodel.OnHandAttr(old.Seq), Cmp: store.EQ, Value: 0},
+				store.Bound{Attr: datamodel.ReservedAttr(old.Seq), Cmp: store.EQ, Value: 0})
 			retired = append(retired, v.ID)
 		}
 		next.Variations = append(next.Variations, Variation{ID: v.ID, Status: v.Status, Options: v.Options,
@@ -276,10 +274,10 @@ func (s Service) update(ctx context.Context, vendorID, productID string, in Inpu
 	if err != nil {
 		return Product{}, err
 	}
-	k := Key(vendorID, p.ID)
+	k := datamodel.ProductKey(vendorID, p.ID)
 	ops := []store.Op{store.Update(k, data, next.Revision, deltas, cond)}
 	if next.Slug != p.Slug {
-		ops = append(ops, store.Delete(SlugKey(vendorID, p.Slug), store.Cond{}), s.slugOp(vendorID, next))
+		ops = append(ops, store.Delete(datamodel.ProductSlugKey(vendorID, p.Slug), store.Cond{}), s.slugOp(vendorID, next))
 	}
 	meta := map[string]any{"revision": next.Revision}
 	if len(deltas) > 0 {
@@ -316,7 +314,7 @@ func (s Service) update(ctx context.Context, vendorID, productID string, in Inpu
 
 // explainConflict re-reads a product whose write lost a race and says why.
 func (s Service) explainConflict(ctx context.Context, vendorID, productID string, expected int64) error {
-	cur, _, err := s.Load(ctx, vendorID, productID)
+	cur, _, err := s.Get(ctx, vendorID, productID)
 	if err != nil {
 		return err
 	}
@@ -348,128 +346,3 @@ const (
 	Archive   = "archive"
 	Restore   = "restore"
 )
-
-// transitions is the lifecycle table: for an action and a current status,
-// the status it leads to. The action's own target is a no-op; a status
-// missing from an action's row is a 409.
-var transitions = map[string]map[string]string{
-	Publish:   {StatusDraft: StatusPublished, StatusPublished: StatusPublished},
-	Unpublish: {StatusPublished: StatusDraft, StatusDraft: StatusDraft},
-	Archive:   {StatusDraft: StatusArchived, StatusPublished: StatusArchived, StatusArchived: StatusArchived},
-	Restore:   {StatusArchived: StatusDraft, StatusDraft: StatusDraft},
-}
-
-var eventOf = map[string]string{
-	Publish: event.ProductPublished, Unpublish: event.ProductUnpublished,
-	Archive: event.ProductArchived, Restore: event.ProductRestored,
-}
-
-// Transition moves a product through its lifecycle.
-func (s Service) Transition(ctx context.Context, vendorID, productID, action string, t Transition) (Product, error) {
-	return retryMoved(ctx, func() (Product, error) { return s.transition(ctx, vendorID, productID, action, t) })
-}
-
-func (s Service) transition(ctx context.Context, vendorID, productID, action string, t Transition) (Product, error) {
-	row, ok := transitions[action]
-	if !ok {
-		return Product{}, fmt.Errorf("catalog: unknown action %q", action)
-	}
-	identity := action == Archive || action == Restore
-	var masters func() (Masters, error)
-	if identity {
-		masters = MastersLater(ctx, s.Authority, vendorID)
-	}
-	p, _, err := s.Load(ctx, vendorID, productID)
-	if err != nil {
-		return Product{}, err
-	}
-	if t.ExpectedRevision != p.Revision {
-		return Product{}, revisionConflict(p.Revision)
-	}
-	var m Masters
-	if identity {
-		// Archive and restore change the canonical identity: the caller must
-		// hold both current source-authority bindings.
-		if m, err = masters(); err != nil {
-			return Product{}, err
-		}
-		if err := CheckBindings(m, t.Authority); err != nil {
-			return Product{}, err
-		}
-	}
-	to, ok := row[p.Status]
-	if !ok {
-		return Product{}, errs.Ef(errs.CodeProductState, "a %s product cannot be %s", p.Status, pastTense(action))
-	}
-	if to == p.Status {
-		return p, nil // the contract's no-op rows
-	}
-	if action == Publish {
-		if missing := p.incomplete(); len(missing) > 0 {
-			return Product{}, errs.Ef(errs.CodeProductIncomplete, "the draft is not complete: %s", strings.Join(missing, "; "))
-		}
-	}
-	now := s.Clock.Now()
-	next := p
-	next.Status, next.Revision, next.UpdatedAt = to, p.Revision+1, now
-	switch to {
-	case StatusPublished:
-		next.PublishedAt = &now
-	case StatusArchived:
-		next.ArchivedAt, next.PublishedAt = &now, nil
-	case StatusDraft:
-		next.PublishedAt, next.ArchivedAt = nil, nil
-	}
-	data, err := Encode(next)
-	if err != nil {
-		return Product{}, err
-	}
-	ev, err := event.Op(event.New(now, vendorID, eventOf[action], "product", p.ID, map[string]any{"revision": next.Revision, "status": to}))
-	if err != nil {
-		return Product{}, err
-	}
-	err = s.Store.Transact(ctx, m.Fenced([]store.Op{store.Update(Key(vendorID, p.ID), data, next.Revision, nil, store.IfVersion(p.Revision)), ev})...)
-	if store.IsCondition(err) {
-		if err := Moved(ctx, s.Authority, vendorID, m); err != nil {
-			return Product{}, err
-		}
-		return Product{}, s.explainConflict(ctx, vendorID, p.ID, p.Revision)
-	}
-	if err != nil {
-		return Product{}, errs.Unavailablef(err, "the product could not be stored")
-	}
-	return next, nil
-}
-
-func pastTense(action string) string {
-	if action == Unpublish || action == Publish {
-		return action + "ed"
-	}
-	return action + "d"
-}
-
-// incomplete lists what a draft lacks before it can be published.
-func (p Product) incomplete() []string {
-	var missing []string
-	if strings.TrimSpace(p.Description) == "" {
-		missing = append(missing, "description is empty")
-	}
-	if strings.TrimSpace(p.Category) == "" {
-		missing = append(missing, "category is empty")
-	}
-	if len(p.ImageURLs) == 0 {
-		missing = append(missing, "image_urls has no image")
-	}
-	if p.Kind == KindVariable {
-		active := 0
-		for _, v := range p.Variations {
-			if v.Status == VariationActive {
-				active++
-			}
-		}
-		if active == 0 {
-			missing = append(missing, "a variable product needs at least one active variation")
-		}
-	}
-	return missing
-}

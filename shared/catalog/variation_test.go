@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -37,9 +38,9 @@ func (f fixture) update(t *testing.T, id, body string) (catalog.Product, error) 
 
 func (f fixture) setBuckets(t *testing.T, id string, seq int, onHand, reserved int64) {
 	t.Helper()
-	k := catalog.Key(vendorID, id)
+	k := datamodel.ProductKey(vendorID, id)
 	err := f.store.Transact(context.Background(), store.Add(k, map[string]int64{
-		catalog.OnHandAttr(seq): onHand, catalog.ReservedAttr(seq): reserved, catalog.AvailableAttr(seq): onHand - reserved,
+		datamodel.OnHandAttr(seq): onHand, datamodel.ReservedAttr(seq): reserved, datamodel.AvailableAttr(seq): onHand - reserved,
 	}, 0, store.Cond{Exists: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -142,11 +143,11 @@ func TestVariationRulesOfUpdate(t *testing.T) {
 		t.Fatalf("new variation %+v", nv)
 	}
 	_, it := f.load(t, p.ID)
-	if v, ok := it.Nums[catalog.OnHandAttr(nv.Seq)]; !ok || v != 0 {
+	if v, ok := it.Nums[datamodel.OnHandAttr(nv.Seq)]; !ok || v != 0 {
 		t.Fatalf("new variation's on_hand bucket %d present %v, want 0", v, ok)
 	}
-	if it.Nums[catalog.VersionAttr(nv.Seq)] < 1 {
-		t.Fatalf("new variation's inventory version %d", it.Nums[catalog.VersionAttr(nv.Seq)])
+	if it.Nums[datamodel.ItemVersionAttr(nv.Seq)] < 1 {
+		t.Fatalf("new variation's inventory version %d", it.Nums[datamodel.ItemVersionAttr(nv.Seq)])
 	}
 
 	// Archived products are not edited.
@@ -181,7 +182,8 @@ func TestSlugIsUniquePerVendor(t *testing.T) {
 	f := newFixture(t, nil)
 	p := f.create(t, variableBody("shirt"))
 	in, _ := catalog.ParseCreate([]byte(variableBody("shirt")))
-	_, ops, conflict, err := f.svc.PrepareCreate(context.Background(), vendorID, in)
+	prep, err := f.svc.PrepareCreate(context.Background(), vendorID, in)
+	ops, conflict := prep.Ops, prep.Explain
 	if err != nil {
 		t.Fatal(err)
 	}

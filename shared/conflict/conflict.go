@@ -13,13 +13,11 @@
 package conflict
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -130,27 +128,17 @@ type View = Conflict
 // Retention is how long a closed conflict is kept.
 const Retention = 90 * 24 * time.Hour
 
-// Prefix is the sort-key prefix of conflicts in the vendor partition.
-const Prefix = "CONFLICT#"
-
 // IDPrefix starts every conflict id (cfl_ and 26 characters, see ids.Issued).
 const IDPrefix = "cfl"
 
-// Key is a conflict's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
 // OpenKey is the open-index item of (type, connection, resource): it exists
-// while a conflict of that triple is open and holds its id. The triple is
-// hashed because resource ids can be long.
+// while a conflict of that triple is open and holds its id.
 func OpenKey(vendorID, typ string, connectionID *string, r Resource) store.Key {
 	conn := ""
 	if connectionID != nil {
 		conn = *connectionID
 	}
-	sum := sha256.Sum256([]byte(typ + "\x00" + conn + "\x00" + r.Type + "\x00" + r.ID))
-	return store.Key{PK: account.Partition(vendorID), SK: "CONFLICTOPEN#" + hex.EncodeToString(sum[:])}
+	return datamodel.ConflictOpenKey(vendorID, typ, conn, r.Type, r.ID)
 }
 
 func (c Conflict) item() (store.Item, error) {
@@ -158,7 +146,7 @@ func (c Conflict) item() (store.Item, error) {
 	if err != nil {
 		return store.Item{}, fmt.Errorf("conflict: encode %s: %w", c.ID, err)
 	}
-	k := Key(c.VendorID, c.ID)
+	k := datamodel.ConflictKey(c.VendorID, c.ID)
 	it := store.Item{PK: k.PK, SK: k.SK, Version: c.Version, Data: b}
 	if c.Status != StatusOpen {
 		it.ExpiresAt = c.UpdatedAt.Add(Retention).Unix()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -42,11 +42,11 @@ type Opened struct {
 
 // CountDelta is what opening (+1) or closing (-1) a conflict adds to its
 // connection's counter.
-func CountDelta(n int64) map[string]int64 { return map[string]int64{connection.ConflictsAttr: n} }
+func CountDelta(n int64) map[string]int64 { return map[string]int64{datamodel.OpenConflictsAttr: n} }
 
 // Count is the write that counts an opened conflict on its connection.
 func Count(vendorID, connectionID string) store.Op {
-	return store.Add(connection.Key(vendorID, connectionID), CountDelta(1), 0, store.Cond{Exists: true})
+	return store.Add(datamodel.ConnectionKey(vendorID, connectionID), CountDelta(1), 0, store.Cond{Exists: true})
 }
 
 // PrepareOpen builds a new open conflict. The open-index item is created
@@ -158,23 +158,12 @@ func (s Service) Record(ctx context.Context, vendorID string, d Draft) (string, 
 	return "", errs.E(errs.CodeConflict, "the conflict could not be recorded; retry")
 }
 
-// Load reads a conflict.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Conflict, error) {
+// Get reads a conflict.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Conflict, error) {
 	if !ids.Issued(IDPrefix, id) {
 		return Conflict{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Conflict{}, notFound()
-	}
-	if err != nil {
-		return Conflict{}, unavailable(err)
-	}
-	c, err := Decode(it)
-	if err != nil {
-		return Conflict{}, unavailable(err)
-	}
-	return c, nil
+	return store.Read(ctx, s.Store, datamodel.ConflictKey(vendorID, id), Decode, notFound(), unavailable)
 }
 
 // Filter narrows a list; empty fields match everything.
@@ -188,10 +177,10 @@ func (f Filter) keep(c Conflict) bool {
 
 // List reads a page of conflicts, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ConflictPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.keep)
+	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.ConflictKey(vendorID, "").PK, Prefix: datamodel.ConflictPrefix, After: after}, limit, Decode, f.keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -234,12 +223,12 @@ func closedBy(c Conflict) (string, bool) {
 // counter. Like Count, a caller that writes the connection in the same
 // transaction adds CountDelta(-1) and this bound to that write instead.
 func Uncount(vendorID, connectionID string) store.Op {
-	return store.Add(connection.Key(vendorID, connectionID), CountDelta(-1), 0, store.Cond{Bounds: []store.Bound{CountedBound()}})
+	return store.Add(datamodel.ConnectionKey(vendorID, connectionID), CountDelta(-1), 0, store.Cond{Bounds: []store.Bound{CountedBound()}})
 }
 
 // CountedBound is the condition that a conflict is still counted.
 func CountedBound() store.Bound {
-	return store.Bound{Attr: connection.ConflictsAttr, Cmp: store.GE, Value: 1}
+	return store.Bound{Attr: datamodel.OpenConflictsAttr, Cmp: store.GE, Value: 1}
 }
 
 // Close builds the closing of an open conflict c with status (resolved or
@@ -271,28 +260,28 @@ func Close(now time.Time, c Conflict, status, reason string, by Actor) (Conflict
 }
 
 // PrepareClose checks and builds a resolve or dismiss by a token.
-func (s Service) PrepareClose(ctx context.Context, vendorID, id, status string, in Closing, tokenID string) (View, []store.Op, error) {
-	c, err := s.Load(ctx, vendorID, id)
+func (s Service) PrepareClose(ctx context.Context, vendorID, id, status string, in Closing, tokenID string) (store.Prepared[View], error) {
+	c, err := s.Get(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if c.Version != in.ExpectedVersion {
-		return View{}, nil, versionConflict(c.Version)
+		return store.Prepared[View]{}, versionConflict(c.Version)
 	}
 	if c.Status != StatusOpen {
-		return View{}, nil, errs.Ef(errs.CodeConflictState, "the conflict is already %s", c.Status)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeConflictState, "the conflict is already %s", c.Status)
 	}
 	if why, ok := closedBy(c); ok {
-		return View{}, nil, errs.E(errs.CodeConflictState, why)
+		return store.Prepared[View]{}, errs.E(errs.CodeConflictState, why)
 	}
 	closed, ops, err := Close(s.Clock.Now(), c, status, in.Reason, Actor{Type: ActorToken, ID: &tokenID})
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if c.ConnectionID != nil {
 		ops = append(ops, Uncount(vendorID, *c.ConnectionID))
 	}
-	return closed, ops, nil
+	return store.Prepared[View]{View: closed, Ops: ops}, nil
 }
 
 // Explain turns a failed close of conflict id into a reason.
@@ -304,7 +293,7 @@ func (s Service) Explain(ctx context.Context, vendorID, id string, expected int6
 	if !store.IsCondition(err) {
 		return errs.Unavailablef(err, "the conflict could not be stored")
 	}
-	cur, lerr := s.Load(ctx, vendorID, id)
+	cur, lerr := s.Get(ctx, vendorID, id)
 	if lerr != nil {
 		return lerr
 	}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -20,20 +20,6 @@ type Authority struct {
 	BasePrice *string   `json:"base_price"`
 	Inventory *string   `json:"inventory"`
 	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Numeric attributes of the authority item.
-const (
-	// ServiceReservationsAttr counts active reservations owned by the service.
-	ServiceReservationsAttr = "service_reservations"
-	// InventoryExternalAttr is 1 while a connection masters the Stock Pool,
-	// so that the service's own checkout can require 0 in its condition.
-	InventoryExternalAttr = "inventory_external"
-)
-
-// AuthorityKey is the vendor's authority item.
-func AuthorityKey(vendorID string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: "AUTHORITY"}
 }
 
 // authState is the authority as read, with what a conditional write needs.
@@ -49,7 +35,7 @@ func decodeAuthority(it store.Item) (authState, error) {
 	if !st.exists {
 		return st, nil
 	}
-	st.version, st.serviceReservations = it.Version, it.Nums[ServiceReservationsAttr]
+	st.version, st.serviceReservations = it.Version, it.Nums[datamodel.ServiceReservationsAttr]
 	if len(it.Data) > 0 {
 		if err := json.Unmarshal(it.Data, &st.Authority); err != nil {
 			return authState{}, fmt.Errorf("connection: decode authority: %w", err)
@@ -59,7 +45,7 @@ func decodeAuthority(it store.Item) (authState, error) {
 }
 
 func loadAuthority(ctx context.Context, s store.Store, vendorID string) (authState, error) {
-	it, err := s.Get(ctx, AuthorityKey(vendorID))
+	it, err := s.Get(ctx, datamodel.AuthorityKey(vendorID))
 	if errors.Is(err, store.ErrNotFound) {
 		return authState{}, nil
 	}
@@ -83,9 +69,9 @@ func (st authState) op(vendorID string, next Authority, bounds ...store.Bound) (
 	if err != nil {
 		return store.Op{}, fmt.Errorf("connection: encode authority: %w", err)
 	}
-	k := AuthorityKey(vendorID)
+	k := datamodel.AuthorityKey(vendorID)
 	if !st.exists {
-		nums := map[string]int64{ServiceReservationsAttr: 0, InventoryExternalAttr: flag(next.Inventory)}
+		nums := map[string]int64{datamodel.ServiceReservationsAttr: 0, datamodel.InventoryExternalAttr: flag(next.Inventory)}
 		if len(bounds) > 0 {
 			// A fresh record has no reservations: the bounds hold trivially.
 			bounds = nil
@@ -94,7 +80,7 @@ func (st authState) op(vendorID string, next Authority, bounds ...store.Bound) (
 	}
 	cond := store.IfVersion(st.version)
 	cond.Bounds = bounds
-	deltas := map[string]int64{InventoryExternalAttr: flag(next.Inventory) - flag(st.Inventory)}
+	deltas := map[string]int64{datamodel.InventoryExternalAttr: flag(next.Inventory) - flag(st.Inventory)}
 	return store.Update(k, data, st.version+1, deltas, cond), nil
 }
 
@@ -107,9 +93,9 @@ func (m Masters) Masters(ctx context.Context, vendorID string) (catalog.Masters,
 	if err != nil {
 		return catalog.Masters{}, err
 	}
-	fence := store.Check(AuthorityKey(vendorID), store.IfAbsent())
+	fence := store.Check(datamodel.AuthorityKey(vendorID), store.IfAbsent())
 	if st.exists {
-		fence = store.Check(AuthorityKey(vendorID), store.IfVersion(st.version))
+		fence = store.Check(datamodel.AuthorityKey(vendorID), store.IfVersion(st.version))
 	}
 	return catalog.Masters{Catalog: st.Catalog, BasePrice: st.BasePrice, Inventory: st.Inventory, Fence: &fence}, nil
 }

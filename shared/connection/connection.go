@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -119,19 +119,6 @@ type Counters struct {
 	OpenConflicts int64
 }
 
-// Counter attribute names on the connection item. ActiveAttr is 1 while the
-// connection is active, so that writes can require an active connection in
-// their condition.
-const (
-	ListingsAttr     = "active_listings"
-	ReservationsAttr = "active_reservations"
-	OrdersAttr       = "unresolved_orders"
-	FulfillmentsAttr = "channel_fulfillments"
-	ActiveAttr       = "is_active"
-	// ConflictsAttr counts open conflicts of the connection (package conflict).
-	ConflictsAttr = "open_conflicts"
-)
-
 // View is a connection as the API shows it.
 type View struct {
 	ID                            string    `json:"id"`
@@ -166,20 +153,6 @@ func (c Connection) View(h Health) View {
 		Version: c.Version, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 }
 
-// Prefix is the sort-key prefix of connections in the vendor partition.
-const Prefix = "CONN#"
-
-// Key is a connection's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
-// HealthKey is the key of a connection's health report, kept apart from the
-// connection so that frequent reports never race with its configuration.
-func HealthKey(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: "CONNHEALTH#" + id}
-}
-
 // Decode reads a connection item.
 func Decode(it store.Item) (Connection, error) {
 	var c Connection
@@ -187,9 +160,9 @@ func Decode(it store.Item) (Connection, error) {
 		return Connection{}, fmt.Errorf("connection: decode %s: %w", it.SK, err)
 	}
 	c.Version = it.Version
-	c.Counters = Counters{ActiveListings: it.Nums[ListingsAttr], ActiveReservations: it.Nums[ReservationsAttr],
-		UnresolvedExternalOrders: it.Nums[OrdersAttr], ActiveChannelFulfillment: it.Nums[FulfillmentsAttr],
-		OpenConflicts: it.Nums[ConflictsAttr]}
+	c.Counters = Counters{ActiveListings: it.Nums[datamodel.ActiveListingsAttr], ActiveReservations: it.Nums[datamodel.ActiveReservationsAttr],
+		UnresolvedExternalOrders: it.Nums[datamodel.UnresolvedOrdersAttr], ActiveChannelFulfillment: it.Nums[datamodel.ChannelFulfillmentsAttr],
+		OpenConflicts: it.Nums[datamodel.OpenConflictsAttr]}
 	return c, nil
 }
 
@@ -230,10 +203,10 @@ func (c Counters) busy() []string {
 // conflicts are zero.
 func idleBounds() []store.Bound {
 	return []store.Bound{
-		{Attr: ListingsAttr, Cmp: store.EQ, Value: 0},
-		{Attr: ReservationsAttr, Cmp: store.EQ, Value: 0},
-		{Attr: OrdersAttr, Cmp: store.EQ, Value: 0},
-		{Attr: FulfillmentsAttr, Cmp: store.EQ, Value: 0},
-		{Attr: ConflictsAttr, Cmp: store.EQ, Value: 0},
+		{Attr: datamodel.ActiveListingsAttr, Cmp: store.EQ, Value: 0},
+		{Attr: datamodel.ActiveReservationsAttr, Cmp: store.EQ, Value: 0},
+		{Attr: datamodel.UnresolvedOrdersAttr, Cmp: store.EQ, Value: 0},
+		{Attr: datamodel.ChannelFulfillmentsAttr, Cmp: store.EQ, Value: 0},
+		{Attr: datamodel.OpenConflictsAttr, Cmp: store.EQ, Value: 0},
 	}
 }

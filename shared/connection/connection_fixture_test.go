@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
@@ -35,8 +36,9 @@ func newFixture(t *testing.T) fixture {
 func (f fixture) create(t *testing.T, provider string, roles connection.Roles) (connection.View, error) {
 	t.Helper()
 	ctx := context.Background()
-	v, ops, conflict, err := f.svc.PrepareCreate(ctx, vendorID, connection.CreateInput{
+	prep, err := f.svc.PrepareCreate(ctx, vendorID, connection.CreateInput{
 		Provider: provider, ExternalAccountID: "acct-1", DisplayName: "Shop", Roles: roles})
+	v, ops, conflict := prep.View, prep.Ops, prep.Explain
 	if err != nil {
 		return connection.View{}, err
 	}
@@ -60,7 +62,7 @@ func (f fixture) mustCreate(t *testing.T, provider string, roles connection.Role
 
 func (f fixture) load(t *testing.T, id string) connection.Connection {
 	t.Helper()
-	c, _, _, err := f.svc.Load(context.Background(), vendorID, id)
+	c, _, _, err := f.svc.Get(context.Background(), vendorID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func (f fixture) load(t *testing.T, id string) connection.Connection {
 // count moves one of a connection's counters, as the work it counts does.
 func (f fixture) count(t *testing.T, id, attr string, delta int64) {
 	t.Helper()
-	if err := f.store.Transact(context.Background(), store.Add(connection.Key(vendorID, id), map[string]int64{attr: delta}, 0, store.Cond{Exists: true})); err != nil {
+	if err := f.store.Transact(context.Background(), store.Add(datamodel.ConnectionKey(vendorID, id), map[string]int64{attr: delta}, 0, store.Cond{Exists: true})); err != nil {
 		t.Fatal(err)
 	}
 }

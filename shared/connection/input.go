@@ -3,13 +3,9 @@ package connection
 import (
 	"encoding/json"
 	"math"
-	"regexp"
 
 	"github.com/moku/sellerapi/shared/fields"
 )
-
-// IDPattern is the contract's pattern for connection ids.
-var IDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,160}$`)
 
 var roleValues = fields.StringRule{OneOf: []string{Source, Destination, Disabled}}
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -89,7 +90,7 @@ func TestInventoryHandoverNeedsNoServiceReservations(t *testing.T) {
 	f := newFixture(t)
 	f.mustCreate(t, connection.StorePlugin, preset(t, "service_source")) // creates no authority record
 	// The service holds one reservation.
-	if err := f.store.Transact(ctx, store.Add(connection.AuthorityKey(vendorID), map[string]int64{connection.ServiceReservationsAttr: 1}, 0, store.Cond{})); err != nil {
+	if err := f.store.Transact(ctx, store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: 1}, 0, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.create(t, connection.StorePlugin, preset(t, "store_source"))
@@ -98,7 +99,7 @@ func TestInventoryHandoverNeedsNoServiceReservations(t *testing.T) {
 	if _, err := f.create(t, connection.StorePlugin, preset(t, "store_catalog_source")); err != nil {
 		t.Fatalf("catalog handover with service reservations: %v", err)
 	}
-	if err := f.store.Transact(ctx, store.Add(connection.AuthorityKey(vendorID), map[string]int64{connection.ServiceReservationsAttr: -1}, 0, store.Cond{})); err != nil {
+	if err := f.store.Transact(ctx, store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: -1}, 0, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}
 	inv := noRoles
@@ -126,7 +127,7 @@ func TestReplaceRoles(t *testing.T) {
 	_, err := replace(other.ID, other.Version, src)
 	wantCode(t, err, errs.CodeAuthorityConflict)
 
-	for _, attr := range []string{connection.ListingsAttr, connection.ReservationsAttr, connection.OrdersAttr, connection.FulfillmentsAttr} {
+	for _, attr := range []string{datamodel.ActiveListingsAttr, datamodel.ActiveReservationsAttr, datamodel.UnresolvedOrdersAttr, datamodel.ChannelFulfillmentsAttr} {
 		t.Run("busy "+attr, func(t *testing.T) {
 			f.count(t, c.ID, attr, 1)
 			_, err := replace(c.ID, c.Version, preset(t, "service_source"))

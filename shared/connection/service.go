@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -26,12 +28,12 @@ func unavailable(err error) error {
 	return errs.Unavailablef(err, "connections could not be read")
 }
 
-// Load reads a connection and its health in one round trip.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Connection, Health, store.Item, error) {
-	if !IDPattern.MatchString(id) {
+// Get reads a connection and its health in one round trip.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Connection, Health, store.Item, error) {
+	if !fields.ConnectionIDPattern.MatchString(id) {
 		return Connection{}, Health{}, store.Item{}, notFound()
 	}
-	items, err := s.Store.GetMany(ctx, []store.Key{Key(vendorID, id), HealthKey(vendorID, id)})
+	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, id), datamodel.ConnectionHealthKey(vendorID, id)})
 	if err != nil {
 		return Connection{}, Health{}, store.Item{}, unavailable(err)
 	}
@@ -51,10 +53,10 @@ func (s Service) Load(ctx context.Context, vendorID, id string) (Connection, Hea
 
 // List reads a page of connections with their health.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ConnectionPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.ConnectionKey(vendorID, "").PK, Prefix: datamodel.ConnectionPrefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -70,7 +72,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (v
 		if conns[i], err = Decode(it); err != nil {
 			return nil, "", false, unavailable(err)
 		}
-		keys[i] = HealthKey(vendorID, conns[i].ID)
+		keys[i] = datamodel.ConnectionHealthKey(vendorID, conns[i].ID)
 	}
 	healths, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
@@ -131,7 +133,7 @@ func (s Service) authorityOp(ctx context.Context, vendorID, id string, r Roles) 
 		if st.serviceReservations > 0 {
 			return store.Op{}, false, reservationsOutstanding(st.serviceReservations)
 		}
-		bounds = append(bounds, store.Bound{Attr: ServiceReservationsAttr, Cmp: store.EQ, Value: 0})
+		bounds = append(bounds, store.Bound{Attr: datamodel.ServiceReservationsAttr, Cmp: store.EQ, Value: 0})
 	}
 	next.UpdatedAt = s.Clock.Now()
 	op, err := st.op(vendorID, next, bounds...)
@@ -140,33 +142,33 @@ func (s Service) authorityOp(ctx context.Context, vendorID, id string, r Roles) 
 
 // PrepareCreate builds a new connection and the operations that store it,
 // claim its sources and record its event.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	now := s.Clock.Now()
 	c := Connection{ID: ids.New("conn"), VendorID: vendorID, Provider: in.Provider, ExternalAccountID: in.ExternalAccountID,
 		DisplayName: in.DisplayName, Status: StatusActive, Roles: in.Roles, CreatedAt: now, UpdatedAt: now, Version: 1}
 	data, err := encode(c)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
-	k := Key(vendorID, c.ID)
+	k := datamodel.ConnectionKey(vendorID, c.ID)
 	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{
-		ListingsAttr: 0, ReservationsAttr: 0, OrdersAttr: 0, FulfillmentsAttr: 0, ConflictsAttr: 0, ActiveAttr: 1}}, store.IfAbsent())}
+		datamodel.ActiveListingsAttr: 0, datamodel.ActiveReservationsAttr: 0, datamodel.UnresolvedOrdersAttr: 0, datamodel.ChannelFulfillmentsAttr: 0, datamodel.OpenConflictsAttr: 0, datamodel.IsActiveAttr: 1}}, store.IfAbsent())}
 	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, c.Roles)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if claims {
 		ops = append(ops, authOp)
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ConnectionCreated, "connection", c.ID, map[string]any{"version": 1, "provider": c.Provider}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops = append(ops, ev)
-	conflict := func(*store.ConditionError) error {
+	explain := func(*store.ConditionError) error {
 		return errs.E(errs.CodeAuthorityConflict, "the vendor authority changed while the connection was created; read it and retry")
 	}
-	return c.View(Health{}), ops, conflict, nil
+	return store.Prepared[View]{View: c.View(Health{}), Ops: ops, Explain: explain}, nil
 }
 
 func versionConflict(current int64) error {
@@ -193,7 +195,7 @@ var eventOf = map[string]string{Pause: event.ConnectionPaused, Resume: event.Con
 // Transition pauses, resumes or disconnects a connection. Disconnecting
 // needs no live work on the connection and gives back its authority claims.
 func (s Service) Transition(ctx context.Context, vendorID, id, action string, expected int64) (View, error) {
-	c, h, _, err := s.Load(ctx, vendorID, id)
+	c, h, _, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return View{}, err
 	}
@@ -240,7 +242,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, ex
 	if err != nil {
 		return View{}, err
 	}
-	ops = append([]store.Op{store.Update(Key(vendorID, c.ID), data, c.Version, map[string]int64{ActiveAttr: active}, cond)}, append(ops, ev)...)
+	ops = append([]store.Op{store.Update(datamodel.ConnectionKey(vendorID, c.ID), data, c.Version, map[string]int64{datamodel.IsActiveAttr: active}, cond)}, append(ops, ev)...)
 	if err := s.Store.Transact(ctx, ops...); err != nil {
 		return View{}, s.Explain(ctx, vendorID, id, expected, err)
 	}
@@ -257,7 +259,7 @@ func (s Service) Explain(ctx context.Context, vendorID, id string, expected int6
 	if !store.IsCondition(err) {
 		return errs.Unavailablef(err, "the connection could not be stored")
 	}
-	cur, _, _, lerr := s.Load(ctx, vendorID, id)
+	cur, _, _, lerr := s.Get(ctx, vendorID, id)
 	if lerr != nil {
 		return lerr
 	}
@@ -281,67 +283,67 @@ func pastTense(action string) string {
 // connection, moves its authority claims with it, and refuses a second
 // source for any domain.
 func (s Service) ReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (View, error) {
-	v, ops, err := s.PrepareReplaceRoles(ctx, vendorID, id, in)
-	if err != nil || len(ops) == 0 {
-		return v, err
+	p, err := s.PrepareReplaceRoles(ctx, vendorID, id, in)
+	if err != nil || len(p.Ops) == 0 {
+		return p.View, err
 	}
-	if err := s.Store.Transact(ctx, ops...); err != nil {
+	if err := s.Store.Transact(ctx, p.Ops...); err != nil {
 		return View{}, s.Explain(ctx, vendorID, id, in.ExpectedVersion, err)
 	}
-	return v, nil
+	return p.View, nil
 }
 
 // PrepareReplaceRoles checks a role replacement and returns the connection
 // as it will be and the operations that make the change (none when the
 // roles are unchanged), for callers that write more in the same
 // transaction; Explain turns their failed condition into a reason.
-func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (View, []store.Op, error) {
-	c, h, _, err := s.Load(ctx, vendorID, id)
+func (s Service) PrepareReplaceRoles(ctx context.Context, vendorID, id string, in RolesInput) (store.Prepared[View], error) {
+	c, h, _, err := s.Get(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if in.preset && c.Provider != StorePlugin {
-		return View{}, nil, errs.Ef(errs.CodeInvalidRequest, "roles: presets exist only for the %s provider; give the five roles", StorePlugin)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeInvalidRequest, "roles: presets exist only for the %s provider; give the five roles", StorePlugin)
 	}
 	if in.ExpectedVersion != c.Version {
-		return View{}, nil, versionConflict(c.Version)
+		return store.Prepared[View]{}, versionConflict(c.Version)
 	}
 	if c.Status == StatusDisconnected {
-		return View{}, nil, errs.E(errs.CodeConnectionState, "a disconnected connection has no roles to replace")
+		return store.Prepared[View]{}, errs.E(errs.CodeConnectionState, "a disconnected connection has no roles to replace")
 	}
 	if busy := c.Counters.busy(); len(busy) > 0 {
-		return View{}, nil, errs.Ef(errs.CodeConnectionBusy, "roles change only on an idle connection; pause it and reconcile first: %s", strings.Join(busy, ", "))
+		return store.Prepared[View]{}, errs.Ef(errs.CodeConnectionBusy, "roles change only on an idle connection; pause it and reconcile first: %s", strings.Join(busy, ", "))
 	}
 	if in.Roles == c.Roles {
-		return c.View(h), nil, nil
+		return store.Prepared[View]{View: c.View(h)}, nil
 	}
 	authOp, claims, err := s.authorityOp(ctx, vendorID, c.ID, in.Roles)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	c.Roles, c.UpdatedAt, c.Version = in.Roles, now, c.Version+1
 	data, err := encode(c)
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
 	cond := store.IfVersion(in.ExpectedVersion)
 	cond.Bounds = idleBounds()
-	ops := []store.Op{store.Update(Key(vendorID, c.ID), data, c.Version, nil, cond)}
+	ops := []store.Op{store.Update(datamodel.ConnectionKey(vendorID, c.ID), data, c.Version, nil, cond)}
 	if claims {
 		ops = append(ops, authOp)
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ConnectionRolesReplaced, "connection", c.ID, map[string]any{"version": c.Version}))
 	if err != nil {
-		return View{}, nil, err
+		return store.Prepared[View]{}, err
 	}
-	return c.View(h), append(ops, ev), nil
+	return store.Prepared[View]{View: c.View(h), Ops: append(ops, ev)}, nil
 }
 
 // ReportHealth records a connector's health report. Reports are telemetry:
 // they do not move the connection's version.
 func (s Service) ReportHealth(ctx context.Context, vendorID, id string, h Health) (View, error) {
-	c, _, _, err := s.Load(ctx, vendorID, id)
+	c, _, _, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return View{}, err
 	}
@@ -352,7 +354,7 @@ func (s Service) ReportHealth(ctx context.Context, vendorID, id string, h Health
 	if err != nil {
 		return View{}, fmt.Errorf("connection: encode health: %w", err)
 	}
-	k := HealthKey(vendorID, id)
+	k := datamodel.ConnectionHealthKey(vendorID, id)
 	if err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.Cond{})); err != nil {
 		return View{}, errs.Unavailablef(err, "the health report could not be stored")
 	}

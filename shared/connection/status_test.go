@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
 )
 
 // TestNewConnection: status active, health unknown with no blockers, all
@@ -13,7 +15,7 @@ import (
 func TestNewConnection(t *testing.T) {
 	f := newFixture(t)
 	v := f.mustCreate(t, connection.StorePlugin, preset(t, "service_source"))
-	got, h, _, err := f.svc.Load(context.Background(), vendorID, v.ID)
+	got, h, _, err := f.svc.Get(context.Background(), vendorID, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestNewConnection(t *testing.T) {
 			t.Fatalf("new connection's health times %+v", x.Health)
 		}
 	}
-	if !connection.IDPattern.MatchString(v.ID) {
+	if !fields.ConnectionIDPattern.MatchString(v.ID) {
 		t.Fatalf("id %q does not match the contract's pattern", v.ID)
 	}
 }
@@ -106,7 +108,7 @@ func TestDisconnectNeedsIdleConnection(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	c := f.mustCreate(t, connection.StorePlugin, preset(t, "store_source"))
-	for _, attr := range []string{connection.ListingsAttr, connection.ReservationsAttr, connection.OrdersAttr, connection.FulfillmentsAttr, connection.ConflictsAttr} {
+	for _, attr := range []string{datamodel.ActiveListingsAttr, datamodel.ActiveReservationsAttr, datamodel.UnresolvedOrdersAttr, datamodel.ChannelFulfillmentsAttr, datamodel.OpenConflictsAttr} {
 		f.count(t, c.ID, attr, 2)
 		_, err := f.svc.Transition(ctx, vendorID, c.ID, connection.Disconnect, c.Version)
 		wantCode(t, err, errs.CodeConnectionBusy)
@@ -140,7 +142,7 @@ func TestHealthReportsDoNotMoveVersion(t *testing.T) {
 	if _, err := f.svc.ReportHealth(ctx, vendorID, c.ID, h); err != nil {
 		t.Fatal(err)
 	}
-	got, health, _, err := f.svc.Load(ctx, vendorID, c.ID)
+	got, health, _, err := f.svc.Get(ctx, vendorID, c.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestHealthReportsDoNotMoveVersion(t *testing.T) {
 func TestUnknownConnections(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"conn_absent", "bad/id", ""} {
-		_, _, _, err := f.svc.Load(context.Background(), vendorID, id)
+		_, _, _, err := f.svc.Get(context.Background(), vendorID, id)
 		wantCode(t, err, errs.CodeNotFound)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -83,13 +84,11 @@ func (c Codec) Decode(b Binding, cursor string) (string, error) {
 	return string(after), nil
 }
 
-// keyItem holds the signing key, shared by every process on one store.
-var keyItem = store.Key{PK: "META", SK: "CURSOR_KEY"}
-
 // LoadKey returns the store's cursor key, creating it on first use. Two
 // processes racing to create it agree on whichever write won.
 func LoadKey(ctx context.Context, s store.Store) ([]byte, error) {
 	for attempt := 0; attempt < 2; attempt++ {
+		keyItem := datamodel.CursorSigningKey()
 		it, err := s.Get(ctx, keyItem)
 		if err == nil {
 			var v struct{ Key []byte }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -119,21 +119,13 @@ func New(now time.Time, vendorID, typ, resourceType, resourceID string, data map
 		Resource: Resource{Type: resourceType, ID: resourceID}, Data: data}
 }
 
-// Prefix is the sort-key prefix of events in the vendor partition.
-const Prefix = "EVENT#"
-
-// Key is an event's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
 // Op is the transaction operation that appends e to the log.
 func Op(e Event) (store.Op, error) {
 	data, err := store.Marshal(e)
 	if err != nil {
 		return store.Op{}, fmt.Errorf("event: encode %s: %w", e.Type, err)
 	}
-	k := Key(e.VendorID, e.ID)
+	k := datamodel.EventKey(e.VendorID, e.ID)
 	return store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data,
 		ExpiresAt: e.CreatedAt.Add(Retention).Unix()}, store.IfAbsent()), nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/store"
@@ -71,7 +72,7 @@ func TestNewAndOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if op.Kind != store.OpPut || !op.Cond.Absent || op.Item.Key() != event.Key("ven_1", e.ID) {
+	if op.Kind != store.OpPut || !op.Cond.Absent || op.Item.Key() != datamodel.EventKey("ven_1", e.ID) {
 		t.Fatalf("op %+v", op)
 	}
 	if want := now.Add(90 * 24 * time.Hour).Unix(); op.Item.ExpiresAt != want {
@@ -141,7 +142,7 @@ func TestLog(t *testing.T) {
 		}
 	}
 	// Another vendor's event is not found in this vendor's log.
-	if _, err := log.Get(ctx, "ven_1", strings.TrimPrefix(other.Item.SK, event.Prefix)); !errs.Is(err, errs.CodeNotFound) {
+	if _, err := log.Get(ctx, "ven_1", strings.TrimPrefix(other.Item.SK, datamodel.EventPrefix)); !errs.Is(err, errs.CodeNotFound) {
 		t.Errorf("another vendor's event: %v", err)
 	}
 }

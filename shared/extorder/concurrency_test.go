@@ -31,12 +31,12 @@ func TestConcurrentImports(t *testing.T) {
 			in := extorder.ImportInput{ConnectionID: conn, ExternalOrderID: ext, Lines: []extorder.Line{line("l1", f.item, 3)}}
 			sc := idempotency.Scope{VendorID: vendorID, TokenID: "tok_1", Operation: "external_orders.import", Key: fmt.Sprintf("key-%05d", i)}
 			_, results[i] = keeper.Run(context.Background(), sc, in.Fingerprint(), func(ctx context.Context) (idempotency.Mutation, error) {
-				v, created, ops, explain, err := f.svc.PrepareImport(ctx, vendorID, in)
-				ids[i] = v.ID
-				if err != nil || !created {
-					return idempotency.Mutation{Status: 200, Body: v}, err
+				p, err := f.svc.PrepareImport(ctx, vendorID, in)
+				ids[i] = p.View.ID
+				if err != nil || len(p.Ops) == 0 {
+					return idempotency.Mutation{Status: 200, Body: p.View}, err
 				}
-				return idempotency.Mutation{Ops: ops, Status: 201, Body: v, Conflict: explain}, nil
+				return idempotency.Mutation{Ops: p.Ops, Status: 201, Body: p.View, Explain: p.Explain}, nil
 			})
 		}()
 	}

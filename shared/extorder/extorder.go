@@ -16,9 +16,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -100,19 +100,6 @@ type Order struct {
 // View is the order as the API shows it (the stored record is the view).
 type View = Order
 
-// Prefix is the sort-key prefix of orders in the vendor partition.
-const Prefix = "XORD#"
-
-// Key is an order's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
-// uniqueKey reserves (connection, external order id) for one order.
-func uniqueKey(vendorID, connID, externalID string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: "XORDKEY#" + connID + "#" + externalID}
-}
-
 // keyEntry is the data of the unique key item.
 type keyEntry struct {
 	OrderID     string `json:"order_id"`
@@ -134,7 +121,7 @@ func (o Order) item() (store.Item, error) {
 	if err != nil {
 		return store.Item{}, fmt.Errorf("extorder: encode: %w", err)
 	}
-	k := Key(o.VendorID, o.ID)
+	k := datamodel.ExternalOrderKey(o.VendorID, o.ID)
 	return store.Item{PK: k.PK, SK: k.SK, Version: o.Version, Data: data}, nil
 }
 
@@ -153,7 +140,7 @@ func (in ImportInput) Fingerprint() string {
 }
 
 var (
-	connIDRule     = fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	connIDRule     = fields.ConnectionIDRule
 	externalIDRule = fields.StringRule{Min: 1, Max: 200, SingleLine: true}
 	lineIDRule     = fields.StringRule{Min: 1, Max: 200, SingleLine: true}
 	itemIDRule     = fields.StringRule{Min: 1, Max: 300}

@@ -9,6 +9,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/inventory"
@@ -54,13 +55,15 @@ func (f *fixture) stocked(t *testing.T, slug string, onHand int64) (productID, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ops, _, err := f.catalog.PrepareCreate(ctx, vendorID, in)
+	prep, err := f.catalog.PrepareCreate(ctx, vendorID, in)
+	p, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.apply(t, ops)
 	item := catalog.InventoryItemID(p.ID, 0)
-	_, ops, _, err = f.inv.PrepareAdjust(ctx, vendorID, item, inventory.Adjustment{TargetOnHand: onHand, ExpectedVersion: 1})
+	adjusted, err := f.inv.PrepareAdjust(ctx, vendorID, item, inventory.Adjustment{TargetOnHand: onHand, ExpectedVersion: 1})
+	ops = adjusted.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +75,11 @@ func (f *fixture) stocked(t *testing.T, slug string, onHand int64) (productID, i
 // given fulfillment.
 func (f *fixture) connection(t *testing.T, ingress, fulfillment string) string {
 	t.Helper()
-	v, ops, _, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
+	prep, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
 		Provider: "marketplace_a", ExternalAccountID: "acct", DisplayName: "Shop",
 		Roles: connection.Roles{Catalog: connection.Destination, BasePrice: connection.Destination, Inventory: connection.Destination,
 			OrderIngress: ingress, ExternalOrderFulfillment: fulfillment}})
+	v, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,22 +96,23 @@ func (f *fixture) apply(t *testing.T, ops []store.Op) {
 
 func (f *fixture) importOrder(t *testing.T, connID, externalID string, lines ...extorder.Line) (extorder.View, bool, error) {
 	t.Helper()
-	v, created, ops, explain, err := f.svc.PrepareImport(context.Background(), vendorID, extorder.ImportInput{ConnectionID: connID, ExternalOrderID: externalID, Lines: lines})
-	if err != nil || !created {
-		return v, created, err
+	p, err := f.svc.PrepareImport(context.Background(), vendorID, extorder.ImportInput{ConnectionID: connID, ExternalOrderID: externalID, Lines: lines})
+	if err != nil || len(p.Ops) == 0 {
+		return p.View, false, err
 	}
-	if err := f.store.Transact(context.Background(), ops...); err != nil {
+	if err := f.store.Transact(context.Background(), p.Ops...); err != nil {
 		if ce, ok := store.AsCondition(err); ok {
-			return extorder.View{}, false, explain(ce)
+			return extorder.View{}, false, p.Explain(ce)
 		}
 		return extorder.View{}, false, err
 	}
-	return v, true, nil
+	return p.View, true, nil
 }
 
 func (f *fixture) move(t *testing.T, id, action string, version int64) (extorder.View, error) {
 	t.Helper()
-	v, ops, explain, err := f.svc.PrepareTransition(context.Background(), vendorID, id, action, version)
+	prep, err := f.svc.PrepareTransition(context.Background(), vendorID, id, action, version)
+	v, ops, explain := prep.View, prep.Ops, prep.Explain
 	if err != nil {
 		return extorder.View{}, err
 	}
@@ -122,7 +127,7 @@ func (f *fixture) move(t *testing.T, id, action string, version int64) (extorder
 
 func (f *fixture) buckets(t *testing.T, productID string) [3]int64 {
 	t.Helper()
-	it, err := f.store.Get(context.Background(), catalog.Key(vendorID, productID))
+	it, err := f.store.Get(context.Background(), datamodel.ProductKey(vendorID, productID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +137,7 @@ func (f *fixture) buckets(t *testing.T, productID string) [3]int64 {
 
 func (f *fixture) counters(t *testing.T, connID string) connection.Counters {
 	t.Helper()
-	c, _, _, err := f.conns.Load(context.Background(), vendorID, connID)
+	c, _, _, err := f.conns.Get(context.Background(), vendorID, connID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func TestTransitions(t *testing.T) {
 					got, err := f.move(t, o.ID, action, o.Version)
 					if !ok {
 						wantCode(t, err, errs.CodeExternalOrderState)
-						if cur, _ := f.svc.Load(context.Background(), vendorID, o.ID); cur.Status != from || cur.Version != o.Version {
+						if cur, _ := f.svc.Get(context.Background(), vendorID, o.ID); cur.Status != from || cur.Version != o.Version {
 							t.Fatalf("a refused %s moved the order to %s v%d", action, cur.Status, cur.Version)
 						}
 						return
@@ -207,7 +207,8 @@ func TestUnreservableAndReserveAgain(t *testing.T) {
 	if err != nil || o2.Status != extorder.StatusUnreservable {
 		t.Fatalf("ext-2: %s %v", o2.Status, err)
 	}
-	_, ops, _, err := f.inv.PrepareAdjust(context.Background(), vendorID, other, inventoryAdjust(5, 2))
+	prep, err := f.inv.PrepareAdjust(context.Background(), vendorID, other, inventoryAdjust(5, 2))
+	ops := prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}

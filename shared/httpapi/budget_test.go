@@ -4,9 +4,10 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/moku/sellerapi/shared/catalog"
 	"sync"
 	"testing"
+
+	"github.com/moku/sellerapi/shared/catalog"
 
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"

@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // BulkOperations is the Bulk operations group: batches of inventory
@@ -36,13 +37,9 @@ func (s *Server) createBulkOperation(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("bulk_operations.create", idempotency.ProductKeyPattern, body, func(context.Context) (idempotency.Mutation, error) {
-		v, ops, err := s.bulkOps().PrepareCreate(c.Principal.Vendor.ID, c.Principal.Token.ID, sub)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusAccepted, Body: Envelope(v)}, nil
-	})
+	return c.Mutate("bulk_operations.create", idempotency.ProductKeyPattern, body, answer(http.StatusAccepted, func(context.Context) (store.Prepared[bulk.View], error) {
+		return s.bulkOps().PrepareCreate(c.Principal.Vendor.ID, c.Principal.Token.ID, sub)
+	}))
 }
 
 func (s *Server) getBulkOperation(c *Call) error {

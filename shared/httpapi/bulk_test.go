@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -122,7 +122,7 @@ func getBulk(t *testing.T, e *apitest.Env, id string) bulkBody {
 // bulkMessage is the message the pipeline rule makes for job id.
 func bulkMessage(t *testing.T, e *apitest.Env, id string) queue.Message {
 	t.Helper()
-	out, err := bulk.Rule(context.Background(), store.Change{Kind: store.Inserted, Key: bulk.Key(e.Vendor.ID, id)})
+	out, err := bulk.Rule(context.Background(), store.Change{Kind: store.Inserted, Key: datamodel.BulkKey(e.Vendor.ID, id)})
 	if err != nil || len(out) != 1 || out[0].Queue != queue.BulkOperations {
 		t.Fatalf("rule: %v %v", out, err)
 	}
@@ -363,7 +363,7 @@ func TestBulkValidation(t *testing.T) {
 		// No refused batch stored a job or changed stock, even after the
 		// background work ran.
 		work(t, e, kind, "bop_none")
-		if jobs, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: bulk.Prefix, Limit: 10}); err != nil || len(jobs) != 0 {
+		if jobs, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: datamodel.BulkPrefix, Limit: 10}); err != nil || len(jobs) != 0 {
 			t.Fatalf("refused batches stored %d jobs (%v)", len(jobs), err)
 		}
 		for _, id := range items {
@@ -391,8 +391,8 @@ func TestBulkRecordFailures(t *testing.T) {
 		items := seedItems(t, e, 5)
 		// Hold 4 units of items[3] the way a reservation does.
 		productID, seq, _ := catalog.ParseInventoryItemID(items[3])
-		hold := store.Add(catalog.Key(e.Vendor.ID, productID), map[string]int64{
-			catalog.OnHandAttr(seq): 4, catalog.ReservedAttr(seq): 4, catalog.VersionAttr(seq): 1}, 0, store.Cond{})
+		hold := store.Add(datamodel.ProductKey(e.Vendor.ID, productID), map[string]int64{
+			datamodel.OnHandAttr(seq): 4, datamodel.ReservedAttr(seq): 4, datamodel.ItemVersionAttr(seq): 1}, 0, store.Cond{})
 		if err := e.Store.Transact(context.Background(), hold); err != nil {
 			t.Fatal(err)
 		}
@@ -518,7 +518,7 @@ func TestBulkCredentialRecheck(t *testing.T) {
 		}},
 		{"expired", 90 * time.Second, func(t *testing.T, e *apitest.Env, tokenID string) { e.Clock.Advance(2 * time.Minute) }},
 		{"owner changed", 0, func(t *testing.T, e *apitest.Env, tokenID string) {
-			it, err := e.Store.Get(context.Background(), account.Key(e.Vendor.ID))
+			it, err := e.Store.Get(context.Background(), datamodel.VendorKey(e.Vendor.ID))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -613,7 +613,7 @@ func (s *crashStore) Transact(ctx context.Context, ops ...store.Op) error {
 		return errCrash
 	}
 	for _, op := range ops {
-		if op.Kind == store.OpAdd && strings.HasPrefix(op.Item.SK, catalog.Prefix) {
+		if op.Kind == store.OpAdd && strings.HasPrefix(op.Item.SK, datamodel.ProductPrefix) {
 			s.adjustments++
 		}
 	}
@@ -732,7 +732,7 @@ func TestBulkAttemptsRunOut(t *testing.T) {
 		b := mustSubmit(t, e, e.Token, "bulk-attempts-1", batch(items, 10, 20, 30, 40, 50))
 		productID, seq, _ := catalog.ParseInventoryItemID(items[2])
 		sent := &sender{}
-		w := bulk.NewWorker(failingStore{Store: e.App.Store, productKey: catalog.Key(e.Vendor.ID, productID).SK, attr: catalog.OnHandAttr(seq)}, e.Clock, 1<<20, sent, nil)
+		w := bulk.NewWorker(failingStore{Store: e.App.Store, productKey: datamodel.ProductKey(e.Vendor.ID, productID).SK, attr: datamodel.OnHandAttr(seq)}, e.Clock, 1<<20, sent, nil)
 		msg := bulkMessage(t, e, b.Data.ID)
 		var last time.Duration
 		for i := 1; i <= bulk.MaxAttempts; i++ {
@@ -882,7 +882,7 @@ type racingStore struct {
 
 func (s *racingStore) Transact(ctx context.Context, ops ...store.Op) error {
 	for _, op := range ops {
-		if op.Kind == store.OpAdd && strings.HasPrefix(op.Item.SK, catalog.Prefix) {
+		if op.Kind == store.OpAdd && strings.HasPrefix(op.Item.SK, datamodel.ProductPrefix) {
 			s.once.Do(s.race)
 		}
 	}

@@ -34,19 +34,11 @@ func (s *Server) listConflicts(c *Call) error {
 	if f.Type != "" && !slices.Contains(conflict.Types(), f.Type) {
 		return errs.Ef(errs.CodeInvalidParameter, "type: must be one of %v", conflict.Types())
 	}
-	pr, err := c.PageParams("conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.conflicts.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID, f, s.conflicts.List)
 }
 
 func (s *Server) getConflict(c *Call) error {
-	v, err := s.conflicts.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("conflict_id"))
+	v, err := s.conflicts.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("conflict_id"))
 	if err != nil {
 		return err
 	}
@@ -66,13 +58,13 @@ func (s *Server) closeConflict(status string) func(*Call) error {
 			return err
 		}
 		vendorID, id := c.Principal.Vendor.ID, c.R.PathValue("conflict_id")
-		v, ops, err := s.conflicts.PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
+		p, err := s.conflicts.PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
 		if err != nil {
 			return err
 		}
-		if err := s.conflicts.Store.Transact(c.Ctx, ops...); err != nil {
+		if err := s.conflicts.Store.Transact(c.Ctx, p.Ops...); err != nil {
 			return s.conflicts.Explain(c.Ctx, vendorID, id, in.ExpectedVersion, err)
 		}
-		return c.Data(http.StatusOK, v)
+		return c.Data(http.StatusOK, p.View)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // Connections is the Connections group, with the vendor authority.
@@ -38,15 +39,7 @@ func (s *Server) getAuthority(c *Call) error {
 }
 
 func (s *Server) listConnections(c *Call) error {
-	pr, err := c.PageParams("connections", "")
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.connections.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listed(c, "connections", "", s.connections.List)
 }
 
 func (s *Server) createConnection(c *Call) error {
@@ -61,17 +54,13 @@ func (s *Server) createConnection(c *Call) error {
 	if err := c.requireSourceScopes(in.Roles); err != nil {
 		return err
 	}
-	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		v, ops, conflict, err := s.connections.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
-	})
+	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[connection.View], error) {
+		return s.connections.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+	}))
 }
 
 func (s *Server) getConnection(c *Call) error {
-	conn, h, _, err := s.connections.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	conn, h, _, err := s.connections.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}
@@ -79,7 +68,7 @@ func (s *Server) getConnection(c *Call) error {
 }
 
 func (s *Server) getConnectionHealth(c *Call) error {
-	conn, h, _, err := s.connections.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	conn, h, _, err := s.connections.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
@@ -27,7 +28,7 @@ func TestReservationExpiryShardsAndSurvivesABrokenEntry(t *testing.T) {
 		f.reserve("shard-res-a", 2, "expires_in_seconds", 60).JSON(t, &a)
 		f.reserve("shard-res-b", 3, "expires_in_seconds", 60).JSON(t, &b)
 		f.want(t, 10, 5, 5, 2)
-		shard := reservation.ExpiryPartition(e.Vendor.ID)
+		shard := datamodel.ExpiryPartition(e.Vendor.ID)
 		if shard == "RESEXP" {
 			t.Fatal("the vendor's holds are indexed in the global partition")
 		}

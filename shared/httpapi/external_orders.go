@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"errors"
+	"context"
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -41,19 +41,11 @@ func (s *Server) listExternalOrders(c *Call) error {
 	if f.Status != "" && !externalOrderStatuses[f.Status] {
 		return errs.E(errs.CodeInvalidParameter, "status: must be reserved, unreservable, committed, fulfilled, cancelled or rejected")
 	}
-	pr, err := c.PageParams("external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.extorders.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, s.extorders.List)
 }
 
 func (s *Server) getExternalOrder(c *Call) error {
-	o, err := s.extorders.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"))
+	o, err := s.extorders.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"))
 	if err != nil {
 		return err
 	}
@@ -82,29 +74,8 @@ func (s *Server) externalOrderTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		for attempt := 1; ; attempt++ {
-			v, ops, conflict, err := s.extorders.PrepareTransition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"), action, expected)
-			if err != nil {
-				return err
-			}
-			err = s.extorders.Store.Transact(c.Ctx, ops...)
-			if err == nil {
-				return c.Data(http.StatusOK, v)
-			}
-			ce, ok := store.AsCondition(err)
-			if !ok {
-				var e *errs.Error
-				if errors.As(err, &e) {
-					return err
-				}
-				return errs.Unavailablef(err, "the external order could not be stored")
-			}
-			if err := conflict(ce); !errors.Is(err, idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
-				return err
-			}
-			if err := idempotency.Pause(c.Ctx, attempt); err != nil {
-				return errs.Unavailablef(err, "the external order could not be stored")
-			}
-		}
+		return apply(c, s.extorders.Store, "external order", func(ctx context.Context) (store.Prepared[extorder.View], error) {
+			return s.extorders.PrepareTransition(ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"), action, expected)
+		})
 	}
 }

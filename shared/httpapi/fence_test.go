@@ -8,6 +8,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -82,7 +83,7 @@ func TestAuthorityFencesWrites(t *testing.T) {
 		// The Stock Pool goes to the channel between the adjustment's reads and its commit.
 		inventorySource := map[string]string{"catalog": "destination", "base_price": "destination", "inventory": "source",
 			"order_ingress": "enabled", "external_order_fulfillment": "moku"}
-		st.arm(touches(catalog.Key(e.Vendor.ID, p.Data.ID)), handOver(inventorySource, conn.Data.Version))
+		st.arm(touches(datamodel.ProductKey(e.Vendor.ID, p.Data.ID)), handOver(inventorySource, conn.Data.Version))
 		adjust(e, item, "fence-adjust-1", map[string]any{"target_on_hand": 7, "expected_version": 1}).WantProblem(t, http.StatusConflict, "AUTHORITY_MISMATCH")
 		if oh, v := itemState(t, e, item); oh != 0 || v != 1 {
 			t.Fatalf("on_hand %d version %d after a fenced adjustment", oh, v)
@@ -94,7 +95,7 @@ func TestAuthorityFencesWrites(t *testing.T) {
 		// The catalog goes to the channel between the update's reads and its commit.
 		update := simpleProduct("fence")
 		update["name"], update["expected_revision"] = "Renamed while handed over", 1
-		st.arm(touches(catalog.Key(e.Vendor.ID, p.Data.ID)), handOver(sourceRoles, conn.Data.Version+1))
+		st.arm(touches(datamodel.ProductKey(e.Vendor.ID, p.Data.ID)), handOver(sourceRoles, conn.Data.Version+1))
 		r := e.Do(apitest.Req{Method: http.MethodPatch, Path: "/vendors/" + e.Vendor.ID + "/products/" + p.Data.ID, Token: e.Token, Body: update})
 		r.WantProblem(t, http.StatusConflict, "AUTHORITY_MISMATCH")
 		var got struct {

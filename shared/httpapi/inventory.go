@@ -11,6 +11,7 @@ import (
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // Inventory is the Inventory group.
@@ -61,13 +62,9 @@ func (s *Server) adjustInventory(c *Call) error {
 		return err
 	}
 	id := c.R.PathValue("inventory_item_id")
-	err = c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		it, ops, conflict, err := s.inventory.PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusOK, Body: Envelope(it), Conflict: conflict}, nil
-	})
+	err = c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, answer(http.StatusOK, func(ctx context.Context) (store.Prepared[inventory.Item], error) {
+		return s.inventory.PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
+	}))
 	if errs.As(err).Code == errs.CodeAuthorityMismatch && a.Authority != nil {
 		return s.fenceConflict(c.Ctx, c.Principal.Vendor.ID, *a.Authority, id, a, err)
 	}
@@ -85,7 +82,7 @@ func (s *Server) fenceConflict(ctx context.Context, vendorID, claimed, itemID st
 	if err != nil || m.Inventory != nil && *m.Inventory == claimed {
 		return refusal
 	}
-	if _, _, _, err := s.connections.Load(ctx, vendorID, claimed); err != nil {
+	if _, _, _, err := s.connections.Get(ctx, vendorID, claimed); err != nil {
 		return refusal
 	}
 	source := conflict.Source{Type: conflict.SourceRequest}

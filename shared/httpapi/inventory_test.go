@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -111,8 +112,8 @@ func TestReservationFloor(t *testing.T) {
 		p := mustCreate(t, e, "floor-key-1", simpleProduct("floor"))
 		id := firstItem(t, e)
 		adjust(e, id, "floor-adjust-1", map[string]any{"target_on_hand": 10, "expected_version": 1})
-		hold := store.Add(catalog.Key(e.Vendor.ID, p.Data.ID), map[string]int64{
-			catalog.ReservedAttr(0): 4, catalog.AvailableAttr(0): -4, catalog.VersionAttr(0): 1}, 0, store.Cond{})
+		hold := store.Add(datamodel.ProductKey(e.Vendor.ID, p.Data.ID), map[string]int64{
+			datamodel.ReservedAttr(0): 4, datamodel.AvailableAttr(0): -4, datamodel.ItemVersionAttr(0): 1}, 0, store.Cond{})
 		if err := e.Store.Transact(context.Background(), hold); err != nil {
 			t.Fatal(err)
 		}
@@ -189,12 +190,12 @@ func TestInventoryFailsClosed(t *testing.T) {
 	p := mustCreate(t, e, "closed-key-1", variableProduct("closed", 2))
 	mustCreate(t, e, "closed-key-2", simpleProduct("fine"))
 	// Lose one bucket of the first product, as a corrupted item would.
-	k := catalog.Key(e.Vendor.ID, p.Data.ID)
+	k := datamodel.ProductKey(e.Vendor.ID, p.Data.ID)
 	it, err := e.Store.Get(context.Background(), k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(it.Nums, catalog.OnHandAttr(2))
+	delete(it.Nums, datamodel.OnHandAttr(2))
 	if err := e.Store.Transact(context.Background(), store.Put(it, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}

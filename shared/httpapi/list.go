@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/moku/sellerapi/shared/cursor"
@@ -82,4 +83,29 @@ func (c *Call) List(pr PageRequest, data any, lastKey string, more bool) error {
 		p.NextCursor = &cur
 	}
 	return c.JSON(200, listEnvelope{Data: data, Page: p})
+}
+
+// pageOf reads one page of the caller's vendor: rows after the sort key
+// after, at most limit, and whether more follow.
+type pageOf[V any] func(ctx context.Context, vendorID, after string, limit int) (rows []V, lastKey string, more bool, err error)
+
+// listed answers a list route of resource under the canonical filters with
+// the page list reads.
+func listed[V any](c *Call, resource, filters string, list pageOf[V]) error {
+	pr, err := c.PageParams(resource, filters)
+	if err != nil {
+		return err
+	}
+	rows, last, more, err := list(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	return c.List(pr, rows, last, more)
+}
+
+// listedBy is listed for a list narrowed by the filter f.
+func listedBy[F, V any](c *Call, resource, filters string, f F, list func(context.Context, string, string, int, F) ([]V, string, bool, error)) error {
+	return listed(c, resource, filters, func(ctx context.Context, vendorID, after string, limit int) ([]V, string, bool, error) {
+		return list(ctx, vendorID, after, limit, f)
+	})
 }

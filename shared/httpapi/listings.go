@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -41,15 +40,7 @@ func (s *Server) listListings(c *Call) error {
 	if f.Status != "" && !listingStatuses[f.Status] {
 		return errs.E(errs.CodeInvalidParameter, "status: must be draft, active, paused or ended")
 	}
-	pr, err := c.PageParams("listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.listings.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status, f, s.listings.List)
 }
 
 func (s *Server) getListing(c *Call) error {
@@ -69,45 +60,9 @@ func (s *Server) createListing(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("listings.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		v, ops, conflict, err := s.listings.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
-	})
-}
-
-type listingPrepare = func(context.Context) (listing.View, []store.Op, func(*store.ConditionError) error, error)
-
-// applyListing writes a versioned listing change (no Idempotency-Key:
-// expected_version makes a repeat fail instead of applying twice), running
-// it again while it loses races it did not cause.
-func (c *Call) applyListing(prepare listingPrepare) error {
-	for attempt := 1; ; attempt++ {
-		v, ops, conflict, err := prepare(c.Ctx)
-		if err != nil {
-			return err
-		}
-		err = c.s.listings.Store.Transact(c.Ctx, ops...)
-		if err == nil {
-			return c.Data(http.StatusOK, v)
-		}
-		ce, ok := store.AsCondition(err)
-		if !ok {
-			var e *errs.Error
-			if errors.As(err, &e) {
-				return err
-			}
-			return errs.Unavailablef(err, "the listing could not be stored")
-		}
-		if err := conflict(ce); !errors.Is(err, idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
-			return err
-		}
-		if err := idempotency.Pause(c.Ctx, attempt); err != nil {
-			return errs.Unavailablef(err, "the listing could not be stored")
-		}
-	}
+	return c.Mutate("listings.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[listing.View], error) {
+		return s.listings.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+	}))
 }
 
 func (s *Server) updateListing(c *Call) error {
@@ -119,7 +74,7 @@ func (s *Server) updateListing(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.applyListing(func(ctx context.Context) (listing.View, []store.Op, func(*store.ConditionError) error, error) {
+	return apply(c, s.listings.Store, "listing", func(ctx context.Context) (store.Prepared[listing.View], error) {
 		return s.listings.PrepareUpdate(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), in)
 	})
 }
@@ -134,7 +89,7 @@ func (s *Server) listingTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		return c.applyListing(func(ctx context.Context) (listing.View, []store.Op, func(*store.ConditionError) error, error) {
+		return apply(c, s.listings.Store, "listing", func(ctx context.Context) (store.Prepared[listing.View], error) {
 			return s.listings.PrepareTransition(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), action, v)
 		})
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/moku/sellerapi/shared/blob/fsblob"
 	"github.com/moku/sellerapi/shared/blob/s3blob/s3test"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/media/mediatest"
@@ -406,7 +407,7 @@ type admitted struct{ bytes, objects int64 }
 
 func countAdmitted(t testing.TB, e *apitest.Env) admitted {
 	t.Helper()
-	it, err := e.Store.Get(context.Background(), store.Key{PK: account.Partition(e.Vendor.ID), SK: "MEDIA_BUDGET"})
+	it, err := e.Store.Get(context.Background(), store.Key{PK: datamodel.VendorPartition(e.Vendor.ID), SK: "MEDIA_BUDGET"})
 	if err == store.ErrNotFound {
 		return admitted{}
 	}

@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"regexp"
 
+	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // Mutate runs a mutation under the request's Idempotency-Key (checked
@@ -36,3 +40,46 @@ func (c *Call) mutateIn(sc idempotency.Scope, operation string, pattern *regexp.
 
 // Envelope wraps a single resource as {"data": v}, the body mutations store.
 func Envelope(v any) any { return envelope{Data: v} }
+
+// answer adapts a service's Prepare method to a mutation kept under a
+// receipt that answers status with {"data": view}.
+func answer[V any](status int, prepare func(context.Context) (store.Prepared[V], error)) func(context.Context) (idempotency.Mutation, error) {
+	return func(ctx context.Context) (idempotency.Mutation, error) {
+		p, err := prepare(ctx)
+		if err != nil {
+			return idempotency.Mutation{}, err
+		}
+		return idempotency.Mutation{Ops: p.Ops, Status: status, Body: Envelope(p.View), Explain: p.Explain}, nil
+	}
+}
+
+// apply writes a versioned change that keeps no receipt (its
+// expected_version makes a repeat fail instead of applying twice) and
+// answers 200 with it, preparing it again while it loses races it did not
+// cause. what names the resource in a 503.
+func apply[V any](c *Call, st store.Store, what string, prepare func(context.Context) (store.Prepared[V], error)) error {
+	for attempt := 1; ; attempt++ {
+		p, err := prepare(c.Ctx)
+		if err != nil {
+			return err
+		}
+		err = st.Transact(c.Ctx, p.Ops...)
+		if err == nil {
+			return c.Data(http.StatusOK, p.View)
+		}
+		ce, ok := store.AsCondition(err)
+		if !ok {
+			var e *errs.Error
+			if errors.As(err, &e) {
+				return err
+			}
+			return errs.Unavailablef(err, "the %s could not be stored", what)
+		}
+		if err := p.Explain(ce); !errors.Is(err, idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
+			return err
+		}
+		if err := idempotency.Pause(c.Ctx, attempt); err != nil {
+			return errs.Unavailablef(err, "the %s could not be stored", what)
+		}
+	}
+}

@@ -40,15 +40,7 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 }}
 
 func (s *Server) listPairings(c *Call) error {
-	pr, err := c.PageParams("store-pairings", "")
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.pairings.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listed(c, "store-pairings", "", s.pairings.List)
 }
 
 // createPairing stores a pairing under the Idempotency-Key. The receipt
@@ -69,14 +61,14 @@ func (s *Server) createPairing(c *Call) error {
 	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID, Operation: "store_pairings.create", Key: key}
 	var fresh pairing.Created
 	res, err := s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint("store_pairings.create", c.R.URL.Path, body), func(ctx context.Context) (idempotency.Mutation, error) {
-		created, ops, err := s.pairings.PrepareCreate(ctx, c.Principal.Vendor.ID)
+		p, err := s.pairings.PrepareCreate(ctx, c.Principal.Vendor.ID)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
-		fresh = created
-		stored := created
+		fresh = p.View
+		stored := p.View
 		stored.Code = nil
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(stored)}, nil
+		return idempotency.Mutation{Ops: p.Ops, Status: http.StatusCreated, Body: Envelope(stored)}, nil
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi"
@@ -115,7 +116,7 @@ func gate(e *apitest.Env, p pairing.Principal) error {
 
 func pairingEvents(t *testing.T, e *apitest.Env, resourceID string) []string {
 	t.Helper()
-	items, err := e.Store.Query(context.Background(), store.Query{PK: "VENDOR#" + e.Vendor.ID, Prefix: event.Prefix, Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: "VENDOR#" + e.Vendor.ID, Prefix: datamodel.EventPrefix, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
@@ -40,7 +41,7 @@ func widgets(st func() store.Store) httpapi.Group {
 					after := pr.After
 					last := ""
 					for len(out) < pr.Limit+1 {
-						items, err := st().Query(c.Ctx, store.Query{PK: account.Partition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
+						items, err := st().Query(c.Ctx, store.Query{PK: datamodel.VendorPartition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
 						if err != nil {
 							return errs.Unavailablef(err, "widgets could not be read")
 						}
@@ -86,7 +87,7 @@ func widgets(st func() store.Store) httpapi.Group {
 						id := ids.Sortable("wid", time.Now())
 						w := map[string]any{"id": id, "name": in.Name, "qty": in.Qty, "color": in.Color}
 						data, _ := json.Marshal(w)
-						it := store.Item{PK: account.Partition(c.Principal.Vendor.ID), SK: "WIDGET#" + id, Version: 1, Data: data}
+						it := store.Item{PK: datamodel.VendorPartition(c.Principal.Vendor.ID), SK: "WIDGET#" + id, Version: 1, Data: data}
 						return idempotency.Mutation{Ops: []store.Op{store.Put(it, store.IfAbsent())}, Status: http.StatusCreated, Body: httpapi.Envelope(w)}, nil
 					})
 				}},
@@ -392,42 +393,71 @@ func createWidget(e *apitest.Env, key string, body any) *apitest.Resp {
 }
 
 func countWidgets(t *testing.T, e *apitest.Env) int {
-	items, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: "WIDGET#", Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: "WIDGET#", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return len(items)
 }
 
+// TestJSONBodies sends the malformed bodies of the contract to real
+// create routes, each through the parser that route uses (c.Body and the
+// group's fields parser), and checks the problem and that nothing was
+// written.
 func TestJSONBodies(t *testing.T) {
-	e := newEnv(t, apitest.SQLite, apitest.Options{})
-	path := "/vendors/" + e.Vendor.ID + "/widgets"
-	cases := []struct {
-		name, body, ctype, code, detail string
+	e := catalogEnv(t, apitest.SQLite)
+	// Each route with a valid body as JSON text, and a field whose type the
+	// route checks.
+	routes := []struct {
+		name, path, valid, typed string
 	}{
-		{"malformed", `{"name": "x"`, "application/json", "INVALID_JSON", "body"},
-		{"not an object", `["x"]`, "application/json", "INVALID_REQUEST", "object"},
-		{"unknown property", `{"name":"x","colour":"red"}`, "application/json", "INVALID_REQUEST", "colour"},
-		{"wrong type", `{"name":"x","qty":"three"}`, "application/json", "INVALID_REQUEST", "qty"},
-		{"fraction for integer", `{"name":"x","qty":1.5}`, "application/json", "INVALID_REQUEST", "qty"},
-		{"trailing data", `{"name":"x"} {}`, "application/json", "INVALID_JSON", "body"},
-		{"too large", `{"name":"` + strings.Repeat("x", 5000) + `"}`, "application/json", "REQUEST_BODY_TOO_LARGE", "body"},
-		{"wrong content type", `{"name":"x"}`, "text/plain", "UNSUPPORTED_CONTENT_TYPE", "Content-Type"},
-		{"missing field", `{"qty":1}`, "application/json", "INVALID_REQUEST", "name"},
+		{"products", "/products", mustJSON(t, simpleProduct("shirt")), "price"},
+		{"connections", "/connections", mustJSON(t, connectionBody("marketplace_a", destinationRoles)), "display_name"},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.Do(apitest.Req{Method: http.MethodPost, Path: path, Token: e.Token, Body: tc.body,
-				Headers: map[string]string{"Content-Type": tc.ctype, "Idempotency-Key": fmt.Sprintf("json-case-%02d", i)}})
-			p := r.WantProblem(t, 400, tc.code)
-			if !strings.Contains(p.Detail, tc.detail) {
-				t.Fatalf("detail %q does not name %q", p.Detail, tc.detail)
-			}
-		})
+	for _, rt := range routes {
+		valid := strings.TrimSuffix(rt.valid, "}")
+		cases := []struct {
+			name, body, ctype, code, detail string
+		}{
+			{"malformed", rt.valid[:len(rt.valid)-1], "application/json", "INVALID_JSON", "body"},
+			{"not an object", `["x"]`, "application/json", "INVALID_REQUEST", "object"},
+			{"unknown property", valid + `,"colour":"red"}`, "application/json", "INVALID_REQUEST", "colour"},
+			{"wrong type", strings.Replace(rt.valid, `"`+rt.typed+`":`, `"`+rt.typed+`":[true],"x_`+rt.typed+`":`, 1), "application/json", "INVALID_REQUEST", rt.typed},
+			{"trailing data", rt.valid + ` {}`, "application/json", "INVALID_JSON", "body"},
+			{"duplicate property", valid + `,"` + rt.typed + `":1}`, "application/json", "INVALID_JSON", rt.typed},
+			{"too large", valid + `,"x_pad":"` + strings.Repeat("x", 1<<20) + `"}`, "application/json", "REQUEST_BODY_TOO_LARGE", "body"},
+			{"wrong content type", rt.valid, "text/plain", "UNSUPPORTED_CONTENT_TYPE", "Content-Type"},
+			{"missing field", `{}`, "application/json", "INVALID_REQUEST", ""},
+		}
+		for i, tc := range cases {
+			t.Run(rt.name+"/"+tc.name, func(t *testing.T) {
+				r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + rt.path, Token: e.Token, Body: tc.body,
+					Headers: map[string]string{"Content-Type": tc.ctype, "Idempotency-Key": fmt.Sprintf("json-case-%02d", i)}})
+				p := r.WantProblem(t, 400, tc.code)
+				if !strings.Contains(p.Detail, tc.detail) {
+					t.Fatalf("detail %q does not name %q", p.Detail, tc.detail)
+				}
+			})
+		}
 	}
-	if n := countWidgets(t, e); n != 0 {
-		t.Fatalf("%d widgets written by rejected requests", n)
+	for _, prefix := range []string{datamodel.ProductPrefix, datamodel.ConnectionPrefix} {
+		items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: prefix, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 0 {
+			t.Fatalf("%d %s items written by rejected requests", len(items), prefix)
+		}
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestIdempotencyKeys(t *testing.T) {
@@ -522,7 +552,7 @@ func TestCursorPages(t *testing.T) {
 				color = "blue"
 			}
 			data, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("w%02d", i), "color": color})
-			ops = append(ops, store.Put(store.Item{PK: account.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%02d", i), Version: 1, Data: data}, store.IfAbsent()))
+			ops = append(ops, store.Put(store.Item{PK: datamodel.VendorPartition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%02d", i), Version: 1, Data: data}, store.IfAbsent()))
 		}
 		if err := e.Store.Transact(context.Background(), ops...); err != nil {
 			t.Fatal(err)
@@ -618,7 +648,7 @@ func TestCursorBoundToVendor(t *testing.T) {
 	e := newEnv(t, apitest.SQLite, apitest.Options{})
 	ops := []store.Op{}
 	for i := 0; i < 3; i++ {
-		ops = append(ops, store.Put(store.Item{PK: account.Partition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%d", i), Version: 1, Data: []byte(`{}`)}, store.Cond{}))
+		ops = append(ops, store.Put(store.Item{PK: datamodel.VendorPartition(e.Vendor.ID), SK: fmt.Sprintf("WIDGET#%d", i), Version: 1, Data: []byte(`{}`)}, store.Cond{}))
 	}
 	e.Store.Transact(context.Background(), ops...)
 	r := e.Get("/vendors/" + e.Vendor.ID + "/widgets?limit=1")

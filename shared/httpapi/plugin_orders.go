@@ -46,7 +46,7 @@ func (s *Server) getPluginOrder(c *Call) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.extorders.Load(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
+	o, err := s.extorders.Get(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
 	if err != nil {
 		return err
 	}
@@ -80,14 +80,14 @@ func (s *Server) reportPluginHealth(c *Call) error {
 // prepareImport is the import mutation of both import routes.
 func (s *Server) prepareImport(vendorID string, in extorder.ImportInput) func(context.Context) (idempotency.Mutation, error) {
 	return func(ctx context.Context) (idempotency.Mutation, error) {
-		v, created, ops, explain, err := s.extorders.PrepareImport(ctx, vendorID, in)
+		p, err := s.extorders.PrepareImport(ctx, vendorID, in)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
-		if !created {
+		if len(p.Ops) == 0 {
 			// The same order imported before: answer with it.
-			return idempotency.Mutation{Status: http.StatusOK, Body: Envelope(v)}, nil
+			return idempotency.Mutation{Status: http.StatusOK, Body: Envelope(p.View)}, nil
 		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: explain}, nil
+		return idempotency.Mutation{Ops: p.Ops, Status: http.StatusCreated, Body: Envelope(p.View), Explain: p.Explain}, nil
 	}
 }

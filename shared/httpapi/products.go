@@ -42,7 +42,7 @@ func (s *Server) listProducts(c *Call) error {
 }
 
 func (s *Server) getProduct(c *Call) error {
-	p, _, err := s.catalog.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
+	p, _, err := s.catalog.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
 	if err != nil {
 		return err
 	}
@@ -59,11 +59,11 @@ func (s *Server) createProduct(c *Call) error {
 		return err
 	}
 	return c.Mutate("products.create", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		p, ops, conflict, err := s.catalog.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		p, err := s.catalog.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(p.View()), Conflict: conflict}, nil
+		return idempotency.Mutation{Ops: p.Ops, Status: http.StatusCreated, Body: Envelope(p.View.View()), Explain: p.Explain}, nil
 	})
 }
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/store"
@@ -115,7 +115,7 @@ func post(e *apitest.Env, path string, body any) *apitest.Resp {
 
 func eventTypes(t *testing.T, e *apitest.Env) []string {
 	t.Helper()
-	items, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: event.Prefix, Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: datamodel.EventPrefix, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

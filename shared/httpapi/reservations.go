@@ -37,36 +37,19 @@ func (s *Server) listReservations(c *Call) error {
 	if f.Status != "" && !reservationStatuses[f.Status] {
 		return errs.E(errs.CodeInvalidParameter, "status: must be active, committed, released or expired")
 	}
-	pr, err := c.PageParams("reservations", "status="+f.Status+"&connection_id="+f.ConnectionID)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.reservations.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "reservations", "status="+f.Status+"&connection_id="+f.ConnectionID, f, s.reservations.List)
 }
 
 func (s *Server) getReservation(c *Call) error {
-	r, err := s.reservations.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
+	r, err := s.reservations.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
 	if err != nil {
 		return err
 	}
 	return c.Data(http.StatusOK, r.View())
 }
 
-// prepared is the shape of the reservation service's Prepare methods.
-type prepared = func(context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error)
-
-func (c *Call) mutateReservation(operation string, status int, body []byte, prepare prepared) error {
-	return c.Mutate(operation, idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		v, ops, conflict, err := prepare(ctx)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: status, Body: Envelope(v), Conflict: conflict}, nil
-	})
+func (c *Call) mutateReservation(operation string, status int, body []byte, prepare func(context.Context) (store.Prepared[reservation.View], error)) error {
+	return c.Mutate(operation, idempotency.ConnectionKeyPattern, body, answer(status, prepare))
 }
 
 func (s *Server) createReservation(c *Call) error {
@@ -78,7 +61,7 @@ func (s *Server) createReservation(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.mutateReservation("reservations.create", http.StatusCreated, body, func(ctx context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error) {
+	return c.mutateReservation("reservations.create", http.StatusCreated, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
 		return s.reservations.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	})
 }
@@ -92,12 +75,12 @@ func (s *Server) renewReservation(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.mutateReservation("reservations.renew", http.StatusOK, body, func(ctx context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error) {
+	return c.mutateReservation("reservations.renew", http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
 		return s.reservations.PrepareRenew(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
 	})
 }
 
-type settleFunc = func(context.Context, string, string, reservation.VersionInput) (reservation.View, []store.Op, func(*store.ConditionError) error, error)
+type settleFunc = func(context.Context, string, string, reservation.VersionInput) (store.Prepared[reservation.View], error)
 
 func (s *Server) settleReservation(operation string, settle settleFunc) func(*Call) error {
 	return func(c *Call) error {
@@ -109,7 +92,7 @@ func (s *Server) settleReservation(operation string, settle settleFunc) func(*Ca
 		if err != nil {
 			return err
 		}
-		return c.mutateReservation(operation, http.StatusOK, body, func(ctx context.Context) (reservation.View, []store.Op, func(*store.ConditionError) error, error) {
+		return c.mutateReservation(operation, http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
 			return settle(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
 		})
 	}

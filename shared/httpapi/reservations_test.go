@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/catalog"
-	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
@@ -74,11 +74,11 @@ func (f stockFixture) connReservations(t *testing.T) int64 {
 
 func (f stockFixture) serviceReservations(t *testing.T) int64 {
 	t.Helper()
-	it, err := f.e.Store.Get(context.Background(), connection.AuthorityKey(f.e.Vendor.ID))
+	it, err := f.e.Store.Get(context.Background(), datamodel.AuthorityKey(f.e.Vendor.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return it.Nums[connection.ServiceReservationsAttr]
+	return it.Nums[datamodel.ServiceReservationsAttr]
 }
 
 func (f stockFixture) want(t *testing.T, onHand, reserved, available, active int64) {
@@ -305,7 +305,7 @@ func TestReserveLastUnits(t *testing.T) {
 			t.Fatalf("statuses %v (codes %v), want 10 created and 40 conflicts", statuses, codes)
 		}
 		f.want(t, 10, 10, 0, 10)
-		items, err := f.e.Store.Query(context.Background(), store.Query{PK: "VENDOR#" + f.e.Vendor.ID, Prefix: reservation.Prefix, Limit: 100})
+		items, err := f.e.Store.Query(context.Background(), store.Query{PK: "VENDOR#" + f.e.Vendor.ID, Prefix: datamodel.ReservationPrefix, Limit: 100})
 		if err != nil || len(items) != 10 {
 			t.Fatalf("%d reservations stored, %v", len(items), err)
 		}

@@ -31,19 +31,11 @@ func (s *Server) listSellerOrders(c *Call) error {
 	if f.Status != "" && !sellerOrderStatuses[f.Status] {
 		return errs.E(errs.CodeInvalidParameter, "status: must be open, shipped or cancelled")
 	}
-	pr, err := c.PageParams("seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.sellerorders.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, s.sellerorders.List)
 }
 
 func (s *Server) getSellerOrder(c *Call) error {
-	o, err := s.sellerorders.Load(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"))
+	o, err := s.sellerorders.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"))
 	if err != nil {
 		return err
 	}

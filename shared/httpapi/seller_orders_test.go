@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/queue"
@@ -54,7 +55,7 @@ func replayLog(t *testing.T, e *apitest.Env) {
 			t.Fatal(err)
 		}
 		for _, ev := range evs {
-			it, err := e.Store.Get(ctx, event.Key(e.Vendor.ID, ev.ID))
+			it, err := e.Store.Get(ctx, datamodel.EventKey(e.Vendor.ID, ev.ID))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +164,7 @@ func TestSellerOrdersProjectCommittedMokuOrders(t *testing.T) {
 		// Rebuild: drop the projection and replay the log.
 		before := sellerOrders(t, e, "")
 		for _, b := range before {
-			if err := e.Store.Transact(context.Background(), store.Delete(sellerorder.Key(e.Vendor.ID, b.Data.ID), store.Cond{})); err != nil {
+			if err := e.Store.Transact(context.Background(), store.Delete(datamodel.SellerOrderKey(e.Vendor.ID, b.Data.ID), store.Cond{})); err != nil {
 				t.Fatal(err)
 			}
 		}

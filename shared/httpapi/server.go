@@ -27,6 +27,7 @@ import (
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -324,7 +325,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	// or not yet accepted, never spends the seller's window.
 	class := classOf(rt)
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
-		return s.limiter.TakeFrom(ctx, pairing.Partition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
+		return s.limiter.TakeFrom(ctx, datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
 	})
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/syncjob"
 )
 
@@ -50,13 +51,9 @@ func (s *Server) createSyncJob(c *Call) error {
 }
 
 func (s *Server) prepareSyncJob(vendorID string, by syncjob.StartedBy, sub syncjob.Submission) func(context.Context) (idempotency.Mutation, error) {
-	return func(ctx context.Context) (idempotency.Mutation, error) {
-		v, ops, conflict, err := s.syncJobs().PrepareCreate(ctx, vendorID, by, sub)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusAccepted, Body: Envelope(v), Conflict: conflict}, nil
-	}
+	return answer(http.StatusAccepted, func(ctx context.Context) (store.Prepared[syncjob.View], error) {
+		return s.syncJobs().PrepareCreate(ctx, vendorID, by, sub)
+	})
 }
 
 func (s *Server) getSyncJob(c *Call) error {
@@ -77,15 +74,7 @@ func (s *Server) listSyncJobs(c *Call) error {
 	if f.Status != "" && !slices.Contains(syncjob.Statuses(), f.Status) {
 		return errs.E(errs.CodeInvalidParameter, "status: must be queued, running, completed or failed")
 	}
-	pr, err := c.PageParams("sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status)
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.syncJobs().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit, f)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listedBy(c, "sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status, f, s.syncJobs().List)
 }
 
 // createPluginSyncJob is the store plugin's create: the pairing must pass

@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/conflict"
-	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/queue"
@@ -126,7 +125,7 @@ func getSync(t *testing.T, e *apitest.Env, id string) syncBody {
 // syncMessage is the message the pipeline rule makes for job id.
 func syncMessage(t *testing.T, e *apitest.Env, id string) queue.Message {
 	t.Helper()
-	out, err := syncjob.Rule(context.Background(), store.Change{Kind: store.Inserted, Key: syncjob.Key(e.Vendor.ID, id)})
+	out, err := syncjob.Rule(context.Background(), store.Change{Kind: store.Inserted, Key: datamodel.SyncJobKey(e.Vendor.ID, id)})
 	if err != nil || len(out) != 1 || out[0].Queue != queue.SyncJobs {
 		t.Fatalf("rule: %v %v", out, err)
 	}
@@ -186,16 +185,16 @@ func rawEq(t *testing.T, m map[string]json.RawMessage, want string) {
 
 func openConflicts(t *testing.T, e *apitest.Env, connID string) int64 {
 	t.Helper()
-	it, err := e.Store.Get(context.Background(), connection.Key(e.Vendor.ID, connID))
+	it, err := e.Store.Get(context.Background(), datamodel.ConnectionKey(e.Vendor.ID, connID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return it.Nums[connection.ConflictsAttr]
+	return it.Nums[datamodel.OpenConflictsAttr]
 }
 
 func syncEvents(t *testing.T, e *apitest.Env) []event.Event {
 	t.Helper()
-	items, err := e.Store.Query(context.Background(), store.Query{PK: account.Partition(e.Vendor.ID), Prefix: event.Prefix, Limit: 1000})
+	items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: datamodel.EventPrefix, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +266,7 @@ func TestSyncJobInventory(t *testing.T) {
 		}
 
 		// The conflict, as the conflict service reads it.
-		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Load(context.Background(), e.Vendor.ID, *low.ConflictID)
+		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Get(context.Background(), e.Vendor.ID, *low.ConflictID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +355,7 @@ func TestSyncJobPriceAndCatalog(t *testing.T) {
 			t.Fatalf("variation item: %+v", it)
 		} else {
 			rawEq(t, it.ServiceValue, `{"price":4500}`)
-			c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Load(context.Background(), e.Vendor.ID, *it.ConflictID)
+			c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Get(context.Background(), e.Vendor.ID, *it.ConflictID)
 			if err != nil || c.Type != conflict.TypePriceMismatch || c.Resource.ID != f.product {
 				t.Fatalf("price conflict: %+v %v", c, err)
 			}
@@ -380,7 +379,7 @@ func TestSyncJobPriceAndCatalog(t *testing.T) {
 			t.Fatalf("master catalog: %v", syncStatuses(mc))
 		}
 		rawEq(t, mc.Data.Items[0].ServiceValue, `{"catalog_status":"active","name":"Linen shirt"}`)
-		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Load(context.Background(), e.Vendor.ID, *mc.Data.Items[0].ConflictID)
+		c, err := conflict.Service{Store: e.Store, Clock: e.Clock}.Get(context.Background(), e.Vendor.ID, *mc.Data.Items[0].ConflictID)
 		if err != nil || c.Type != conflict.TypeCatalogMismatch || string(c.ChannelValue) != `{"name":"Washed linen shirt","catalog_status":"active"}` {
 			t.Fatalf("catalog conflict: %+v %v", c, err)
 		}
@@ -788,7 +787,7 @@ func TestSyncJobAttemptsRunOut(t *testing.T) {
 			"items": stockItems(f.items[1], 5, f.items[0], 12, f.items[2], 7)}))
 		productID, seq, _ := catalog.ParseInventoryItemID(f.items[0])
 		sent := &sender{}
-		w := syncjob.NewWorker(failingStore{Store: e.App.Store, productKey: catalog.Key(e.Vendor.ID, productID).SK, attr: catalog.OnHandAttr(seq)}, e.Clock, sent, nil)
+		w := syncjob.NewWorker(failingStore{Store: e.App.Store, productKey: datamodel.ProductKey(e.Vendor.ID, productID).SK, attr: datamodel.OnHandAttr(seq)}, e.Clock, sent, nil)
 		msg := syncMessage(t, e, b.Data.ID)
 		var last time.Duration
 		for i := 1; i <= syncjob.MaxAttempts; i++ {
@@ -840,7 +839,7 @@ func TestSyncJobBatchesAgreeingVerdicts(t *testing.T) {
 		}
 		rawEq(t, got.Data.Items[26].ServiceValue, `{"available":0}`)
 		// Created at version 1, then one write per batch: 25 and 5.
-		it, err := e.Store.Get(context.Background(), syncjob.Key(e.Vendor.ID, job.Data.ID))
+		it, err := e.Store.Get(context.Background(), datamodel.SyncJobKey(e.Vendor.ID, job.Data.ID))
 		if err != nil || it.Version != 3 {
 			t.Fatalf("job written at version %d (%v), want 3: two batched writes", it.Version, err)
 		}
@@ -883,7 +882,7 @@ func TestSyncJobClosesSettledConflicts(t *testing.T) {
 
 		cs := conflict.Service{Store: e.Store, Clock: e.Clock}
 		for id, want := range map[string]string{*low.Data.Items[0].ConflictID: "resolved", *cat.Data.Items[0].ConflictID: "resolved", *price.Data.Items[0].ConflictID: "open"} {
-			c, err := cs.Load(context.Background(), e.Vendor.ID, id)
+			c, err := cs.Get(context.Background(), e.Vendor.ID, id)
 			if err != nil || c.Status != want {
 				t.Fatalf("conflict %s: %+v %v, want %s", id, c, err, want)
 			}

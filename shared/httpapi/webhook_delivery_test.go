@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
@@ -623,7 +623,7 @@ func TestWebhookWorkersOnDynamoDB(t *testing.T) {
 	q := &whOutbox{}
 
 	// The stream router's rule makes one message per matching subscription.
-	out := whRoute(t, e, q, event.Key(e.Vendor.ID, ev["id"].(string)))
+	out := whRoute(t, e, q, datamodel.EventKey(e.Vendor.ID, ev["id"].(string)))
 	if len(out) != 1 || out[0].Queue != queue.WebhookDeliveries || out[0].Delay != 0 {
 		t.Fatalf("routed: %+v", out)
 	}
@@ -670,7 +670,7 @@ func TestWebhookWorkersOnDynamoDB(t *testing.T) {
 	r := postReplay(e, ev["id"].(string), nil)
 	var rb replayBody
 	r.JSON(t, &rb)
-	out = whRoute(t, e, q, webhook.ReplayKey(e.Vendor.ID, ev["id"].(string), rb.Data.ReplayID))
+	out = whRoute(t, e, q, datamodel.ReplayKey(e.Vendor.ID, ev["id"].(string), rb.Data.ReplayID))
 	if len(out) != 1 || out[0].Queue != queue.EventReplays {
 		t.Fatalf("replay routed: %+v", out)
 	}

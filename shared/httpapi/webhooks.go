@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
@@ -36,15 +37,7 @@ func (s *Server) webhooks() webhook.Service {
 }
 
 func (s *Server) listWebhookSubscriptions(c *Call) error {
-	pr, err := c.PageParams("webhook-subscriptions", "")
-	if err != nil {
-		return err
-	}
-	views, last, more, err := s.webhooks().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
-	if err != nil {
-		return err
-	}
-	return c.List(pr, views, last, more)
+	return listed(c, "webhook-subscriptions", "", s.webhooks().List)
 }
 
 func (s *Server) createWebhookSubscription(c *Call) error {
@@ -57,13 +50,9 @@ func (s *Server) createWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		v, ops, conflict, err := svc.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
-		if err != nil {
-			return idempotency.Mutation{}, err
-		}
-		return idempotency.Mutation{Ops: ops, Status: http.StatusCreated, Body: Envelope(v), Conflict: conflict}, nil
-	})
+	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[webhook.WithSecret], error) {
+		return svc.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+	}))
 }
 
 func (s *Server) getWebhookSubscription(c *Call) error {

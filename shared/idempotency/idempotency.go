@@ -22,8 +22,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -70,7 +70,7 @@ type Scope struct {
 }
 
 func (s Scope) storeKey() store.Key {
-	return store.Key{PK: account.Partition(s.VendorID), SK: "IDEM#" + s.TokenID + "#" + s.Operation + "#" + s.Key}
+	return datamodel.ReceiptKey(s.VendorID, s.TokenID, s.Operation, s.Key)
 }
 
 // Fingerprint digests the input of a request: the operation, its target
@@ -115,9 +115,9 @@ type Mutation struct {
 	Ops    []store.Op
 	Status int
 	Body   any
-	// Conflict, when set, explains a failed condition of Ops (a concurrent
+	// Explain, when set, explains a failed condition of Ops (a concurrent
 	// change won the race) as a domain error; otherwise it is 409 CONFLICT.
-	Conflict func(*store.ConditionError) error
+	Explain func(*store.ConditionError) error
 }
 
 // Keeper runs mutations under receipts.
@@ -229,8 +229,8 @@ func worthCheckingReceipt(err error) bool {
 // conflict is the error to report when a transaction's conditions failed
 // and no receipt explains it: the mutation raced with another change.
 func (m Mutation) conflict(ce *store.ConditionError) error {
-	if m.Conflict != nil {
-		return m.Conflict(ce)
+	if m.Explain != nil {
+		return m.Explain(ce)
 	}
 	return &errs.Error{Kind: errs.Conflict, Code: errs.CodeConflict,
 		Detail: "The resource changed while this request was applied; read it again and retry.", Err: ce}

@@ -102,7 +102,7 @@ func (c *counter) prepare(ctx context.Context) (idempotency.Mutation, error) {
 	return idempotency.Mutation{
 		Ops:    []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: []byte(`{}`)}, store.IfAbsent())},
 		Status: 201, Body: map[string]string{"name": c.name},
-		Conflict: func(*store.ConditionError) error {
+		Explain: func(*store.ConditionError) error {
 			return errs.E(errs.CodeConflict, "the thing exists")
 		},
 	}, nil
@@ -212,7 +212,7 @@ func TestRetryOnLostRace(t *testing.T) {
 		return idempotency.Mutation{
 			Ops:    []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: it.Version + 1, Data: []byte(`{"mine":true}`)}, store.IfVersion(it.Version))},
 			Status: 200, Body: map[string]int{"attempt": attempts},
-			Conflict: func(*store.ConditionError) error {
+			Explain: func(*store.ConditionError) error {
 				return idempotency.Retry(errs.E(errs.CodeConflict, "lost"))
 			},
 		}, nil
@@ -227,7 +227,7 @@ func TestRetryOnLostRace(t *testing.T) {
 		return idempotency.Mutation{
 			Ops:    []store.Op{store.Check(store.Key{PK: "VENDOR#ven_1", SK: "ABSENT"}, store.Cond{Exists: true})},
 			Status: 200, Body: nil,
-			Conflict: func(*store.ConditionError) error {
+			Explain: func(*store.ConditionError) error {
 				return idempotency.Retry(errs.E(errs.CodeInventoryVersion, "always lost"))
 			},
 		}, nil

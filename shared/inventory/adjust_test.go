@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"
@@ -54,7 +55,8 @@ func TestAdjustFloor(t *testing.T) {
 	_, err := f.adjust(t, id, inventory.Adjustment{TargetOnHand: 2, ExpectedVersion: 3})
 	wantCode(t, err, errs.CodeBelowReserved)
 	// Decided before the write, not only by the write's condition.
-	_, ops, _, err := f.svc.PrepareAdjust(context.Background(), vendorID, id, inventory.Adjustment{TargetOnHand: 2, ExpectedVersion: 3})
+	prep, err := f.svc.PrepareAdjust(context.Background(), vendorID, id, inventory.Adjustment{TargetOnHand: 2, ExpectedVersion: 3})
+	ops := prep.Ops
 	wantCode(t, err, errs.CodeBelowReserved)
 	if len(ops) != 0 {
 		t.Fatalf("a refused adjustment prepared %d operations", len(ops))
@@ -93,31 +95,32 @@ func TestAdjustLostRaces(t *testing.T) {
 	p := f.product(t, "mug")
 	id := catalog.InventoryItemID(p.ID, 0)
 
-	_, opsA, _, err := f.svc.PrepareAdjust(ctx, vendorID, id, inventory.Adjustment{TargetOnHand: 4, ExpectedVersion: 1})
+	a, err := f.svc.PrepareAdjust(ctx, vendorID, id, inventory.Adjustment{TargetOnHand: 4, ExpectedVersion: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, opsB, conflictB, err := f.svc.PrepareAdjust(ctx, vendorID, id, inventory.Adjustment{TargetOnHand: 9, ExpectedVersion: 1})
+	b, err := f.svc.PrepareAdjust(ctx, vendorID, id, inventory.Adjustment{TargetOnHand: 9, ExpectedVersion: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Transact(ctx, opsA...); err != nil {
+	if err := f.store.Transact(ctx, a.Ops...); err != nil {
 		t.Fatal(err)
 	}
-	err = f.store.Transact(ctx, opsB...)
+	err = f.store.Transact(ctx, b.Ops...)
 	ce, ok := store.AsCondition(err)
 	if !ok {
 		t.Fatalf("second write at a stale version: %v", err)
 	}
-	wantCode(t, conflictB(ce), errs.CodeInventoryVersion)
+	wantCode(t, b.Explain(ce), errs.CodeInventoryVersion)
 
 	// Version 2, on_hand 4. Prepare a target of 1, then 3 units get held.
-	_, ops, conflict, err := f.svc.PrepareAdjust(ctx, vendorID, id, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: 2})
+	prep, err := f.svc.PrepareAdjust(ctx, vendorID, id, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: 2})
+	ops, conflict := prep.Ops, prep.Explain
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The hold lands without moving the version, so only the floor bound can stop the write.
-	if err := f.store.Transact(ctx, store.Add(catalog.Key(vendorID, p.ID), map[string]int64{catalog.ReservedAttr(0): 3, catalog.AvailableAttr(0): -3}, 0, store.Cond{Exists: true})); err != nil {
+	if err := f.store.Transact(ctx, store.Add(datamodel.ProductKey(vendorID, p.ID), map[string]int64{datamodel.ReservedAttr(0): 3, datamodel.AvailableAttr(0): -3}, 0, store.Cond{Exists: true})); err != nil {
 		t.Fatal(err)
 	}
 	err = f.store.Transact(ctx, ops...)

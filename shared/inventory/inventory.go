@@ -14,6 +14,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -75,10 +76,10 @@ type Buckets struct {
 // BucketsOf reads item seq's counters; ok is false when any is missing,
 // which must fail reads closed rather than show a guess.
 func BucketsOf(nums map[string]int64, seq int) (Buckets, bool) {
-	oh, ok1 := nums[catalog.OnHandAttr(seq)]
-	rs, ok2 := nums[catalog.ReservedAttr(seq)]
-	av, ok3 := nums[catalog.AvailableAttr(seq)]
-	v, ok4 := nums[catalog.VersionAttr(seq)]
+	oh, ok1 := nums[datamodel.OnHandAttr(seq)]
+	rs, ok2 := nums[datamodel.ReservedAttr(seq)]
+	av, ok3 := nums[datamodel.AvailableAttr(seq)]
+	v, ok4 := nums[datamodel.ItemVersionAttr(seq)]
 	return Buckets{OnHand: oh, Reserved: rs, Available: av, Version: v}, ok1 && ok2 && ok3 && ok4
 }
 
@@ -125,7 +126,7 @@ func (s Service) load(ctx context.Context, vendorID, itemID string) (catalog.Pro
 	if !ok {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
-	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, vendorID, productID)
+	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, productID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
@@ -159,7 +160,7 @@ func cursorKey(sk string, seq int) string { return fmt.Sprintf("%s|%03d", sk, se
 
 func parseCursorKey(k string) (sk string, seq int, ok bool) {
 	i := strings.LastIndexByte(k, '|')
-	if i < 0 || !strings.HasPrefix(k, catalog.Prefix) {
+	if i < 0 || !strings.HasPrefix(k, datamodel.ProductPrefix) {
 		return "", 0, false
 	}
 	if _, err := fmt.Sscanf(k[i+1:], "%03d", &seq); err != nil {
@@ -179,7 +180,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 			return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 		}
 	}
-	pk := catalog.Key(vendorID, "").PK
+	pk := datamodel.ProductKey(vendorID, "").PK
 	// emit adds the items of one product after the start position; it
 	// reports whether the page is full.
 	emit := func(it store.Item) (full bool, err error) {
@@ -220,7 +221,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 		// Most products hold at least one item, so limit+1 products usually
 		// fill the page and tell whether more follow; a variable product
 		// without variations holds none, hence the loop.
-		batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: catalog.Prefix, After: queryAfter, Limit: limit + 1})
+		batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: datamodel.ProductPrefix, After: queryAfter, Limit: limit + 1})
 		if err != nil {
 			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
 		}
@@ -268,7 +269,7 @@ func ReadAdjustment(o *fields.Object) Adjustment {
 	a.TargetOnHand = o.Int("target_on_hand", fields.Required, 0, MaxOnHand)
 	a.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
 	a.Authority, _ = o.StringPtr("authority_connection_id", fields.OptionalNullable,
-		fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"})
+		fields.ConnectionIDRule)
 	return a
 }
 
@@ -280,44 +281,44 @@ func VersionConflict(current int64) error {
 // PrepareAdjust checks an adjustment against the item as it is now and
 // returns the item as it will be, with the operations that make it so: an
 // atomic add conditioned on the version and the reservation floor, and the
-// event. conflict explains a lost race.
-func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a Adjustment) (Item, []store.Op, func(*store.ConditionError) error, error) {
+// event; its Explain explains a lost race.
+func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a Adjustment) (store.Prepared[Item], error) {
 	masters := catalog.MastersLater(ctx, s.Authority, vendorID)
 	p, it, seq, err := s.load(ctx, vendorID, itemID)
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	b, ok := BucketsOf(it.Nums, seq)
 	if !ok {
-		return Item{}, nil, nil, missingBucket(itemID)
+		return store.Prepared[Item]{}, missingBucket(itemID)
 	}
 	if v, ok := p.VariationBySeq(seq); ok && v.Status == catalog.VariationRetired {
-		return Item{}, nil, nil, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired; its stock stays at zero")
+		return store.Prepared[Item]{}, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired; its stock stays at zero")
 	}
 	if b.Version != a.ExpectedVersion {
-		return Item{}, nil, nil, VersionConflict(b.Version)
+		return store.Prepared[Item]{}, VersionConflict(b.Version)
 	}
 	m, err := masters()
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	if err := catalog.CheckInventoryBinding(m, a.Authority); err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	if a.TargetOnHand < b.Reserved {
-		return Item{}, nil, nil, errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, b.Reserved)
+		return store.Prepared[Item]{}, errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, b.Reserved)
 	}
 	delta := a.TargetOnHand - b.OnHand
 	next := Buckets{OnHand: a.TargetOnHand, Reserved: b.Reserved, Available: b.Available + delta, Version: b.Version + 1}
 	cond := store.Cond{Bounds: []store.Bound{
-		{Attr: catalog.VersionAttr(seq), Cmp: store.EQ, Value: b.Version},
-		{Attr: catalog.ReservedAttr(seq), Cmp: store.LE, Value: a.TargetOnHand},
+		{Attr: datamodel.ItemVersionAttr(seq), Cmp: store.EQ, Value: b.Version},
+		{Attr: datamodel.ReservedAttr(seq), Cmp: store.LE, Value: a.TargetOnHand},
 	}}
 	now := s.Clock.Now()
 	ev, err := event.Op(event.New(now, vendorID, event.InventoryItemAdjusted, "inventory_item", itemID,
 		map[string]any{"version": next.Version, "product_id": p.ID}))
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	cause := stockeffect.Cause{Type: stockeffect.CauseAdjustment, Action: stockeffect.ActionAdjusted}
 	if a.Cause != nil {
@@ -326,18 +327,18 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 	_, effect, err := stockeffect.Op(ctx, now, stockeffect.Movement{VendorID: vendorID, ProductID: p.ID, InventoryItemID: itemID,
 		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, OnHandDelta: delta, Version: next.Version, Cause: cause})
 	if err != nil {
-		return Item{}, nil, nil, err
+		return store.Prepared[Item]{}, err
 	}
 	ops := []store.Op{
-		store.Add(catalog.Key(vendorID, p.ID), map[string]int64{
-			catalog.OnHandAttr(seq): delta, catalog.AvailableAttr(seq): delta, catalog.VersionAttr(seq): 1,
+		store.Add(datamodel.ProductKey(vendorID, p.ID), map[string]int64{
+			datamodel.OnHandAttr(seq): delta, datamodel.AvailableAttr(seq): delta, datamodel.ItemVersionAttr(seq): 1,
 		}, 0, cond),
 		ev,
 		effect,
 	}
 	// The add must not commit once the Stock Pool changed hands.
 	ops = m.Fenced(ops)
-	conflict := func(*store.ConditionError) error {
+	explain := func(*store.ConditionError) error {
 		if err := catalog.Moved(ctx, s.Authority, vendorID, m); err != nil {
 			return err
 		}
@@ -350,5 +351,5 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 		}
 		return errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, cur.Reserved)
 	}
-	return view(p, seq, next), ops, conflict, nil
+	return store.Prepared[Item]{View: view(p, seq, next), Ops: ops, Explain: explain}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"
@@ -68,7 +69,8 @@ func (f fixture) product(t *testing.T, slug string, sizes ...string) catalog.Pro
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ops, _, err := f.catalog.PrepareCreate(context.Background(), vendorID, in)
+	prep, err := f.catalog.PrepareCreate(context.Background(), vendorID, in)
+	p, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,8 @@ func (f fixture) product(t *testing.T, slug string, sizes ...string) catalog.Pro
 func (f fixture) adjust(t *testing.T, itemID string, a inventory.Adjustment) (inventory.Item, error) {
 	t.Helper()
 	ctx := context.Background()
-	item, ops, conflict, err := f.svc.PrepareAdjust(ctx, vendorID, itemID, a)
+	prep, err := f.svc.PrepareAdjust(ctx, vendorID, itemID, a)
+	item, ops, conflict := prep.View, prep.Ops, prep.Explain
 	if err != nil {
 		return inventory.Item{}, err
 	}
@@ -98,8 +101,8 @@ func (f fixture) adjust(t *testing.T, itemID string, a inventory.Adjustment) (in
 // hold moves n units into reserved on an item, as a reservation does.
 func (f fixture) hold(t *testing.T, productID string, seq int, n int64) {
 	t.Helper()
-	err := f.store.Transact(context.Background(), store.Add(catalog.Key(vendorID, productID), map[string]int64{
-		catalog.ReservedAttr(seq): n, catalog.AvailableAttr(seq): -n, catalog.VersionAttr(seq): 1,
+	err := f.store.Transact(context.Background(), store.Add(datamodel.ProductKey(vendorID, productID), map[string]int64{
+		datamodel.ReservedAttr(seq): n, datamodel.AvailableAttr(seq): -n, datamodel.ItemVersionAttr(seq): 1,
 	}, 0, store.Cond{Exists: true}))
 	if err != nil {
 		t.Fatal(err)

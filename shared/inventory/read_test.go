@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"
@@ -68,11 +69,11 @@ func TestMissingBucketFailsClosed(t *testing.T) {
 	f := newFixture(t)
 	f.product(t, "a")
 	p := f.product(t, "b")
-	it, err := f.store.Get(ctx, catalog.Key(vendorID, p.ID))
+	it, err := f.store.Get(ctx, datamodel.ProductKey(vendorID, p.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(it.Nums, catalog.ReservedAttr(0))
+	delete(it.Nums, datamodel.ReservedAttr(0))
 	if err := f.store.Transact(ctx, store.Put(it, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
@@ -111,7 +112,7 @@ func TestRunsToCompletion(t *testing.T) {
 	if it.ExpiresAt != j.CompletedAt.Add(time.Hour).Unix() {
 		t.Fatalf("expiry %d", it.ExpiresAt)
 	}
-	evs, err := st.Query(context.Background(), store.Query{PK: "VENDOR#ven_1", Prefix: event.Prefix, Limit: 10})
+	evs, err := st.Query(context.Background(), store.Query{PK: "VENDOR#ven_1", Prefix: datamodel.EventPrefix, Limit: 10})
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("%d completion events (%v), want 1", len(evs), err)
 	}

@@ -12,7 +12,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/fields"
@@ -101,23 +100,6 @@ func (l Listing) View(r connection.Roles) View {
 		Version: l.Version, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
 
-// Prefix is the sort-key prefix of listings in the vendor partition.
-const Prefix = "LST#"
-
-// Key is a listing's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
-// uniqueKey reserves (connection, product, variation) for one listing.
-func uniqueKey(vendorID, connID, productID string, variationID *string) store.Key {
-	v := "-"
-	if variationID != nil {
-		v = *variationID
-	}
-	return store.Key{PK: account.Partition(vendorID), SK: "LSTKEY#" + connID + "#" + productID + "#" + v}
-}
-
 // Decode reads a listing item.
 func Decode(it store.Item) (Listing, error) {
 	var l Listing
@@ -137,7 +119,7 @@ func (l Listing) encode() ([]byte, error) {
 }
 
 var (
-	connIDRule     = fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	connIDRule     = fields.ConnectionIDRule
 	idRule         = fields.StringRule{Min: 1, Max: 128}
 	externalIDRule = fields.StringRule{Min: 1, Max: 255, SingleLine: true}
 )

@@ -42,7 +42,8 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ops, _, err := f.catalog.PrepareCreate(ctx, vendorID, in)
+	prep, err := f.catalog.PrepareCreate(ctx, vendorID, in)
+	p, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +61,9 @@ func (f *fixture) apply(t *testing.T, ops []store.Op) {
 
 func (f *fixture) connection(t *testing.T, r connection.Roles) string {
 	t.Helper()
-	v, ops, _, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
+	prep, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
 		Provider: "marketplace_a", ExternalAccountID: "acct", DisplayName: "Shop", Roles: r})
+	v, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +74,17 @@ func (f *fixture) connection(t *testing.T, r connection.Roles) string {
 var destination = connection.Roles{Catalog: connection.Destination, BasePrice: connection.Destination, Inventory: connection.Destination,
 	OrderIngress: connection.Enabled, ExternalOrderFulfillment: connection.Moku}
 
-func (f *fixture) run(v listing.View, ops []store.Op, conflict func(*store.ConditionError) error, err error) (listing.View, error) {
+func (f *fixture) run(p store.Prepared[listing.View], err error) (listing.View, error) {
 	if err != nil {
 		return listing.View{}, err
 	}
-	if err := f.store.Transact(context.Background(), ops...); err != nil {
+	if err := f.store.Transact(context.Background(), p.Ops...); err != nil {
 		if ce, ok := store.AsCondition(err); ok {
-			return listing.View{}, conflict(ce)
+			return listing.View{}, p.Explain(ce)
 		}
 		return listing.View{}, err
 	}
-	return v, nil
+	return p.View, nil
 }
 
 func (f *fixture) create(conn string, variation *string, price *int64) (listing.View, error) {
@@ -95,7 +97,7 @@ func (f *fixture) move(id, action string, version int64) (listing.View, error) {
 
 func (f *fixture) listings(t *testing.T, conn string) int64 {
 	t.Helper()
-	c, _, _, err := f.conns.Load(context.Background(), vendorID, conn)
+	c, _, _, err := f.conns.Get(context.Background(), vendorID, conn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -66,10 +67,10 @@ type state struct {
 }
 
 func (s Service) read(ctx context.Context, vendorID, id string) (state, error) {
-	if len(id) == 0 || len(id) > 128 {
+	if !ids.Issued("lst", id) {
 		return state{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
+	it, err := s.Store.Get(ctx, datamodel.ListingKey(vendorID, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return state{}, notFound()
 	}
@@ -80,7 +81,7 @@ func (s Service) read(ctx context.Context, vendorID, id string) (state, error) {
 	if err != nil {
 		return state{}, unavailable(err)
 	}
-	items, err := s.Store.GetMany(ctx, []store.Key{connection.Key(vendorID, l.ConnectionID), catalog.Key(vendorID, l.ProductID)})
+	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, l.ConnectionID), datamodel.ProductKey(vendorID, l.ProductID)})
 	if err != nil {
 		return state{}, unavailable(err)
 	}
@@ -107,67 +108,67 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (View, error) {
 }
 
 // PrepareCreate checks and builds a draft listing.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	if !catalog.ValidProductID(in.ProductID) {
-		return View{}, nil, nil, errs.E(errs.CodeNotFound, "product not found")
+		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "product not found")
 	}
-	uk := uniqueKey(vendorID, in.ConnectionID, in.ProductID, in.VariationID)
-	items, err := s.Store.GetMany(ctx, []store.Key{connection.Key(vendorID, in.ConnectionID), catalog.Key(vendorID, in.ProductID), uk})
+	uk := datamodel.ListingUniqueKey(vendorID, in.ConnectionID, in.ProductID, in.VariationID)
+	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.ProductKey(vendorID, in.ProductID), uk})
 	if err != nil {
-		return View{}, nil, nil, unavailable(err)
+		return store.Prepared[View]{}, unavailable(err)
 	}
 	if items[0].PK == "" {
-		return View{}, nil, nil, errs.E(errs.CodeNotFound, "connection not found")
+		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "connection not found")
 	}
 	if items[1].PK == "" {
-		return View{}, nil, nil, errs.E(errs.CodeNotFound, "product not found")
+		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "product not found")
 	}
 	conn, err := connection.Decode(items[0])
 	if err != nil {
-		return View{}, nil, nil, unavailable(err)
+		return store.Prepared[View]{}, unavailable(err)
 	}
 	p, err := catalog.Decode(items[1])
 	if err != nil {
-		return View{}, nil, nil, unavailable(err)
+		return store.Prepared[View]{}, unavailable(err)
 	}
 	if err := usable(conn); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := priceAllowed(conn, in.ChannelPrice); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if p.Status == catalog.StatusArchived {
-		return View{}, nil, nil, errs.E(errs.CodeProductState, "the product is archived: it cannot be listed")
+		return store.Prepared[View]{}, errs.E(errs.CodeProductState, "the product is archived: it cannot be listed")
 	}
 	if in.VariationID != nil && !hasVariation(p, *in.VariationID) {
-		return View{}, nil, nil, errs.E(errs.CodeNotFound, "variation_id: the product has no such variation")
+		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "variation_id: the product has no such variation")
 	}
 	if items[2].PK != "" {
-		return View{}, nil, nil, exists()
+		return store.Prepared[View]{}, exists()
 	}
 	now := s.Clock.Now()
 	l := Listing{ID: ids.Sortable("lst", now), VendorID: vendorID, ConnectionID: conn.ID, ProductID: p.ID, VariationID: in.VariationID,
 		ExternalListingID: in.ExternalListingID, Status: StatusDraft, ChannelPrice: in.ChannelPrice, Version: 1, CreatedAt: now, UpdatedAt: now}
 	data, err := l.encode()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
-	k := Key(vendorID, l.ID)
+	k := datamodel.ListingKey(vendorID, l.ID)
 	ev, err := event.Op(event.New(now, vendorID, event.ListingCreated, "listing", l.ID,
 		map[string]any{"version": 1, "connection_id": conn.ID, "product_id": p.ID, "status": l.Status}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{
 		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent()),
 		store.Put(store.Item{PK: uk.PK, SK: uk.SK, Version: 1, Data: []byte(`{"listing_id":"` + l.ID + `"}`)}, store.IfAbsent()),
-		store.Check(connection.Key(vendorID, conn.ID), store.IfVersion(conn.Version)),
+		store.Check(datamodel.ConnectionKey(vendorID, conn.ID), store.IfVersion(conn.Version)),
 		ev,
 	}
 	// A concurrent create of the same listing, or a change of the
 	// connection: preparing again tells which.
-	conflict := func(*store.ConditionError) error { return raced() }
-	return l.View(conn.Roles), ops, conflict, nil
+	explain := func(*store.ConditionError) error { return raced() }
+	return store.Prepared[View]{View: l.View(conn.Roles), Ops: ops, Explain: explain}, nil
 }
 
 func hasVariation(p catalog.Product, id string) bool {
@@ -179,37 +180,37 @@ func hasVariation(p catalog.Product, id string) bool {
 	return false
 }
 
-// write builds the operations of a change of st.l to next: the listing,
-// the connection (checked, or its counter moved when next enters or leaves
-// the counted statuses) and the event.
-func (s Service) write(vendorID string, st state, next Listing, typ string) ([]store.Op, func(*store.ConditionError) error, error) {
+// write prepares a change of st.l to next: the listing, the connection
+// (checked, or its counter moved when next enters or leaves the counted
+// statuses) and the event.
+func (s Service) write(vendorID string, st state, next Listing, typ string) (store.Prepared[View], error) {
 	data, err := next.encode()
 	if err != nil {
-		return nil, nil, err
+		return store.Prepared[View]{}, err
 	}
-	ck := connection.Key(vendorID, st.conn.ID)
+	ck := datamodel.ConnectionKey(vendorID, st.conn.ID)
 	connOp := store.Check(ck, store.IfVersion(st.conn.Version))
 	delta := b2i(Counted(next.Status)) - b2i(Counted(st.l.Status))
 	if delta != 0 {
 		cond := store.IfVersion(st.conn.Version)
 		if delta < 0 {
-			cond.Bounds = []store.Bound{{Attr: connection.ListingsAttr, Cmp: store.GE, Value: 1}}
+			cond.Bounds = []store.Bound{{Attr: datamodel.ActiveListingsAttr, Cmp: store.GE, Value: 1}}
 		}
-		connOp = store.Add(ck, map[string]int64{connection.ListingsAttr: delta}, 0, cond)
+		connOp = store.Add(ck, map[string]int64{datamodel.ActiveListingsAttr: delta}, 0, cond)
 	}
 	ev, err := event.Op(event.New(next.UpdatedAt, vendorID, typ, "listing", next.ID,
 		map[string]any{"version": next.Version, "connection_id": next.ConnectionID, "product_id": next.ProductID, "status": next.Status}))
 	if err != nil {
-		return nil, nil, err
+		return store.Prepared[View]{}, err
 	}
-	ops := []store.Op{store.Update(Key(vendorID, next.ID), data, next.Version, nil, store.IfVersion(st.l.Version)), connOp, ev}
+	ops := []store.Op{store.Update(datamodel.ListingKey(vendorID, next.ID), data, next.Version, nil, store.IfVersion(st.l.Version)), connOp, ev}
 	// Either the listing or its connection changed since it was read:
 	// preparing again reports a stale expected_version or decides on the
 	// connection's new state.
-	conflict := func(*store.ConditionError) error {
+	explain := func(*store.ConditionError) error {
 		return idempotency.Retry(errs.E(errs.CodeListingVersion, "the listing or its connection changed concurrently; read it and retry"))
 	}
-	return ops, conflict, nil
+	return store.Prepared[View]{View: next.View(st.conn.Roles), Ops: ops, Explain: explain}, nil
 }
 
 func b2i(b bool) int64 {
@@ -220,24 +221,24 @@ func b2i(b bool) int64 {
 }
 
 // PrepareUpdate changes the channel price or the external listing id.
-func (s Service) PrepareUpdate(ctx context.Context, vendorID, id string, in UpdateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareUpdate(ctx context.Context, vendorID, id string, in UpdateInput) (store.Prepared[View], error) {
 	st, err := s.read(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if st.l.Version != in.ExpectedVersion {
-		return View{}, nil, nil, versionConflict(st.l.Version)
+		return store.Prepared[View]{}, versionConflict(st.l.Version)
 	}
 	if err := s.changeable(st); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if st.product.Status == catalog.StatusArchived {
-		return View{}, nil, nil, errs.E(errs.CodeProductState, "the product is archived: its listings can only be ended")
+		return store.Prepared[View]{}, errs.E(errs.CodeProductState, "the product is archived: its listings can only be ended")
 	}
 	next := st.l
 	if in.SetChannelPrice {
 		if err := priceAllowed(st.conn, in.ChannelPrice); err != nil {
-			return View{}, nil, nil, err
+			return store.Prepared[View]{}, err
 		}
 		next.ChannelPrice = in.ChannelPrice
 	}
@@ -245,11 +246,7 @@ func (s Service) PrepareUpdate(ctx context.Context, vendorID, id string, in Upda
 		next.ExternalListingID = in.ExternalListingID
 	}
 	next.Version, next.UpdatedAt = next.Version+1, s.Clock.Now()
-	ops, conflict, err := s.write(vendorID, st, next, event.ListingUpdated)
-	if err != nil {
-		return View{}, nil, nil, err
-	}
-	return next.View(st.conn.Roles), ops, conflict, nil
+	return s.write(vendorID, st, next, event.ListingUpdated)
 }
 
 // changeable refuses changes to an ended listing or on a disconnected connection.
@@ -263,16 +260,16 @@ func (s Service) changeable(st state) error {
 var eventOf = map[string]string{Activate: event.ListingActivated, Pause: event.ListingPaused, Resume: event.ListingResumed, End: event.ListingEnded}
 
 // PrepareTransition activates, pauses, resumes or ends a listing.
-func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action string, expected int64) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[View], error) {
 	st, err := s.read(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if st.l.Version != expected {
-		return View{}, nil, nil, versionConflict(st.l.Version)
+		return store.Prepared[View]{}, versionConflict(st.l.Version)
 	}
 	if err := usable(st.conn); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	tr := transitions[action]
 	ok := false
@@ -280,18 +277,14 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 		ok = ok || from == st.l.Status
 	}
 	if !ok {
-		return View{}, nil, nil, errs.Ef(errs.CodeListingState, "a %s listing cannot %s; allowed from: %s", st.l.Status, action, strings.Join(tr.from, ", "))
+		return store.Prepared[View]{}, errs.Ef(errs.CodeListingState, "a %s listing cannot %s; allowed from: %s", st.l.Status, action, strings.Join(tr.from, ", "))
 	}
 	if action != End && st.product.Status == catalog.StatusArchived {
-		return View{}, nil, nil, errs.E(errs.CodeProductState, "the product is archived: its listings can only be ended")
+		return store.Prepared[View]{}, errs.E(errs.CodeProductState, "the product is archived: its listings can only be ended")
 	}
 	next := st.l
 	next.Status, next.Version, next.UpdatedAt = tr.to, next.Version+1, s.Clock.Now()
-	ops, conflict, err := s.write(vendorID, st, next, eventOf[action])
-	if err != nil {
-		return View{}, nil, nil, err
-	}
-	return next.View(st.conn.Roles), ops, conflict, nil
+	return s.write(vendorID, st, next, eventOf[action])
 }
 
 // Filter narrows a list.
@@ -306,10 +299,10 @@ func (f Filter) match(l Listing) bool {
 
 // List reads a page of listings, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ListingPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	page, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.match)
+	page, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ListingKey(vendorID, "").PK, Prefix: datamodel.ListingPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -319,7 +312,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	for _, l := range page {
 		if _, ok := roles[l.ConnectionID]; !ok {
 			roles[l.ConnectionID] = connection.Roles{}
-			keys = append(keys, connection.Key(vendorID, l.ConnectionID))
+			keys = append(keys, datamodel.ConnectionKey(vendorID, l.ConnectionID))
 		}
 	}
 	if len(keys) > 0 {

@@ -25,9 +25,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
@@ -131,22 +131,6 @@ func Key(canonical []byte) string {
 	return "media/" + hex.EncodeToString(sum[:]) + ".webp"
 }
 
-// Store keys: the record (pending until its object is stored) per vendor
-// and original digest, and the vendor's budget counter.
-func recordKey(vendorID, digest string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: "MEDIA#" + digest}
-}
-
-func budgetKey(vendorID string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: "MEDIA_BUDGET"}
-}
-
-// Counter attributes of the budget item.
-const (
-	attrBytes   = "bytes"
-	attrObjects = "objects"
-)
-
 // doc is the stored record: pending from admission until the object is
 // stored, then stored.
 type doc struct {
@@ -208,7 +192,7 @@ func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
 		return Record{}, tooCostly(h, gate.Budget())
 	}
 	sctx, cancel := s.storeCtx(ctx)
-	items, err := s.Store.GetMany(sctx, []store.Key{recordKey(u.VendorID, u.SHA256), budgetKey(u.VendorID)})
+	items, err := s.Store.GetMany(sctx, []store.Key{datamodel.MediaKey(u.VendorID, u.SHA256), datamodel.MediaBudgetKey(u.VendorID)})
 	cancel()
 	if err != nil {
 		return Record{}, errs.Unavailablef(err, "the media budget could not be read")
@@ -221,8 +205,8 @@ func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
 		return s.view(d), nil
 	}
 	size := int64(len(u.Body))
-	if used := items[1].Nums; !found && (used[attrBytes]+size > s.Budget.Bytes || used[attrObjects]+1 > s.Budget.Objects) {
-		return Record{}, s.overBudget(used[attrBytes], used[attrObjects], size)
+	if used := items[1].Nums; !found && (used[datamodel.MediaBytesAttr]+size > s.Budget.Bytes || used[datamodel.MediaObjectsAttr]+1 > s.Budget.Objects) {
+		return Record{}, s.overBudget(used[datamodel.MediaBytesAttr], used[datamodel.MediaObjectsAttr], size)
 	}
 	c, err := s.canonicalize(ctx, u.Body, h)
 	if err != nil {
@@ -313,7 +297,7 @@ func recorded(it store.Item) (doc, int64, bool, error) {
 // keeping the budget under concurrency. A record that appeared meanwhile
 // (a concurrent upload of the same bytes) is returned instead.
 func (s Service) admit(ctx context.Context, u Upload, items []store.Item) (doc, int64, error) {
-	rk, bk := recordKey(u.VendorID, u.SHA256), budgetKey(u.VendorID)
+	rk, bk := datamodel.MediaKey(u.VendorID, u.SHA256), datamodel.MediaBudgetKey(u.VendorID)
 	size := int64(len(u.Body))
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
@@ -326,8 +310,8 @@ func (s Service) admit(ctx context.Context, u Upload, items []store.Item) (doc, 
 			return d, version, err
 		}
 		used := items[1].Nums
-		if used[attrBytes]+size > s.Budget.Bytes || used[attrObjects]+1 > s.Budget.Objects {
-			return doc{}, 0, s.overBudget(used[attrBytes], used[attrObjects], size)
+		if used[datamodel.MediaBytesAttr]+size > s.Budget.Bytes || used[datamodel.MediaObjectsAttr]+1 > s.Budget.Objects {
+			return doc{}, 0, s.overBudget(used[datamodel.MediaBytesAttr], used[datamodel.MediaObjectsAttr], size)
 		}
 		d := doc{State: statePending, Charged: size, Record: Record{
 			ID: ids.New("med"), SHA256: u.SHA256, ContentType: ContentType,
@@ -340,11 +324,11 @@ func (s Service) admit(ctx context.Context, u Upload, items []store.Item) (doc, 
 		var charge store.Op
 		if items[1].PK == "" {
 			charge = store.Put(store.Item{PK: bk.PK, SK: bk.SK, Version: 1, Data: []byte("{}"),
-				Nums: map[string]int64{attrBytes: size, attrObjects: 1}}, store.IfAbsent())
+				Nums: map[string]int64{datamodel.MediaBytesAttr: size, datamodel.MediaObjectsAttr: 1}}, store.IfAbsent())
 		} else {
-			charge = store.Add(bk, map[string]int64{attrBytes: size, attrObjects: 1}, 0, store.Cond{Bounds: []store.Bound{
-				{Attr: attrBytes, Cmp: store.LE, Value: s.Budget.Bytes - size},
-				{Attr: attrObjects, Cmp: store.LE, Value: s.Budget.Objects - 1},
+			charge = store.Add(bk, map[string]int64{datamodel.MediaBytesAttr: size, datamodel.MediaObjectsAttr: 1}, 0, store.Cond{Bounds: []store.Bound{
+				{Attr: datamodel.MediaBytesAttr, Cmp: store.LE, Value: s.Budget.Bytes - size},
+				{Attr: datamodel.MediaObjectsAttr, Cmp: store.LE, Value: s.Budget.Objects - 1},
 			}})
 		}
 		err = s.Store.Transact(ctx, store.Put(store.Item{PK: rk.PK, SK: rk.SK, Version: 1, Data: data}, store.IfAbsent()), charge)
@@ -383,11 +367,11 @@ func (s Service) finish(ctx context.Context, u Upload, d doc, version int64, key
 	if err != nil {
 		return Record{}, err
 	}
-	rk := recordKey(u.VendorID, u.SHA256)
+	rk := datamodel.MediaKey(u.VendorID, u.SHA256)
 	ops := []store.Op{store.Put(store.Item{PK: rk.PK, SK: rk.SK, Version: version + 1, Data: data}, store.IfVersion(version))}
 	if extra > 0 {
-		ops = append(ops, store.Add(budgetKey(u.VendorID), map[string]int64{attrBytes: extra}, 0, store.Cond{Bounds: []store.Bound{
-			{Attr: attrBytes, Cmp: store.LE, Value: s.Budget.Bytes - extra},
+		ops = append(ops, store.Add(datamodel.MediaBudgetKey(u.VendorID), map[string]int64{datamodel.MediaBytesAttr: extra}, 0, store.Cond{Bounds: []store.Bound{
+			{Attr: datamodel.MediaBytesAttr, Cmp: store.LE, Value: s.Budget.Bytes - extra},
 		}}))
 	}
 	err = s.Store.Transact(ctx, ops...)

@@ -75,7 +75,7 @@ func ParseAccept(body []byte) (AcceptInput, error) {
 	var in AcceptInput
 	in.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
 	in.Preset = o.String("preset", fields.Required, fields.StringRule{OneOf: connection.PresetNames()})
-	in.ConnectionID = o.String("connection_id", fields.Optional, fields.StringRule{Pattern: connection.IDPattern, PatternText: "1..160 letters, digits, . _ : -"})
+	in.ConnectionID = o.String("connection_id", fields.Optional, fields.ConnectionIDRule)
 	return in, o.Err()
 }
 

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -145,16 +144,8 @@ func (p Pairing) View(now time.Time) View {
 		Review: p.Review, RevokedAt: p.RevokedAt, Version: p.Version, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
-// Prefix is the sort-key prefix of pairings in the vendor partition.
-const Prefix = "PAIRING#"
-
 // IDPrefix starts every pairing id (pair_ and 26 characters, see ids.Issued).
 const IDPrefix = "pair"
-
-// Key is a pairing's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
 
 // secretRecord is the global item of a pairing, found by its id alone: it
 // names the vendor (for the review and for the credential) and holds the
@@ -166,19 +157,11 @@ type secretRecord struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-func secretKey(id string) store.Key { return store.Key{PK: Partition(id), SK: "PAIRING"} }
-
-// Partition is the pairing's own partition: its discovery credential and
-// the credential's rate windows.
-func Partition(id string) string { return "PAIRING#" + id }
-
 // codeRecord is the global item a pairing code's hash points at.
 type codeRecord struct {
 	PairingID string `json:"pairing_id"`
 	VendorID  string `json:"vendor_id"`
 }
-
-func codeKey(hash string) store.Key { return store.Key{PK: "PAIRCODE#" + hash, SK: "PAIRCODE"} }
 
 func decode(it store.Item) (Pairing, error) {
 	var p Pairing

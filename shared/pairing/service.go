@@ -2,11 +2,6 @@ package pairing
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base32"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -14,19 +9,12 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
-
-// CredentialPrefix starts every discovery credential, so that the platform
-// can tell it from a personal access token and secret scanners can find a
-// leaked one.
-const CredentialPrefix = "mkdsc_"
-
-// codeAlphabet is Crockford's base32: no I, L, O or U to misread.
-var codeAlphabet = base32.NewEncoding("0123456789ABCDEFGHJKMNPQRSTVWXYZ").WithPadding(base32.NoPadding)
 
 // Service runs the pairing flow.
 type Service struct {
@@ -48,52 +36,13 @@ type Created struct {
 	Code *string `json:"code"`
 }
 
-// Exchanged is the answer to an exchange: the only time the discovery
-// credential is shown.
-type Exchanged struct {
-	PairingID      string    `json:"pairing_id"`
-	VendorID       string    `json:"vendor_id"`
-	DiscoveryToken string    `json:"discovery_token"`
-	ExpiresAt      time.Time `json:"expires_at"`
-}
-
-func hash(secret string) string {
-	h := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(h[:])
-}
-
 func notFound() error { return errs.E(errs.CodeNotFound, "store pairing not found") }
 
 func unavailable(err error) error { return errs.Unavailablef(err, "store pairings could not be read") }
 
-// newCode returns a pairing code of 80 random bits, in four groups of four
-// characters for a human to copy.
-func newCode() string {
-	b := make([]byte, 10)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	s := codeAlphabet.EncodeToString(b)
-	return s[0:4] + "-" + s[4:8] + "-" + s[8:12] + "-" + s[12:16]
-}
-
-// normalizeCode accepts a code as a human may type it: any case, with or
-// without dashes and spaces, O for 0 and I or L for 1.
-func normalizeCode(raw string) (string, bool) {
-	r := strings.NewReplacer("-", "", " ", "", "O", "0", "I", "1", "L", "1")
-	s := r.Replace(strings.ToUpper(strings.TrimSpace(raw)))
-	if len(s) != 16 {
-		return "", false
-	}
-	if _, err := codeAlphabet.DecodeString(s); err != nil {
-		return "", false
-	}
-	return s, true
-}
-
 // PrepareCreate builds a new pairing with its code, and the operations that
 // store it (the code only as its hash) and record its event.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, []store.Op, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string) (store.Prepared[Created], error) {
 	now := s.Clock.Now()
 	code := newCode()
 	norm, _ := normalizeCode(code)
@@ -101,20 +50,20 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, [
 		CodeExpiresAt: now.Add(CodeTTL), CreatedAt: now, UpdatedAt: now, Version: 1}
 	data, err := encode(p)
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
 	secret, err := encode(secretRecord{VendorID: vendorID})
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
 	cr, err := encode(codeRecord{PairingID: p.ID, VendorID: vendorID})
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
-	k, sk, ck := Key(vendorID, p.ID), secretKey(p.ID), codeKey(hash(norm))
+	k, sk, ck := datamodel.PairingKey(vendorID, p.ID), datamodel.PairingSecretKey(p.ID), datamodel.PairingCodeKey(hash(norm))
 	ev, err := event.Op(event.New(now, vendorID, event.StorePairingCreated, "store_pairing", p.ID, map[string]any{"version": 1}))
 	if err != nil {
-		return Created{}, nil, err
+		return store.Prepared[Created]{}, err
 	}
 	ops := []store.Op{
 		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent()),
@@ -124,7 +73,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (Created, [
 		store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Data: cr, ExpiresAt: p.CodeExpiresAt.Add(24 * time.Hour).Unix()}, store.IfAbsent()),
 		ev,
 	}
-	return Created{View: p.View(now), Code: &code}, ops, nil
+	return store.Prepared[Created]{View: Created{View: p.View(now), Code: &code}, Ops: ops}, nil
 }
 
 // Get reads a pairing of a vendor.
@@ -132,18 +81,7 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Pairing, error) 
 	if !ids.Issued(IDPrefix, id) {
 		return Pairing{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Pairing{}, notFound()
-	}
-	if err != nil {
-		return Pairing{}, unavailable(err)
-	}
-	p, err := decode(it)
-	if err != nil {
-		return Pairing{}, unavailable(err)
-	}
-	return p, nil
+	return store.Read(ctx, s.Store, datamodel.PairingKey(vendorID, id), decode, notFound(), unavailable)
 }
 
 // View reads a pairing's view.
@@ -157,10 +95,10 @@ func (s Service) View(ctx context.Context, vendorID, id string) (View, error) {
 
 // List reads a page of a vendor's pairings, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.PairingPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.PairingKey(vendorID, "").PK, Prefix: datamodel.PairingPrefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -190,14 +128,14 @@ func (s Service) update(ctx context.Context, p Pairing, secret *secretRecord, ty
 	if err != nil {
 		return err
 	}
-	k := Key(p.VendorID, p.ID)
+	k := datamodel.PairingKey(p.VendorID, p.ID)
 	ops := []store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: p.Version, Data: doc}, store.IfVersion(p.Version-1))}
 	if secret != nil {
 		b, err := encode(*secret)
 		if err != nil {
 			return err
 		}
-		sk := secretKey(p.ID)
+		sk := datamodel.PairingSecretKey(p.ID)
 		ops = append(ops, store.Put(store.Item{PK: sk.PK, SK: sk.SK, Version: p.Version, Data: b}, store.Cond{Exists: true}))
 	}
 	if data == nil {
@@ -209,100 +147,6 @@ func (s Service) update(ctx context.Context, p Pairing, secret *secretRecord, ty
 		return err
 	}
 	return s.Store.Transact(ctx, append(ops, ev)...)
-}
-
-func codeInvalid() error {
-	return errs.E(errs.CodePairingCodeInvalid, "code: not a valid pairing code; ask the seller for a new one")
-}
-
-// Exchange trades a pairing code for the pairing's discovery credential.
-// A code works once and only until it expires. An unknown code is looked
-// up by its hash, so how long a refusal takes says nothing about how close
-// a guess was; with 80 random bits and ten minutes, guessing is hopeless.
-func (s Service) Exchange(ctx context.Context, raw string) (Exchanged, error) {
-	norm, ok := normalizeCode(raw)
-	if !ok {
-		return Exchanged{}, codeInvalid()
-	}
-	it, err := s.Store.Get(ctx, codeKey(hash(norm)))
-	if errors.Is(err, store.ErrNotFound) {
-		return Exchanged{}, codeInvalid()
-	}
-	if err != nil {
-		return Exchanged{}, unavailable(err)
-	}
-	var cr codeRecord
-	if err := json.Unmarshal(it.Data, &cr); err != nil {
-		return Exchanged{}, unavailable(err)
-	}
-	p, err := s.Get(ctx, cr.VendorID, cr.PairingID)
-	if err != nil {
-		return Exchanged{}, err
-	}
-	now := s.Clock.Now()
-	switch {
-	case p.Status == StatusRevoked:
-		return Exchanged{}, codeInvalid()
-	case p.Status != StatusPendingExchange:
-		return Exchanged{}, errs.E(errs.CodePairingCodeUsed, "code: this pairing code was already exchanged; a code works once")
-	case !now.Before(p.CodeExpiresAt):
-		return Exchanged{}, errs.E(errs.CodePairingCodeExpired, "code: this pairing code expired; ask the seller for a new one")
-	}
-	secret := ids.Random(32)
-	exp := now.Add(CredentialTTL)
-	p.Status, p.UpdatedAt, p.Version = StatusDiscovering, now, p.Version+1
-	p.Credential = &Credential{IssuedAt: now, ExpiresAt: exp}
-	rec := secretRecord{VendorID: p.VendorID, Hash: hash(secret), ExpiresAt: &exp}
-	if err := s.update(ctx, p, &rec, event.StorePairingExchanged, nil); err != nil {
-		if store.IsCondition(err) {
-			// Another exchange of the same code won the race.
-			return Exchanged{}, errs.E(errs.CodePairingCodeUsed, "code: this pairing code was already exchanged; a code works once")
-		}
-		return Exchanged{}, errs.Unavailablef(err, "the pairing could not be stored")
-	}
-	suffix := strings.TrimPrefix(p.ID, "pair_")
-	return Exchanged{PairingID: p.ID, VendorID: p.VendorID, DiscoveryToken: CredentialPrefix + suffix + "_" + secret, ExpiresAt: exp}, nil
-}
-
-// IsCredential reports whether a bearer value is shaped like a discovery
-// credential (by its prefix), so that the platform picks the authenticator.
-func IsCredential(raw string) bool { return strings.HasPrefix(raw, CredentialPrefix) }
-
-func unauthenticated() error {
-	return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
-}
-
-// Authenticate checks a discovery credential: its hash, its expiry and its
-// revocation. Like a token check, the refusal never says which failed, and
-// a store failure fails closed.
-func (s Service) Authenticate(ctx context.Context, raw string) (Principal, error) {
-	rest, ok := strings.CutPrefix(raw, CredentialPrefix)
-	if !ok {
-		return Principal{}, unauthenticated()
-	}
-	suffix, secret, ok := strings.Cut(rest, "_")
-	if !ok || len(suffix) != 26 || len(secret) != 52 {
-		return Principal{}, unauthenticated()
-	}
-	id := "pair_" + suffix
-	it, err := s.Store.Get(ctx, secretKey(id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Principal{}, unauthenticated()
-	}
-	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
-	}
-	var rec secretRecord
-	if err := json.Unmarshal(it.Data, &rec); err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
-	}
-	if rec.Hash == "" || subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(rec.Hash)) != 1 {
-		return Principal{}, unauthenticated()
-	}
-	if rec.RevokedAt != nil || rec.ExpiresAt == nil || !s.Clock.Now().Before(*rec.ExpiresAt) {
-		return Principal{}, unauthenticated()
-	}
-	return Principal{PairingID: id, VendorID: rec.VendorID}, nil
 }
 
 func versionConflict(current int64) error {
@@ -366,32 +210,32 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 	var ops []store.Op
 	acc := Acceptance{Preset: in.Preset, AcceptedAt: now, TokenID: tokenID}
 	if in.ConnectionID == "" {
-		v, cops, _, err := s.Connections.PrepareCreate(ctx, vendorID, connection.CreateInput{Provider: connection.StorePlugin,
+		c, err := s.Connections.PrepareCreate(ctx, vendorID, connection.CreateInput{Provider: connection.StorePlugin,
 			ExternalAccountID: p.Discovery.Store.Domain, DisplayName: p.Discovery.Store.Name, Roles: roles})
 		if err != nil {
 			return View{}, err
 		}
-		ops, acc.ConnectionID, acc.Created = cops, v.ID, true
+		ops, acc.ConnectionID, acc.Created = c.Ops, c.View.ID, true
 	} else {
-		c, _, _, err := s.Connections.Load(ctx, vendorID, in.ConnectionID)
+		c, _, _, err := s.Connections.Get(ctx, vendorID, in.ConnectionID)
 		if err != nil {
 			return View{}, err
 		}
 		if c.Provider != connection.StorePlugin || c.ExternalAccountID != p.Discovery.Store.Domain {
 			return View{}, errs.Ef(errs.CodeInvalidRequest, "connection_id: the connection is not the %s connection of %s", connection.StorePlugin, p.Discovery.Store.Domain)
 		}
-		_, cops, err := s.Connections.PrepareReplaceRoles(ctx, vendorID, c.ID, connection.RolesInput{ExpectedVersion: c.Version, Roles: roles})
+		r, err := s.Connections.PrepareReplaceRoles(ctx, vendorID, c.ID, connection.RolesInput{ExpectedVersion: c.Version, Roles: roles})
 		if err != nil {
 			return View{}, err
 		}
-		ops, acc.ConnectionID = cops, c.ID
+		ops, acc.ConnectionID = r.Ops, c.ID
 	}
 	p.Status, p.Acceptance, p.UpdatedAt, p.Version = StatusAccepted, &acc, now, p.Version+1
 	doc, err := encode(p)
 	if err != nil {
 		return View{}, err
 	}
-	k := Key(vendorID, p.ID)
+	k := datamodel.PairingKey(vendorID, p.ID)
 	ev, err := event.Op(event.New(now, vendorID, event.StorePairingAccepted, "store_pairing", p.ID,
 		map[string]any{"version": p.Version, "connection_id": acc.ConnectionID, "preset": in.Preset}))
 	if err != nil {
@@ -419,7 +263,7 @@ func (s Service) Accept(ctx context.Context, vendorID, id, tokenID string, in Ac
 // connectionVersion is the connection's current version, so that Explain
 // reports what stopped the change other than a version the seller never set.
 func (s Service) connectionVersion(ctx context.Context, vendorID, id string) int64 {
-	c, _, _, err := s.Connections.Load(ctx, vendorID, id)
+	c, _, _, err := s.Connections.Get(ctx, vendorID, id)
 	if err != nil {
 		return -1
 	}
@@ -433,7 +277,7 @@ func (s Service) Review(ctx context.Context, id, reviewer string) (View, error) 
 	if !ids.Issued(IDPrefix, id) {
 		return View{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, secretKey(id))
+	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return View{}, notFound()
 	}
@@ -481,7 +325,7 @@ func (s Service) Revoke(ctx context.Context, vendorID, id string) (View, error) 
 	if p.Status == StatusRevoked {
 		return p.View(now), nil
 	}
-	it, err := s.Store.Get(ctx, secretKey(id))
+	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
 	if err != nil {
 		return View{}, unavailable(err)
 	}
@@ -515,7 +359,7 @@ func (s Service) AuthorizeOperationalWrite(ctx context.Context, pr Principal) (s
 	if p.Status != StatusActive {
 		return "", errs.Ef(errs.CodePairingNotActive, "operational writes need the seller's acceptance and a reviewed activation; the pairing is %s", p.statusAt(s.Clock.Now()))
 	}
-	c, _, _, err := s.Connections.Load(ctx, pr.VendorID, p.Acceptance.ConnectionID)
+	c, _, _, err := s.Connections.Get(ctx, pr.VendorID, p.Acceptance.ConnectionID)
 	if err != nil {
 		return "", err
 	}

@@ -15,20 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/store"
 )
-
-// PendingShards is how many partitions hold the markers, so that their
-// writes spread over DynamoDB partitions.
-const PendingShards = 16
-
-// PendingPrefix begins every marker's partition key. A marker's sort key
-// is no routed prefix, so the stream filter never passes it.
-const PendingPrefix = "PENDING#"
 
 // SweepGrace is how old a marker must be before a sweep routes its change
 // again: longer than the stream mapping takes to route a change in normal
@@ -42,15 +34,6 @@ const SweepLimit = 1000
 // attrAt is a marker's numeric attribute: when its change was committed,
 // in Unix seconds.
 const attrAt = "at"
-
-// PendingKey is the marker of the item at k.
-func PendingKey(k store.Key) store.Key {
-	h := fnv.New32a()
-	h.Write([]byte(k.PK))
-	h.Write([]byte{0})
-	h.Write([]byte(k.SK))
-	return store.Key{PK: fmt.Sprintf("%s%02d", PendingPrefix, h.Sum32()%PendingShards), SK: k.PK + "|" + k.SK}
-}
 
 // Pending writes the markers: Mark is a store transaction hook
 // (dynamodb.WithTransactHook).
@@ -81,7 +64,7 @@ func (p Pending) Mark(ops []store.Op) []store.Op {
 		if out == nil {
 			out = append(make([]store.Op, 0, len(ops)+1), ops...)
 		}
-		k := PendingKey(op.Item.Key())
+		k := datamodel.PendingKey(op.Item.Key())
 		doc, _ := json.Marshal(marker{PK: op.Item.PK, SK: op.Item.SK}) // strings only: cannot fail
 		out = append(out, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: doc,
 			Nums: map[string]int64{attrAt: p.Now().Unix()}}, store.Cond{}))
@@ -123,8 +106,8 @@ func (r Router) Sweep(ctx context.Context, now time.Time, grace time.Duration, l
 		return run, errors.New("pipeline: sweep needs the router's Pending store")
 	}
 	cutoff := now.Add(-grace).Unix()
-	for shard := 0; shard < PendingShards && run.Routed+run.Gone < limit; shard++ {
-		if err := r.sweepShard(ctx, fmt.Sprintf("%s%02d", PendingPrefix, shard), cutoff, limit, &run); err != nil {
+	for shard := 0; shard < datamodel.PendingShards && run.Routed+run.Gone < limit; shard++ {
+		if err := r.sweepShard(ctx, datamodel.PendingShard(shard), cutoff, limit, &run); err != nil {
 			run.Failed++
 			errList = append(errList, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -52,8 +53,8 @@ func jobRule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 func markers(t *testing.T, s store.Store) []string {
 	t.Helper()
 	var got []string
-	for i := range pipeline.PendingShards {
-		items, err := s.Query(context.Background(), store.Query{PK: fmt.Sprintf("%s%02d", pipeline.PendingPrefix, i), Limit: 1000})
+	for i := range datamodel.PendingShards {
+		items, err := s.Query(context.Background(), store.Query{PK: datamodel.PendingShard(i), Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
 	ops := []store.Op{put("JOB#1", store.IfAbsent()), put("JOB#2", store.IfVersion(1)), put("OTHER#1", store.IfAbsent()),
 		store.Delete(store.Key{PK: "V", SK: "JOB#3"}, store.Cond{})}
 	got := p.Mark(ops)
-	if len(got) != len(ops)+1 || got[len(ops)].Item.Key() != pipeline.PendingKey(store.Key{PK: "V", SK: "JOB#1"}) {
+	if len(got) != len(ops)+1 || got[len(ops)].Item.Key() != datamodel.PendingKey(store.Key{PK: "V", SK: "JOB#1"}) {
 		t.Fatalf("marked %+v", got)
 	}
 	full := make([]store.Op, store.MaxTransactOps)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -79,7 +80,7 @@ func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) 
 			}
 		}
 		if r.Pending != nil {
-			if err := r.Pending.Transact(ctx, store.Delete(PendingKey(c.Key), store.Cond{})); err != nil {
+			if err := r.Pending.Transact(ctx, store.Delete(datamodel.PendingKey(c.Key), store.Cond{})); err != nil {
 				return i, fmt.Errorf("pipeline: mark %s/%s routed: %w", c.Key.PK, c.Key.SK, err)
 			}
 		}

@@ -6,12 +6,11 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -62,15 +61,15 @@ func ClientPartition(ip netip.Addr) string {
 	ip = ip.Unmap()
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)
-		return "CLIENT#" + p.String()
+		return datamodel.ClientPartition(p.String())
 	}
-	return "CLIENT#" + ip.String()
+	return datamodel.ClientPartition(ip.String())
 }
 
 // Take spends one unit of the vendor's current window for class. A spent
 // window is 429 with Retry-After; a window that cannot be read is 503.
 func (l Limiter) Take(ctx context.Context, vendorID string, c Class) (Status, error) {
-	return l.TakeFrom(ctx, account.Partition(vendorID), "vendor's", c, l.Limit(c))
+	return l.TakeFrom(ctx, datamodel.VendorPartition(vendorID), "vendor's", c, l.Limit(c))
 }
 
 // TakeFrom spends one unit of the current window of class kept in the
@@ -82,8 +81,8 @@ func (l Limiter) TakeFrom(ctx context.Context, pk, whose string, c Class, limit 
 	start := now.Truncate(Window)
 	reset := start.Add(Window)
 	// The counter outlives its window by a minute so late reads still see it.
-	k := store.Key{PK: pk, SK: fmt.Sprintf("RATE#%s#%d", c, start.Unix())}
-	n, err := l.Store.Increment(ctx, k, "n", 1, int64(limit), reset.Add(Window).Unix())
+	k := datamodel.RateKey(pk, string(c), start)
+	n, err := l.Store.Increment(ctx, k, datamodel.RateCountAttr, 1, int64(limit), reset.Add(Window).Unix())
 	if store.IsCondition(err) {
 		e := errs.Ef(errs.CodeRateLimited, "The %s allowance of %d %ss per minute is spent; retry after the window resets.", whose, limit, c)
 		e.RetryAfter = RetryAfter(now, reset)

@@ -26,8 +26,8 @@ func TestConcurrentCreatesNeverOversell(t *testing.T) {
 			defer wg.Done()
 			sc := idempotency.Scope{VendorID: vendorID, TokenID: "tok_1", Operation: "reservations.create", Key: fmt.Sprintf("buyer-%05d", i)}
 			_, results[i] = keeper.Run(context.Background(), sc, "fp", func(ctx context.Context) (idempotency.Mutation, error) {
-				v, ops, conflict, err := f.svc.PrepareCreate(ctx, vendorID, reservation.CreateInput{ConnectionID: f.conn, InventoryItemID: f.item, Quantity: 1, Hold: reservation.DefaultHold})
-				return idempotency.Mutation{Ops: ops, Status: 201, Body: v, Conflict: conflict}, err
+				p, err := f.svc.PrepareCreate(ctx, vendorID, reservation.CreateInput{ConnectionID: f.conn, InventoryItemID: f.item, Quantity: 1, Hold: reservation.DefaultHold})
+				return idempotency.Mutation{Ops: p.Ops, Status: 201, Body: p.View, Explain: p.Explain}, err
 			})
 		}()
 	}

@@ -29,7 +29,7 @@ func TestCreateHoldsStock(t *testing.T) {
 	if c.stock() != [3]int64{10, 4, 6} || c.ConnReservations != 1 || c.ServiceReservations != 1 {
 		t.Fatalf("after holding 4 of 10: %+v", c)
 	}
-	stored, err := f.svc.Load(context.Background(), vendorID, r.ID)
+	stored, err := f.svc.Get(context.Background(), vendorID, r.ID)
 	if err != nil || stored.Status != reservation.StatusActive || stored.Version != 1 {
 		t.Fatalf("stored %+v %v", stored, err)
 	}
@@ -174,8 +174,8 @@ func TestExpiry(t *testing.T) {
 	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 1 || run.Failed != 0 {
 		t.Fatalf("at b's expiry: %+v, %v", run, err)
 	}
-	gotB, _ := f.svc.Load(ctx, vendorID, b.ID)
-	gotA, _ := f.svc.Load(ctx, vendorID, a.ID)
+	gotB, _ := f.svc.Get(ctx, vendorID, b.ID)
+	gotA, _ := f.svc.Get(ctx, vendorID, a.ID)
 	if gotB.Status != reservation.StatusExpired || gotB.ExpiredAt == nil || gotA.Status != reservation.StatusActive {
 		t.Fatalf("a %s, b %s; want a active (renewed), b expired", gotA.Status, gotB.Status)
 	}
@@ -204,7 +204,8 @@ func TestSettleLostRace(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	r := f.mustCreate(t, 2)
-	_, ops, conflict, err := f.svc.PrepareCommit(ctx, vendorID, r.ID, reservation.VersionInput{ExpectedVersion: 1})
+	prep, err := f.svc.PrepareCommit(ctx, vendorID, r.ID, reservation.VersionInput{ExpectedVersion: 1})
+	ops, conflict := prep.Ops, prep.Explain
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,12 @@ package reservation
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"strconv"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -90,46 +89,21 @@ func (r Reservation) View() View {
 		CommittedAt: r.CommittedAt, ReleasedAt: r.ReleasedAt, ExpiredAt: r.ExpiredAt}
 }
 
-// Prefix is the sort-key prefix of reservations in the vendor partition.
-const Prefix = "RES#"
-
-// Key is a reservation's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
-// ExpiryShards is how many partitions index active reservations by
-// expiry. A vendor's holds all go to the shard its id hashes to, so no one
-// partition takes every tenant's writes, and the expirer walks every
-// shard in time order.
-const ExpiryShards = 16
-
-// legacyExpiryPartition is the single partition of earlier versions; the
-// expirer still walks it so that holds indexed there expire.
-const legacyExpiryPartition = "RESEXP"
-
-// ExpiryPartition is the expiry index partition of a vendor's holds.
-func ExpiryPartition(vendorID string) string {
-	h := fnv.New32a()
-	h.Write([]byte(vendorID))
-	return fmt.Sprintf("RESEXP#%02d", h.Sum32()%ExpiryShards)
-}
-
 // expiryPartitions lists every partition the expirer walks.
 func expiryPartitions() []string {
-	out := make([]string, 0, ExpiryShards+1)
-	for i := 0; i < ExpiryShards; i++ {
-		out = append(out, fmt.Sprintf("RESEXP#%02d", i))
+	out := make([]string, 0, datamodel.ExpiryShards+1)
+	for i := 0; i < datamodel.ExpiryShards; i++ {
+		out = append(out, datamodel.ExpiryShard(i))
 	}
-	return append(out, legacyExpiryPartition)
+	return append(out, datamodel.LegacyExpiryPartition)
 }
 
 func expiryKey(r Reservation) store.Key {
-	return store.Key{PK: ExpiryPartition(r.VendorID), SK: expirySK(r)}
+	return store.Key{PK: datamodel.ExpiryPartition(r.VendorID), SK: expirySK(r)}
 }
 
 func expirySK(r Reservation) string {
-	return fmt.Sprintf("%012d#%s#%s", r.ExpiresAt.Unix(), r.VendorID, r.ID)
+	return datamodel.ExpirySK(r.ExpiresAt, r.VendorID, r.ID)
 }
 
 // expiryDue reads the expiry time leading an index entry's sort key.
@@ -170,7 +144,7 @@ func (r Reservation) item() (store.Item, error) {
 	if err != nil {
 		return store.Item{}, fmt.Errorf("reservation: encode: %w", err)
 	}
-	k := Key(r.VendorID, r.ID)
+	k := datamodel.ReservationKey(r.VendorID, r.ID)
 	return store.Item{PK: k.PK, SK: k.SK, Version: r.Version, Data: data}, nil
 }
 
@@ -183,7 +157,7 @@ type CreateInput struct {
 	Reference       *string
 }
 
-var connIDRule = fields.StringRule{Min: 1, Max: 160, Pattern: catalog.ConnectionIDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+var connIDRule = fields.ConnectionIDRule
 
 // ParseCreate reads a reservation create body.
 func ParseCreate(body []byte) (CreateInput, error) {

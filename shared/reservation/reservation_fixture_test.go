@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -49,13 +50,15 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ops, _, err := f.catalog.PrepareCreate(ctx, vendorID, in)
+	prep, err := f.catalog.PrepareCreate(ctx, vendorID, in)
+	p, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.apply(t, ops)
 	f.product, f.item = p, catalog.InventoryItemID(p.ID, 0)
-	_, ops, _, err = f.inv.PrepareAdjust(ctx, vendorID, f.item, inventory.Adjustment{TargetOnHand: 10, ExpectedVersion: 1})
+	adjusted, err := f.inv.PrepareAdjust(ctx, vendorID, f.item, inventory.Adjustment{TargetOnHand: 10, ExpectedVersion: 1})
+	ops = adjusted.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +70,11 @@ func newFixture(t *testing.T) *fixture {
 // connection creates an active connection with the given inventory role.
 func (f *fixture) connection(t *testing.T, provider, inventoryRole string) string {
 	t.Helper()
-	v, ops, _, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
+	prep, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
 		Provider: provider, ExternalAccountID: "acct", DisplayName: "Shop",
 		Roles: connection.Roles{Catalog: connection.Destination, BasePrice: connection.Destination, Inventory: inventoryRole,
 			OrderIngress: connection.Enabled, ExternalOrderFulfillment: connection.Moku}})
+	v, ops := prep.View, prep.Ops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,17 +90,17 @@ func (f *fixture) apply(t *testing.T, ops []store.Op) {
 }
 
 // run applies a prepared move as the HTTP layer does, explaining a lost race.
-func (f *fixture) run(v reservation.View, ops []store.Op, conflict func(*store.ConditionError) error, err error) (reservation.View, error) {
+func (f *fixture) run(p store.Prepared[reservation.View], err error) (reservation.View, error) {
 	if err != nil {
 		return reservation.View{}, err
 	}
-	if err := f.store.Transact(context.Background(), ops...); err != nil {
+	if err := f.store.Transact(context.Background(), p.Ops...); err != nil {
 		if ce, ok := store.AsCondition(err); ok {
-			return reservation.View{}, conflict(ce)
+			return reservation.View{}, p.Explain(ce)
 		}
 		return reservation.View{}, err
 	}
-	return v, nil
+	return p.View, nil
 }
 
 func (f *fixture) create(quantity int64) (reservation.View, error) {
@@ -134,7 +138,7 @@ type counts struct {
 func (f *fixture) counts(t *testing.T) counts {
 	t.Helper()
 	ctx := context.Background()
-	items, err := f.store.GetMany(ctx, []store.Key{catalog.Key(vendorID, f.product.ID), connection.Key(vendorID, f.conn), connection.AuthorityKey(vendorID)})
+	items, err := f.store.GetMany(ctx, []store.Key{datamodel.ProductKey(vendorID, f.product.ID), datamodel.ConnectionKey(vendorID, f.conn), datamodel.AuthorityKey(vendorID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +146,7 @@ func (f *fixture) counts(t *testing.T) counts {
 	if !ok {
 		t.Fatal("buckets missing")
 	}
-	return counts{Buckets: b, ConnReservations: items[1].Nums[connection.ReservationsAttr], ServiceReservations: items[2].Nums[connection.ServiceReservationsAttr]}
+	return counts{Buckets: b, ConnReservations: items[1].Nums[datamodel.ActiveReservationsAttr], ServiceReservations: items[2].Nums[datamodel.ServiceReservationsAttr]}
 }
 
 func (c counts) stock() [3]int64 { return [3]int64{c.OnHand, c.Reserved, c.Available} }

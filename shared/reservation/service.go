@@ -3,13 +3,13 @@ package reservation
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -47,7 +47,7 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{
-		connection.Key(vendorID, in.ConnectionID), connection.AuthorityKey(vendorID), catalog.Key(vendorID, productID)})
+		datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.AuthorityKey(vendorID), datamodel.ProductKey(vendorID, productID)})
 	if err != nil {
 		return createState{}, unavailable(err)
 	}
@@ -80,36 +80,36 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 
 // inventoryExternal reports whether a connection masters the Stock Pool.
 func inventoryExternal(it store.Item) bool {
-	return it.PK != "" && it.Nums[connection.InventoryExternalAttr] != 0
+	return it.PK != "" && it.Nums[datamodel.InventoryExternalAttr] != 0
 }
 
 // PrepareCreate checks and builds a reservation and the operations that
 // hold its stock.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	st, err := s.readCreate(ctx, vendorID, in)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if st.conn.Status != connection.StatusActive {
-		return View{}, nil, nil, errs.Ef(errs.CodeConnectionInactive, "connection_id: the connection is %s; reservations need an active connection", st.conn.Status)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeConnectionInactive, "connection_id: the connection is %s; reservations need an active connection", st.conn.Status)
 	}
 	if inventoryExternal(st.authority) {
-		return View{}, nil, nil, errs.E(errs.CodeInventoryExternal, "a channel masters the Stock Pool: the service's own checkout is blocked until a remote reserve-and-debit adapter exists")
+		return store.Prepared[View]{}, errs.E(errs.CodeInventoryExternal, "a channel masters the Stock Pool: the service's own checkout is blocked until a remote reserve-and-debit adapter exists")
 	}
 	if st.product.Status == catalog.StatusArchived {
-		return View{}, nil, nil, errs.E(errs.CodeProductState, "the product is archived: its stock cannot be reserved")
+		return store.Prepared[View]{}, errs.E(errs.CodeProductState, "the product is archived: its stock cannot be reserved")
 	}
 	if st.buckets.Available < in.Quantity {
-		return View{}, nil, nil, errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, %d available", in.Quantity, st.buckets.Available)
+		return store.Prepared[View]{}, errs.Ef(errs.CodeInsufficientStock, "quantity: %d requested, %d available", in.Quantity, st.buckets.Available)
 	}
 	if st.authority.PK == "" {
 		// The vendor's first reservation: create the authority record (the
 		// service masters everything) so the hold can count itself on it.
-		k := connection.AuthorityKey(vendorID)
+		k := datamodel.AuthorityKey(vendorID)
 		err := s.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{
-			connection.ServiceReservationsAttr: 0, connection.InventoryExternalAttr: 0}}, store.IfAbsent()))
+			datamodel.ServiceReservationsAttr: 0, datamodel.InventoryExternalAttr: 0}}, store.IfAbsent()))
 		if err != nil && !store.IsCondition(err) {
-			return View{}, nil, nil, errs.Unavailablef(err, "the vendor authority could not be stored")
+			return store.Prepared[View]{}, errs.Unavailablef(err, "the vendor authority could not be stored")
 		}
 	}
 	now := s.Clock.Now()
@@ -118,7 +118,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		Version: 1, ExpiresAt: now.Add(in.Hold).Truncate(time.Second), CreatedAt: now, UpdatedAt: now, Seq: st.seq}
 	it, err := r.item()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	q := in.Quantity
 	b := st.buckets
@@ -126,29 +126,29 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, ReservedDelta: q, Version: b.Version + 1,
 		Cause: stockeffect.Cause{Type: stockeffect.CauseReservation, ID: &r.ID, Action: stockeffect.ActionReserved}})
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{
 		store.Put(it, store.IfAbsent()),
 		// Conditioned on the item's version, so the effect's before and
 		// after are exact; a lost race is retried (see conflict).
-		store.Add(catalog.Key(vendorID, r.ProductID), map[string]int64{
-			catalog.ReservedAttr(r.Seq): q, catalog.AvailableAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1,
+		store.Add(datamodel.ProductKey(vendorID, r.ProductID), map[string]int64{
+			datamodel.ReservedAttr(r.Seq): q, datamodel.AvailableAttr(r.Seq): -q, datamodel.ItemVersionAttr(r.Seq): 1,
 		}, 0, store.Cond{Bounds: []store.Bound{
-			{Attr: catalog.VersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
-			{Attr: catalog.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
-		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: 1}, 0,
-			store.Cond{Bounds: []store.Bound{{Attr: connection.ActiveAttr, Cmp: store.EQ, Value: 1}}}),
+			{Attr: datamodel.ItemVersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
+			{Attr: datamodel.AvailableAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		store.Add(datamodel.ConnectionKey(vendorID, r.ConnectionID), map[string]int64{datamodel.ActiveReservationsAttr: 1}, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: datamodel.IsActiveAttr, Cmp: store.EQ, Value: 1}}}),
 		s.authorityOp(vendorID, 1),
 		expiryOp(r),
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ReservationCreated, "reservation", r.ID,
 		map[string]any{"version": 1, "inventory_item_id": r.InventoryItemID, "quantity": q}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops = append(ops, ev, effect)
-	conflict := func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		switch {
 		case ce.Has(1):
 			// A concurrent movement won the item: prepare again, which
@@ -159,7 +159,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		}
 		return errs.E(errs.CodeInventoryExternal, "Stock Pool authority moved to a channel while reserving")
 	}
-	return r.View(), ops, conflict, nil
+	return store.Prepared[View]{View: r.View(), Ops: ops, Explain: explain}, nil
 }
 
 // authorityOp moves the vendor's count of service-owned reservations by
@@ -167,24 +167,17 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 func (s Service) authorityOp(vendorID string, delta int64) store.Op {
 	cond := store.Cond{Exists: true}
 	if delta > 0 {
-		cond.Bounds = []store.Bound{{Attr: connection.InventoryExternalAttr, Cmp: store.EQ, Value: 0}}
+		cond.Bounds = []store.Bound{{Attr: datamodel.InventoryExternalAttr, Cmp: store.EQ, Value: 0}}
 	}
-	return store.Add(connection.AuthorityKey(vendorID), map[string]int64{connection.ServiceReservationsAttr: delta}, 0, cond)
+	return store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: delta}, 0, cond)
 }
 
-// Load reads a reservation.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Reservation, error) {
-	if len(id) == 0 || len(id) > 128 {
+// Get reads a reservation.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Reservation, error) {
+	if !ids.Issued("res", id) {
 		return Reservation{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Reservation{}, notFound()
-	}
-	if err != nil {
-		return Reservation{}, unavailable(err)
-	}
-	return Decode(it)
+	return store.Read(ctx, s.Store, datamodel.ReservationKey(vendorID, id), Decode, notFound(), unavailable)
 }
 
 // Filter narrows a list.
@@ -199,10 +192,10 @@ func (f Filter) match(r Reservation) bool {
 
 // List reads a page of reservations, newest last.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.ReservationPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	rs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.match)
+	rs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ReservationKey(vendorID, "").PK, Prefix: datamodel.ReservationPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -229,39 +222,39 @@ func (s Service) check(r Reservation, expected int64, verb string) error {
 }
 
 // PrepareRenew extends an active hold.
-func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in RenewInput) (View, []store.Op, func(*store.ConditionError) error, error) {
-	r, err := s.Load(ctx, vendorID, id)
+func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in RenewInput) (store.Prepared[View], error) {
+	r, err := s.Get(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := s.check(r, in.ExpectedVersion, "renewed"); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	if !now.Before(r.ExpiresAt) {
-		return View{}, nil, nil, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
+		return store.Prepared[View]{}, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
 	}
 	old := r
 	r.ExpiresAt, r.UpdatedAt, r.Version = now.Add(in.Hold).Truncate(time.Second), now, r.Version+1
 	it, err := r.item()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ev, err := event.Op(event.New(now, vendorID, event.ReservationRenewed, "reservation", r.ID, map[string]any{"version": r.Version}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{store.Put(it, store.IfVersion(old.Version)), ev}
 	if expiryKey(old) != expiryKey(r) {
 		ops = append(ops, store.Delete(expiryKey(old), store.Cond{}), expiryOp(r))
 	}
-	return r.View(), ops, s.raced(ctx, vendorID, id, in.ExpectedVersion), nil
+	return store.Prepared[View]{View: r.View(), Ops: ops, Explain: s.raced(ctx, vendorID, id, in.ExpectedVersion)}, nil
 }
 
 // raced explains a lost race on a reservation.
 func (s Service) raced(ctx context.Context, vendorID, id string, expected int64) func(*store.ConditionError) error {
 	return func(*store.ConditionError) error {
-		cur, err := s.Load(ctx, vendorID, id)
+		cur, err := s.Get(ctx, vendorID, id)
 		if err != nil {
 			return err
 		}
@@ -273,36 +266,36 @@ func (s Service) raced(ctx context.Context, vendorID, id string, expected int64)
 }
 
 // PrepareCommit consumes an active hold: on_hand and reserved both fall.
-func (s Service) PrepareCommit(ctx context.Context, vendorID, id string, in VersionInput) (View, []store.Op, func(*store.ConditionError) error, error) {
-	r, err := s.Load(ctx, vendorID, id)
+func (s Service) PrepareCommit(ctx context.Context, vendorID, id string, in VersionInput) (store.Prepared[View], error) {
+	r, err := s.Get(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := s.check(r, in.ExpectedVersion, "committed"); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	if !now.Before(r.ExpiresAt) {
-		return View{}, nil, nil, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
+		return store.Prepared[View]{}, errs.E(errs.CodeReservationState, "the reservation has expired; its stock is being released")
 	}
 	return s.settle(ctx, vendorID, r, StatusCommitted, now)
 }
 
 // PrepareRelease returns an active hold to available.
-func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in VersionInput) (View, []store.Op, func(*store.ConditionError) error, error) {
-	r, err := s.Load(ctx, vendorID, id)
+func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in VersionInput) (store.Prepared[View], error) {
+	r, err := s.Get(ctx, vendorID, id)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := s.check(r, in.ExpectedVersion, "released"); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	return s.settle(ctx, vendorID, r, StatusReleased, s.Clock.Now())
 }
 
 // buckets reads the current counters of a reservation's item.
 func (s Service) buckets(ctx context.Context, vendorID string, r Reservation) (inventory.Buckets, error) {
-	it, err := s.Store.Get(ctx, catalog.Key(vendorID, r.ProductID))
+	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, r.ProductID))
 	if err != nil {
 		return inventory.Buckets{}, unavailable(err)
 	}
@@ -314,26 +307,26 @@ func (s Service) buckets(ctx context.Context, vendorID string, r Reservation) (i
 }
 
 // settle ends an active reservation as committed, released or expired.
-func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to string, now time.Time) (View, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to string, now time.Time) (store.Prepared[View], error) {
 	b, err := s.buckets(ctx, vendorID, r)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	prev := r.Version
 	q := r.Quantity
-	deltas := map[string]int64{catalog.ReservedAttr(r.Seq): -q, catalog.VersionAttr(r.Seq): 1}
+	deltas := map[string]int64{datamodel.ReservedAttr(r.Seq): -q, datamodel.ItemVersionAttr(r.Seq): 1}
 	typ := event.ReservationReleased
 	action, onHandDelta := stockeffect.ActionReleased, int64(0)
 	switch to {
 	case StatusCommitted:
-		deltas[catalog.OnHandAttr(r.Seq)] = -q
+		deltas[datamodel.OnHandAttr(r.Seq)] = -q
 		r.CommittedAt, typ = &now, event.ReservationCommitted
 		action, onHandDelta = stockeffect.ActionCommitted, -q
 	case StatusReleased:
-		deltas[catalog.AvailableAttr(r.Seq)] = q
+		deltas[datamodel.AvailableAttr(r.Seq)] = q
 		r.ReleasedAt = &now
 	case StatusExpired:
-		deltas[catalog.AvailableAttr(r.Seq)] = q
+		deltas[datamodel.AvailableAttr(r.Seq)] = q
 		r.ExpiredAt, typ = &now, event.ReservationExpired
 		action = stockeffect.ActionExpired
 	}
@@ -341,31 +334,31 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 		Before: stockeffect.Buckets{OnHand: b.OnHand, Reserved: b.Reserved}, OnHandDelta: onHandDelta, ReservedDelta: -q, Version: b.Version + 1,
 		Cause: stockeffect.Cause{Type: stockeffect.CauseReservation, ID: &r.ID, Action: action}})
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	r.Status, r.UpdatedAt, r.Version = to, now, r.Version+1
 	it, err := r.item()
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ev, err := event.Op(event.New(now, vendorID, typ, "reservation", r.ID,
 		map[string]any{"version": r.Version, "inventory_item_id": r.InventoryItemID, "quantity": q}))
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	ops := []store.Op{
 		store.Put(it, store.IfVersion(prev)),
-		store.Add(catalog.Key(vendorID, r.ProductID), deltas, 0, store.Cond{Bounds: []store.Bound{
-			{Attr: catalog.VersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
-			{Attr: catalog.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
-		store.Add(connection.Key(vendorID, r.ConnectionID), map[string]int64{connection.ReservationsAttr: -1}, 0, store.Cond{}),
+		store.Add(datamodel.ProductKey(vendorID, r.ProductID), deltas, 0, store.Cond{Bounds: []store.Bound{
+			{Attr: datamodel.ItemVersionAttr(r.Seq), Cmp: store.EQ, Value: b.Version},
+			{Attr: datamodel.ReservedAttr(r.Seq), Cmp: store.GE, Value: q}}}),
+		store.Add(datamodel.ConnectionKey(vendorID, r.ConnectionID), map[string]int64{datamodel.ActiveReservationsAttr: -1}, 0, store.Cond{}),
 		s.authorityOp(vendorID, -1),
 		store.Delete(expiryKey(r), store.Cond{}),
 		ev,
 		effect,
 	}
 	raced := s.raced(ctx, vendorID, r.ID, prev)
-	conflict := func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		err := raced(ce)
 		if errs.Is(err, errs.CodeReservationState) {
 			// The reservation did not move, so the item did: settle
@@ -374,123 +367,5 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 		}
 		return err
 	}
-	return r.View(), ops, conflict, nil
-}
-
-// Run is what one pass of the expirer did.
-type Run struct {
-	// Expired counts the holds this pass expired.
-	Expired int
-	// Failed counts the index entries (or shards) that could not be
-	// handled; they stay and are tried again by the next pass.
-	Failed int
-	// Errors are the first failures, for the log.
-	Errors []error
-}
-
-func (r *Run) fail(err error) {
-	r.Failed++
-	if len(r.Errors) < 10 {
-		r.Errors = append(r.Errors, err)
-	}
-}
-
-// ExpireDue releases every active reservation whose hold ended at or
-// before now, walking each expiry shard in time order, batch entries a
-// query. An entry that fails is counted in the Run and skipped, never the
-// end of the pass: one broken hold cannot keep every other tenant's from
-// expiring. Safe to run from several processes: each expiry is
-// conditioned on the reservation's version. The error is only the
-// context's.
-func (s Service) ExpireDue(ctx context.Context, batch int) (Run, error) {
-	now := s.Clock.Now()
-	var run Run
-	for _, pk := range expiryPartitions() {
-		if err := ctx.Err(); err != nil {
-			return run, err
-		}
-		s.expireShard(ctx, pk, now, batch, &run)
-	}
-	return run, ctx.Err()
-}
-
-// expireShard walks one shard's due entries.
-func (s Service) expireShard(ctx context.Context, pk string, now time.Time, batch int, run *Run) {
-	after := ""
-	for {
-		items, err := s.Store.Query(ctx, store.Query{PK: pk, After: after, Limit: batch})
-		if err != nil {
-			run.fail(fmt.Errorf("reservation: expiry shard %s: %w", pk, err))
-			return
-		}
-		for _, it := range items {
-			if due, ok := expiryDue(it.SK); ok && due.After(now) {
-				return // the shard is in expiry order: nothing later is due
-			}
-			expired, err := s.expireEntry(ctx, it, now)
-			if err != nil {
-				run.fail(fmt.Errorf("reservation: expiry entry %s/%s: %w", it.PK, it.SK, err))
-				continue
-			}
-			if expired {
-				run.Expired++
-			}
-		}
-		if len(items) < batch {
-			return
-		}
-		after = items[len(items)-1].SK
-	}
-}
-
-// expireEntry expires the hold an index entry names, or deletes the entry
-// when it is stale (its reservation settled, renewed or gone).
-func (s Service) expireEntry(ctx context.Context, it store.Item, now time.Time) (bool, error) {
-	var e expiryEntry
-	if err := jsonUnmarshal(it.Data, &e); err != nil {
-		return false, err
-	}
-	r, err := s.Load(ctx, e.VendorID, e.ReservationID)
-	if errs.Is(err, errs.CodeNotFound) {
-		return false, s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
-	}
-	if err != nil {
-		return false, err
-	}
-	if r.Status != StatusActive || expirySK(r) != it.SK {
-		return false, s.Store.Transact(ctx, store.Delete(it.Key(), store.Cond{}))
-	}
-	if r.ExpiresAt.After(now) {
-		return false, nil
-	}
-	return s.expire(ctx, e.VendorID, r, now)
-}
-
-// expire settles r as expired, retrying while concurrent movements of its
-// item win the race (the expiry is conditioned on the item's version, like
-// every movement); it reports false when r was settled concurrently.
-func (s Service) expire(ctx context.Context, vendorID string, r Reservation, now time.Time) (bool, error) {
-	for attempt := 1; ; attempt++ {
-		_, ops, conflict, err := s.settle(ctx, vendorID, r, StatusExpired, now)
-		if err != nil {
-			return false, err
-		}
-		err = s.Store.Transact(ctx, ops...)
-		if err == nil {
-			return true, nil
-		}
-		ce, ok := store.AsCondition(err)
-		if !ok {
-			return false, err
-		}
-		if !errors.Is(conflict(ce), idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
-			return false, nil // settled concurrently; the next run sees its new state
-		}
-		if err := idempotency.Pause(ctx, attempt); err != nil {
-			return false, err
-		}
-		if r, err = s.Load(ctx, vendorID, r.ID); err != nil || r.Status != StatusActive {
-			return false, err
-		}
-	}
+	return store.Prepared[View]{View: r.View(), Ops: ops, Explain: explain}, nil
 }

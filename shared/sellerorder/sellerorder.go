@@ -17,12 +17,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -61,14 +62,6 @@ type Order struct {
 	UpdatedAt       time.Time  `json:"updated_at"`
 }
 
-// Prefix is the sort-key prefix of seller orders in the vendor partition.
-const Prefix = "SORD#"
-
-// Key is a seller order's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
 // IDOf is the seller order id of an external order.
 func IDOf(externalOrderID string) string { return "so_" + strings.TrimPrefix(externalOrderID, "xo_") }
 
@@ -86,14 +79,14 @@ func (o Order) item() (store.Item, error) {
 	if err != nil {
 		return store.Item{}, fmt.Errorf("sellerorder: encode: %w", err)
 	}
-	k := Key(o.VendorID, o.ID)
+	k := datamodel.SellerOrderKey(o.VendorID, o.ID)
 	return store.Item{PK: k.PK, SK: k.SK, Version: o.Version, Data: data}, nil
 }
 
 // Rule sends every external_order.committed and .cancelled event to the
 // seller-orders queue.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, event.Prefix) {
+	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, datamodel.EventPrefix) {
 		return nil, nil
 	}
 	e, err := event.Decode(*c.New)
@@ -151,7 +144,7 @@ func (p Projector) applyFulfillment(ctx context.Context, e event.Event) error {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil
 	}
-	it, err := p.Store.Get(ctx, Key(e.VendorID, e.Resource.ID))
+	it, err := p.Store.Get(ctx, datamodel.SellerOrderKey(e.VendorID, e.Resource.ID))
 	if errors.Is(err, store.ErrNotFound) {
 		return &queue.RetryError{After: time.Second, Err: err} // its creation is not projected yet
 	}
@@ -168,6 +161,12 @@ func (p Projector) applyFulfillment(ctx context.Context, e event.Event) error {
 		at := e.CreatedAt
 		o.ShippedAt = &at
 	}
+	return p.replace(ctx, o, prev)
+}
+
+// replace writes o over the version prev it was read at; a concurrent
+// write is retried, so that the event applies to what won.
+func (p Projector) replace(ctx context.Context, o Order, prev int64) error {
 	next, err := o.item()
 	if err != nil {
 		return err
@@ -213,7 +212,7 @@ func (p Projector) Apply(ctx context.Context, e event.Event) error {
 		}
 		return err
 	case event.ExternalOrderCancelled:
-		it, err := p.Store.Get(ctx, Key(e.VendorID, id))
+		it, err := p.Store.Get(ctx, datamodel.SellerOrderKey(e.VendorID, id))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // the order never reached commit: nothing to ship
 		}
@@ -226,15 +225,7 @@ func (p Projector) Apply(ctx context.Context, e event.Event) error {
 		}
 		prev := o.Version
 		o.Status, o.Version, o.UpdatedAt = StatusCancelled, o.Version+1, e.CreatedAt
-		next, err := o.item()
-		if err != nil {
-			return err
-		}
-		err = p.Store.Transact(ctx, store.Put(next, store.IfVersion(prev)))
-		if store.IsCondition(err) {
-			return &queue.RetryError{After: time.Second, Err: err}
-		}
-		return err
+		return p.replace(ctx, o, prev)
 	}
 	return nil
 }
@@ -251,23 +242,12 @@ func unavailable(err error) error {
 	return errs.Unavailablef(err, "seller order state could not be read safely")
 }
 
-// Load reads one seller order.
-func (s Service) Load(ctx context.Context, vendorID, id string) (Order, error) {
-	if len(id) == 0 || len(id) > 128 {
+// Get reads one seller order.
+func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
+	if !ids.Issued("so", id) {
 		return Order{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Order{}, notFound()
-	}
-	if err != nil {
-		return Order{}, unavailable(err)
-	}
-	o, err := decode(it)
-	if err != nil {
-		return Order{}, unavailable(err)
-	}
-	return o, nil
+	return store.Read(ctx, s.Store, datamodel.SellerOrderKey(vendorID, id), decode, notFound(), unavailable)
 }
 
 // Filter narrows a list.
@@ -275,13 +255,13 @@ type Filter struct{ ConnectionID, Status string }
 
 // List reads a page of seller orders, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []Order, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.SellerOrderPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
 	keep := func(o Order) bool {
 		return (f.Status == "" || o.Status == f.Status) && (f.ConnectionID == "" || o.ConnectionID == f.ConnectionID)
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, decode, keep)
+	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.SellerOrderKey(vendorID, "").PK, Prefix: datamodel.SellerOrderPrefix, After: after}, limit, decode, keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -320,7 +300,7 @@ func ParseInput(body []byte, action string) (Input, error) {
 
 // Transition marks an open seller order shipped or cancelled.
 func (s Service) Transition(ctx context.Context, vendorID, id, action string, in Input) (Order, error) {
-	o, err := s.Load(ctx, vendorID, id)
+	o, err := s.Get(ctx, vendorID, id)
 	if err != nil {
 		return Order{}, err
 	}
@@ -349,7 +329,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, in
 	}
 	err = s.Store.Transact(ctx, store.Put(it, store.IfVersion(prev)), ev)
 	if store.IsCondition(err) {
-		cur, lerr := s.Load(ctx, vendorID, id)
+		cur, lerr := s.Get(ctx, vendorID, id)
 		if lerr != nil {
 			return Order{}, lerr
 		}

@@ -19,6 +19,13 @@ import (
 
 const vendorID = "ven_1"
 
+// externalID has the shape of an issued external order id, and orderID is
+// its seller order's.
+const (
+	externalID = "xo_00000000000000000000000123"
+	orderID    = "so_00000000000000000000000123"
+)
+
 type fixture struct {
 	proj  sellerorder.Projector
 	svc   sellerorder.Service
@@ -39,7 +46,7 @@ func newFixture(t *testing.T) fixture {
 
 // orderEvent is an external order event as package extorder writes it.
 func (f fixture) orderEvent(typ, fulfillment string) event.Event {
-	return event.New(f.clock.Now(), vendorID, typ, "external_order", "xo_123", map[string]any{
+	return event.New(f.clock.Now(), vendorID, typ, "external_order", externalID, map[string]any{
 		"version": 2, "connection_id": "conn_a", "external_order_id": "CH-1", "fulfillment": fulfillment, "status": "committed",
 		"lines": []map[string]any{{"line_id": "l1", "inventory_item_id": "inv_p_000", "quantity": 2, "unit_price": 500}}})
 }
@@ -59,27 +66,27 @@ func TestProjection(t *testing.T) {
 	f := newFixture(t)
 	committed := f.orderEvent(event.ExternalOrderCommitted, connection.Moku)
 	f.apply(t, committed)
-	id := sellerorder.IDOf("xo_123")
-	if id != "so_123" {
+	id := sellerorder.IDOf(externalID)
+	if id != orderID {
 		t.Fatalf("IDOf = %s", id)
 	}
-	o, err := f.svc.Load(ctx, vendorID, id)
+	o, err := f.svc.Get(ctx, vendorID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Status != sellerorder.StatusOpen || o.Version != 1 || o.ExternalOrderID != "xo_123" || o.ChannelOrderID != "CH-1" ||
+	if o.Status != sellerorder.StatusOpen || o.Version != 1 || o.ExternalOrderID != externalID || o.ChannelOrderID != "CH-1" ||
 		o.ConnectionID != "conn_a" || o.SourceEventID != committed.ID || len(o.Lines) != 1 || o.Lines[0].Quantity != 2 {
 		t.Fatalf("projected %+v", o)
 	}
 	f.clock.Advance(time.Minute)
 	f.apply(t, committed) // a redelivery
-	if again, _ := f.svc.Load(ctx, vendorID, id); again.Version != 1 || !again.UpdatedAt.Equal(o.UpdatedAt) {
+	if again, _ := f.svc.Get(ctx, vendorID, id); again.Version != 1 || !again.UpdatedAt.Equal(o.UpdatedAt) {
 		t.Fatalf("a redelivered event changed the order: %+v", again)
 	}
 
 	g := newFixture(t)
 	g.apply(t, g.orderEvent(event.ExternalOrderCommitted, connection.Channel))
-	if _, err := g.svc.Load(ctx, vendorID, id); !errs.Is(err, errs.CodeNotFound) {
+	if _, err := g.svc.Get(ctx, vendorID, id); !errs.Is(err, errs.CodeNotFound) {
 		t.Fatalf("a channel-fulfilled order was projected: %v", err)
 	}
 }
@@ -90,23 +97,23 @@ func TestProjectedCancel(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	f.apply(t, f.orderEvent(event.ExternalOrderCancelled, connection.Moku)) // never committed
-	if _, err := f.svc.Load(ctx, vendorID, "so_123"); !errs.Is(err, errs.CodeNotFound) {
+	if _, err := f.svc.Get(ctx, vendorID, orderID); !errs.Is(err, errs.CodeNotFound) {
 		t.Fatalf("a cancel without commit made an order: %v", err)
 	}
 	f.apply(t, f.orderEvent(event.ExternalOrderCommitted, connection.Moku))
 	f.apply(t, f.orderEvent(event.ExternalOrderCancelled, connection.Moku))
-	o, _ := f.svc.Load(ctx, vendorID, "so_123")
+	o, _ := f.svc.Get(ctx, vendorID, orderID)
 	if o.Status != sellerorder.StatusCancelled || o.Version != 2 {
 		t.Fatalf("after the cancel event: %+v", o)
 	}
 
 	g := newFixture(t)
 	g.apply(t, g.orderEvent(event.ExternalOrderCommitted, connection.Moku))
-	if _, err := g.svc.Transition(ctx, vendorID, "so_123", sellerorder.MarkShipped, sellerorder.Input{ExpectedVersion: 1, Carrier: "Post", TrackingNumber: "T1"}); err != nil {
+	if _, err := g.svc.Transition(ctx, vendorID, orderID, sellerorder.MarkShipped, sellerorder.Input{ExpectedVersion: 1, Carrier: "Post", TrackingNumber: "T1"}); err != nil {
 		t.Fatal(err)
 	}
 	g.apply(t, g.orderEvent(event.ExternalOrderCancelled, connection.Moku))
-	if o, _ := g.svc.Load(ctx, vendorID, "so_123"); o.Status != sellerorder.StatusShipped {
+	if o, _ := g.svc.Get(ctx, vendorID, orderID); o.Status != sellerorder.StatusShipped {
 		t.Fatalf("a cancel event undid a shipment: %+v", o)
 	}
 }
@@ -127,11 +134,11 @@ func TestFulfillment(t *testing.T) {
 			f := newFixture(t)
 			f.apply(t, f.orderEvent(event.ExternalOrderCommitted, connection.Moku))
 			in := sellerorder.Input{ExpectedVersion: 1, Carrier: "Post", TrackingNumber: "T1"}
-			_, err := f.svc.Transition(ctx, vendorID, "so_123", c.first, sellerorder.Input{ExpectedVersion: 2, Carrier: "Post", TrackingNumber: "T1"})
+			_, err := f.svc.Transition(ctx, vendorID, orderID, c.first, sellerorder.Input{ExpectedVersion: 2, Carrier: "Post", TrackingNumber: "T1"})
 			if !errs.Is(err, errs.CodeSellerOrderVersion) {
 				t.Fatalf("stale version: %v", err)
 			}
-			o, err := f.svc.Transition(ctx, vendorID, "so_123", c.first, in)
+			o, err := f.svc.Transition(ctx, vendorID, orderID, c.first, in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +154,7 @@ func TestFulfillment(t *testing.T) {
 				t.Fatalf("version %d, want 2", o.Version)
 			}
 			in.ExpectedVersion = 2
-			_, err = f.svc.Transition(ctx, vendorID, "so_123", c.second, in)
+			_, err = f.svc.Transition(ctx, vendorID, orderID, c.second, in)
 			if !errs.Is(err, errs.CodeSellerOrderState) {
 				t.Fatalf("second move: %v", err)
 			}
@@ -164,7 +171,7 @@ func TestRebuildFromOwnEvents(t *testing.T) {
 	committed := f.orderEvent(event.ExternalOrderCommitted, connection.Moku)
 	f.apply(t, committed)
 	f.clock.Advance(time.Hour)
-	if _, err := f.svc.Transition(ctx, vendorID, "so_123", sellerorder.MarkShipped, sellerorder.Input{ExpectedVersion: 1, Carrier: "Post", TrackingNumber: "T1"}); err != nil {
+	if _, err := f.svc.Transition(ctx, vendorID, orderID, sellerorder.MarkShipped, sellerorder.Input{ExpectedVersion: 1, Carrier: "Post", TrackingNumber: "T1"}); err != nil {
 		t.Fatal(err)
 	}
 	page, _, _, err := event.Log{Store: f.store}.List(ctx, vendorID, event.SellerOrderShipped, "", 10)
@@ -172,9 +179,9 @@ func TestRebuildFromOwnEvents(t *testing.T) {
 		t.Fatalf("shipped events %d %v", len(page), err)
 	}
 	shipped := page[0]
-	before, _ := f.svc.Load(ctx, vendorID, "so_123")
+	before, _ := f.svc.Get(ctx, vendorID, orderID)
 	f.apply(t, shipped)
-	if after, _ := f.svc.Load(ctx, vendorID, "so_123"); after.Version != before.Version || !after.UpdatedAt.Equal(before.UpdatedAt) {
+	if after, _ := f.svc.Get(ctx, vendorID, orderID); after.Version != before.Version || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Fatalf("replaying its own event changed a current order: %+v", after)
 	}
 
@@ -187,7 +194,7 @@ func TestRebuildFromOwnEvents(t *testing.T) {
 	}
 	g.apply(t, committed)
 	g.apply(t, shipped)
-	o, _ := g.svc.Load(ctx, vendorID, "so_123")
+	o, _ := g.svc.Get(ctx, vendorID, orderID)
 	if o.Status != sellerorder.StatusShipped || o.Version != 2 || o.Carrier == nil || *o.Carrier != "Post" || o.ShippedAt == nil || !o.ShippedAt.Equal(shipped.CreatedAt) {
 		t.Fatalf("rebuilt %+v", o)
 	}

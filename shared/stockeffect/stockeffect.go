@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
@@ -72,14 +72,6 @@ type Effect struct {
 	CreatedAt       time.Time `json:"created_at"`
 }
 
-// Prefix is the sort-key prefix of effects in the vendor partition.
-const Prefix = "EFFECT#"
-
-// Key is the key of the effect that brought item to version.
-func Key(vendorID, itemID string, version int64) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: fmt.Sprintf("%s%s#%012d", Prefix, itemID, version)}
-}
-
 // ID is the public id of an effect: it maps one to one to its key.
 func ID(itemID string, version int64) string {
 	return fmt.Sprintf("eff_%s_%012d", strings.TrimPrefix(itemID, "inv_"), version)
@@ -122,7 +114,7 @@ func Op(ctx context.Context, now time.Time, m Movement) (Effect, store.Op, error
 	if err != nil {
 		return Effect{}, store.Op{}, fmt.Errorf("stockeffect: encode: %w", err)
 	}
-	k := Key(m.VendorID, m.InventoryItemID, m.Version)
+	k := datamodel.StockEffectKey(m.VendorID, m.InventoryItemID, m.Version)
 	return e, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data}, store.IfAbsent()), nil
 }
 
@@ -148,7 +140,7 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Effect, error) {
 	if !ok || len(id) > 1100 {
 		return Effect{}, notFound
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, itemID, v))
+	it, err := s.Store.Get(ctx, datamodel.StockEffectKey(vendorID, itemID, v))
 	if errors.Is(err, store.ErrNotFound) {
 		return Effect{}, notFound
 	}
@@ -165,14 +157,14 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Effect, error) {
 // List reads a page of effects, by item and oldest first within an item;
 // itemID, when set, narrows the list to that item.
 func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit int) (effects []Effect, lastKey string, more bool, err error) {
-	prefix := Prefix
+	prefix := datamodel.StockEffectPrefix
 	if itemID != "" {
 		prefix += itemID + "#"
 	}
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/stockeffect"
@@ -58,7 +59,7 @@ func TestOpComputesAfter(t *testing.T) {
 		if e.RequestID == nil || *e.RequestID != "req_1" {
 			t.Errorf("%s: request id %v, want the context's", c.name, e.RequestID)
 		}
-		if op.Kind != store.OpPut || !op.Cond.Absent || op.Item.Key() != stockeffect.Key(vendorID, "inv_p_000", 8) {
+		if op.Kind != store.OpPut || !op.Cond.Absent || op.Item.Key() != datamodel.StockEffectKey(vendorID, "inv_p_000", 8) {
 			t.Errorf("%s: op %+v", c.name, op)
 		}
 	}
@@ -136,7 +137,7 @@ func TestReads(t *testing.T) {
 	if err != nil || len(all) != 5 || more {
 		t.Fatalf("all effects: %d more %v err %v", len(all), more, err)
 	}
-	if _, _, _, err := svc.List(ctx, vendorID, "inv_a_001", stockeffect.Key(vendorID, "inv_a_000", 2).SK, 10); !errs.Is(err, errs.CodeInvalidCursor) {
+	if _, _, _, err := svc.List(ctx, vendorID, "inv_a_001", datamodel.StockEffectKey(vendorID, "inv_a_000", 2).SK, 10); !errs.Is(err, errs.CodeInvalidCursor) {
 		t.Fatalf("another item's cursor: %v", err)
 	}
 	for _, id := range []string{"", "eff_a_000_2", "eff_a_000_00000000000x", "inv_a_000", "eff__000000000002", stockeffect.ID("inv_a_000", 4), stockeffect.ID("inv_c_000", 2)} {

@@ -191,7 +191,7 @@ func (e *ConditionError) Error() string {
 	return fmt.Sprintf("store: condition failed on operations %v", e.Failed)
 }
 
-// Failed reports whether operation i is among those that failed; when the
+// Has reports whether operation i is among those that failed; when the
 // backend could not tell, every operation is suspect.
 func (e *ConditionError) Has(i int) bool {
 	if len(e.Failed) == 0 {

@@ -16,23 +16,21 @@ package syncjob
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
-	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -106,16 +104,8 @@ const (
 // plus a day of margin, like bulk operations.
 const Retention = 31 * 24 * time.Hour
 
-// Prefix is the sort-key prefix of jobs in the vendor partition.
-const Prefix = "SYNCJOB#"
-
 // IDPrefix starts every sync job id (syn_ and 26 characters, see ids.Issued).
 const IDPrefix = "syn"
-
-// Key is a job's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
 
 // Resource is what an item reports on: an inventory item or a product.
 type Resource = conflict.Resource
@@ -273,100 +263,19 @@ func (j Job) Clone() Job {
 
 // Item encodes the job at version, expiring Retention after completion.
 func (j Job) Item(version int64) (store.Item, error) {
-	return j.Header.Encode(j, Key(j.VendorID, j.ID), version, Retention)
+	return j.Header.Encode(j, datamodel.SyncJobKey(j.VendorID, j.ID), version, Retention)
 }
 
 // Decode reads a job item.
 func Decode(it store.Item) (Job, error) { return jobrun.Decode[Job](it) }
 
-// Submission is a parsed, structurally valid job.
-type Submission struct {
-	// ConnectionID is empty for the plugin's route, which acts for its
-	// pairing's connection.
-	ConnectionID string
-	Kind         string
-	Items        []Item
-}
-
 var (
 	kindRule    = fields.StringRule{OneOf: Kinds()}
 	idRule      = fields.StringRule{Min: 1, Max: MaxIDLength}
-	connIDRule  = fields.StringRule{Min: 1, Max: 160, Pattern: connection.IDPattern, PatternText: "1 to 160 letters, digits, '.', '_', ':' or '-'"}
+	connIDRule  = fields.ConnectionIDRule
 	nameRule    = fields.StringRule{Min: 1, Max: MaxName, SingleLine: true}
 	catalogRule = fields.StringRule{OneOf: []string{catalog.CatalogActive, catalog.CatalogArchived}}
 )
-
-// Parse reads a submission body; withConnection says whether the body
-// names the connection (the vendor's route) or not (the plugin's). Any
-// structural error rejects the whole job and names the field, e.g.
-// "items[3].on_hand: must be from 0 to 1000000000".
-func Parse(body []byte, withConnection bool) (Submission, error) {
-	o, err := fields.Parse(body, "")
-	if err != nil {
-		return Submission{}, err
-	}
-	var sub Submission
-	if withConnection {
-		sub.ConnectionID = o.String("connection_id", fields.Required, connIDRule)
-	}
-	sub.Kind = o.String("kind", fields.Required, kindRule)
-	if sub.Kind == "" {
-		// The kind's error is recorded; the items' shape depends on it.
-		o.Raw("items")
-		return Submission{}, o.Err()
-	}
-	list := o.Objects("items", fields.Required, MaxItems)
-	if o.Err() == nil && len(list) < MinItems {
-		o.Fail("items", "must have at least %d item", MinItems)
-	}
-	seen := map[string]int{}
-	for i, in := range list {
-		it, key, field := readItem(in, sub.Kind)
-		o.Child(in)
-		if o.Err() != nil {
-			break
-		}
-		if first, dup := seen[key]; dup {
-			o.Fail(fmt.Sprintf("items[%d].%s", i, field), "repeats the resource of items[%d]; a resource may appear once per job", first)
-			break
-		}
-		seen[key] = i
-		sub.Items = append(sub.Items, it)
-	}
-	if err := o.Err(); err != nil {
-		return Submission{}, err
-	}
-	return sub, nil
-}
-
-// readItem reads one item of kind; key identifies its resource within the
-// job and field names the field a repeat is reported on.
-func readItem(in *fields.Object, kind string) (it Item, key, field string) {
-	it.Status = ItemPending
-	switch kind {
-	case KindInventory:
-		id := in.String("inventory_item_id", fields.Required, idRule)
-		n := in.Int("on_hand", fields.Required, 0, inventory.MaxOnHand)
-		it.Resource, it.ChannelValue = Resource{Type: conflict.ResourceInventoryItem, ID: id}, Value{OnHand: &n}
-		return it, id, "inventory_item_id"
-	case KindPrice:
-		id := in.String("product_id", fields.Required, idRule)
-		it.VariationID, _ = in.StringPtr("variation_id", fields.OptionalNullable, idRule)
-		p := in.Int("price", fields.Required, 0, catalog.MaxPrice)
-		it.Resource, it.ChannelValue = Resource{Type: conflict.ResourceProduct, ID: id}, Value{Price: &p}
-		key, field = id+"\x00", "product_id"
-		if it.VariationID != nil {
-			key, field = id+"\x00"+*it.VariationID, "variation_id"
-		}
-		return it, key, field
-	default:
-		id := in.String("product_id", fields.Required, idRule)
-		name := in.String("name", fields.Required, nameRule)
-		st := in.String("catalog_status", fields.Required, catalogRule)
-		it.Resource, it.ChannelValue = Resource{Type: conflict.ResourceProduct, ID: id}, Value{Name: &name, CatalogStatus: &st}
-		return it, id, "product_id"
-	}
-}
 
 // RoleOf is the connection's role for the domain a kind reports on.
 func RoleOf(r connection.Roles, kind string) string {
@@ -410,28 +319,28 @@ func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs cou
 
 // PrepareCreate checks a submission against its connection and builds the
 // job and the operations that store it, conditioned on the connection as
-// read; the caller commits them with its receipt. conflict explains a lost
+// read; the caller commits them with its receipt. Its Explain explains a lost
 // race on the connection as worth another run.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (View, []store.Op, func(*store.ConditionError) error, error) {
-	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Load(ctx, vendorID, sub.ConnectionID)
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (store.Prepared[View], error) {
+	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, sub.ConnectionID)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	if err := Admissible(c, sub.Kind); err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
 	now := s.Clock.Now()
 	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, ConnectionID: c.ID, Kind: sub.Kind,
 		StartedBy: by, Items: slices.Clone(sub.Items)}
 	it, err := j.Item(1)
 	if err != nil {
-		return View{}, nil, nil, err
+		return store.Prepared[View]{}, err
 	}
-	ops := []store.Op{store.Put(it, store.IfAbsent()), store.Check(connection.Key(vendorID, c.ID), store.IfVersion(c.Version))}
+	ops := []store.Op{store.Put(it, store.IfAbsent()), store.Check(datamodel.ConnectionKey(vendorID, c.ID), store.IfVersion(c.Version))}
 	lost := func(*store.ConditionError) error {
 		return idempotency.Retry(errs.E(errs.CodeConflict, "the connection changed while the sync job was stored; retry"))
 	}
-	return j.View(), ops, lost, nil
+	return store.Prepared[View]{View: j.View(), Ops: ops, Explain: lost}, nil
 }
 
 // Admissible tells whether connection c may sync kind: it is not
@@ -452,7 +361,7 @@ func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64,
 	if !ids.Issued(IDPrefix, id) {
 		return Job{}, 0, notFound()
 	}
-	return jobrun.Load[Job](ctx, st, Key(vendorID, id), notFound(), "sync job")
+	return jobrun.Load[Job](ctx, st, datamodel.SyncJobKey(vendorID, id), notFound(), "sync job")
 }
 
 // Get reads a sync job; a non-empty connectionID hides the jobs of other
@@ -478,10 +387,10 @@ func (f Filter) keep(j Job) bool {
 
 // List reads a page of sync jobs, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.SyncJobPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: Key(vendorID, "").PK, Prefix: Prefix, After: after}, limit, Decode, f.keep)
+	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SyncJobKey(vendorID, "").PK, Prefix: datamodel.SyncJobPrefix, After: after}, limit, Decode, f.keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -14,9 +15,9 @@ func TestParseKinds(t *testing.T) {
 		body string
 		want Value
 	}{
-		{`{"kind":"inventory","items":[{"inventory_item_id":"inv_a_000","on_hand":3}]}`, Value{OnHand: ptr(int64(3))}},
-		{`{"kind":"price","items":[{"product_id":"prd_a","variation_id":null,"price":10}]}`, Value{Price: ptr(int64(10))}},
-		{`{"kind":"catalog","items":[{"product_id":"prd_a","name":"Shirt","catalog_status":"archived"}]}`, Value{Name: ptr("Shirt"), CatalogStatus: ptr("archived")}},
+		{`{"kind":"inventory","items":[{"inventory_item_id":"inv_a_000","on_hand":3}]}`, Value{OnHand: new(int64(3))}},
+		{`{"kind":"price","items":[{"product_id":"prd_a","variation_id":null,"price":10}]}`, Value{Price: new(int64(10))}},
+		{`{"kind":"catalog","items":[{"product_id":"prd_a","name":"Shirt","catalog_status":"archived"}]}`, Value{Name: new("Shirt"), CatalogStatus: new("archived")}},
 	}
 	for _, c := range cases {
 		sub, err := Parse([]byte(c.body), false)
@@ -51,7 +52,7 @@ func TestCountsAndOutcome(t *testing.T) {
 }
 
 func TestRuleStartsOnInsertOnly(t *testing.T) {
-	k := Key("ven_1", "syn_1")
+	k := datamodel.SyncJobKey("ven_1", "syn_1")
 	out, err := Rule(context.Background(), store.Change{Kind: store.Inserted, Key: k})
 	if err != nil || len(out) != 1 || out[0].Queue != queue.SyncJobs || string(out[0].Body) != `{"vendor_id":"ven_1","sync_job_id":"syn_1"}` {
 		t.Fatalf("%+v %v", out, err)

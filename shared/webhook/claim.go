@@ -11,13 +11,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
-
-// ClaimPrefix starts the sort keys of attempt claims:
-// ClaimPrefix<delivery id>#<attempt>.
-const ClaimPrefix = "WHCLAIM#"
 
 // claim says which queue message makes an attempt and, once the attempt is
 // recorded, its outcome and the next attempt's time.
@@ -28,7 +25,7 @@ type claim struct {
 }
 
 func claimKey(m Message) store.Key {
-	return store.Key{PK: Key(m.VendorID, m.SubscriptionID).PK, SK: fmt.Sprintf("%s%s#%03d", ClaimPrefix, m.DeliveryID, m.Attempt)}
+	return datamodel.ClaimKey(m.VendorID, m.DeliveryID, m.Attempt)
 }
 
 // claimItem is the stored claim of m's attempt. It outlives every message

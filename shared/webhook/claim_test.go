@@ -12,6 +12,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -59,11 +60,12 @@ func TestEachAttemptIsMadeOnce(t *testing.T) {
 			policy := Policy{AllowLoopback: true}
 			svc := Service{Store: st, Clock: clk, Policy: policy}
 			const vendorID = "ven_1"
-			v, ops, _, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
+			prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := st.Transact(ctx, ops...); err != nil {
+			v := prep.View
+			if err := st.Transact(ctx, prep.Ops...); err != nil {
 				t.Fatal(err)
 			}
 			retries := &sink{}
@@ -101,7 +103,7 @@ func TestEachAttemptIsMadeOnce(t *testing.T) {
 				wg.Wait()
 			}
 			attempts := func() []Attempt {
-				items, err := st.Query(ctx, store.Query{PK: Key(vendorID, v.ID).PK, Prefix: AttemptPrefix + v.ID + "#", Limit: 100})
+				items, err := st.Query(ctx, store.Query{PK: datamodel.SubscriptionKey(vendorID, v.ID).PK, Prefix: datamodel.AttemptPrefix + v.ID + "#", Limit: 100})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
@@ -142,14 +143,6 @@ type Attempt struct {
 	NextAttemptAt  *time.Time `json:"next_attempt_at"`
 }
 
-// AttemptPrefix starts the sort keys of attempt records; a subscription's
-// records follow AttemptPrefix<subscription id>#.
-const AttemptPrefix = "WHATT#"
-
-func attemptKey(vendorID, subID, id string) store.Key {
-	return store.Key{PK: Key(vendorID, subID).PK, SK: AttemptPrefix + subID + "#" + id}
-}
-
 // Deliverer is the delivery worker, and the rule that starts its work.
 type Deliverer struct {
 	Store  store.Store
@@ -181,7 +174,7 @@ func (d Deliverer) jitter() float64 {
 // Rule fans a new event out: one delivery message per enabled
 // subscription of the vendor that receives the event's type.
 func (d Deliverer) Rule(ctx context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, event.Prefix) {
+	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, datamodel.EventPrefix) {
 		return nil, nil
 	}
 	ev, err := event.Decode(*c.New)
@@ -342,7 +335,7 @@ func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Atte
 	if err != nil {
 		return err
 	}
-	k := attemptKey(m.VendorID, m.SubscriptionID, rec.ID)
+	k := datamodel.AttemptKey(m.VendorID, m.SubscriptionID, rec.ID)
 	claim, err := d.claimItem(m, claim{Owner: owner, Outcome: rec.Outcome, Next: rec.NextAttemptAt})
 	if err != nil {
 		return err
@@ -352,7 +345,7 @@ func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Atte
 		store.Put(claim, store.Cond{}),
 	}
 	if rec.Outcome == OutcomeSucceeded {
-		err := d.Store.Transact(ctx, append(ops, store.Add(Key(m.VendorID, m.SubscriptionID), map[string]int64{successAttr: 1}, 0, store.Cond{Exists: true}))...)
+		err := d.Store.Transact(ctx, append(ops, store.Add(datamodel.SubscriptionKey(m.VendorID, m.SubscriptionID), map[string]int64{datamodel.SuccessesAttr: 1}, 0, store.Cond{Exists: true}))...)
 		if !store.IsCondition(err) {
 			return err
 		}
@@ -437,7 +430,7 @@ func describe(err error) string {
 // and records the webhook_subscription.disabled event with it.
 func (d Deliverer) disableIfFailing(ctx context.Context, m Message) error {
 	for range 3 {
-		it, err := d.Store.Get(ctx, Key(m.VendorID, m.SubscriptionID))
+		it, err := d.Store.Get(ctx, datamodel.SubscriptionKey(m.VendorID, m.SubscriptionID))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -467,7 +460,7 @@ func (d Deliverer) disableIfFailing(ctx context.Context, m Message) error {
 			return err
 		}
 		cond := store.IfVersion(prev)
-		cond.Bounds = []store.Bound{{Attr: successAttr, Cmp: store.LE, Value: m.Successes}}
+		cond.Bounds = []store.Bound{{Attr: datamodel.SuccessesAttr, Cmp: store.LE, Value: m.Successes}}
 		err = d.Store.Transact(ctx, store.Update(it.Key(), doc, sub.Version, nil, cond), ev)
 		if store.IsCondition(err) {
 			continue // changed meanwhile: look again

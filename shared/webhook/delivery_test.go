@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/datamodel"
 
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
@@ -97,7 +98,8 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 	const vendorID = "ven_1"
 	var subs []string
 	for i := 0; i < 3; i++ {
-		v, ops, _, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: "http://127.0.0.1:9/hook", EventTypes: []string{"product.created"}})
+		prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: "http://127.0.0.1:9/hook", EventTypes: []string{"product.created"}})
+		v, ops := prep.View, prep.Ops
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +164,7 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 	if err := (Replayer{Store: st, Clock: clk, Queue: again}).Handle(ctx, msg); err != nil || len(again.sent) != 0 {
 		t.Fatalf("a completed replay re-sent %d: %v", len(again.sent), err)
 	}
-	items, _ := st.Query(ctx, store.Query{PK: "VENDOR#" + vendorID, Prefix: event.Prefix, Limit: 100})
+	items, _ := st.Query(ctx, store.Query{PK: "VENDOR#" + vendorID, Prefix: datamodel.EventPrefix, Limit: 100})
 	completed := 0
 	for _, it := range items {
 		if e, _ := event.Decode(it); e.Type == event.EventReplayCompleted {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
@@ -64,41 +64,16 @@ type ReplayView struct {
 	CompletedAt     *time.Time `json:"completed_at"`
 }
 
-// Counter attributes of a replay item.
-const (
-	totalAttr     = "total"
-	deliveredAttr = "delivered"
-	failedAttr    = "failed"
-	skippedAttr   = "skipped"
-	pendingAttr   = "pending"
-)
-
-// ReplayPrefix starts replay sort keys: REPLAY#<event id>#<replay id>.
-const ReplayPrefix = "REPLAY#"
-
-// replayMarkPrefix starts the item that records one destination's outcome,
-// so that it is counted once however often its message is handled.
-const replayMarkPrefix = "REPLAYDST#"
-
-// ReplayKey is a replay's key.
-func ReplayKey(vendorID, eventID, replayID string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: ReplayPrefix + eventID + "#" + replayID}
-}
-
-func replayMarkKey(vendorID, replayID, subID string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: replayMarkPrefix + replayID + "#" + subID}
-}
-
 func decodeReplay(it store.Item) (Replay, ReplayView, error) {
 	var r Replay
 	if err := json.Unmarshal(it.Data, &r); err != nil {
 		return Replay{}, ReplayView{}, fmt.Errorf("webhook: decode %s: %w", it.SK, err)
 	}
 	v := ReplayView{ReplayID: r.ID, EventID: r.EventID, VendorID: r.VendorID, Status: r.Status, SubscriptionIDs: r.SubscriptionIDs,
-		Delivered: it.Nums[deliveredAttr], Failed: it.Nums[failedAttr], Skipped: it.Nums[skippedAttr],
+		Delivered: it.Nums[datamodel.ReplayDeliveredAttr], Failed: it.Nums[datamodel.ReplayFailedAttr], Skipped: it.Nums[datamodel.ReplaySkippedAttr],
 		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt}
 	if r.Status != ReplayQueued {
-		total := it.Nums[totalAttr]
+		total := it.Nums[datamodel.ReplayTotalAttr]
 		v.Total = &total
 	}
 	return r, v, nil
@@ -119,9 +94,9 @@ func (s Service) CreateReplay(ctx context.Context, vendorID, eventID string, in 
 	if err != nil {
 		return ReplayView{}, err
 	}
-	k := ReplayKey(vendorID, eventID, r.ID)
+	k := datamodel.ReplayKey(vendorID, eventID, r.ID)
 	it := store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: doc, ExpiresAt: now.Add(ReplayRetention).Unix(),
-		Nums: map[string]int64{totalAttr: 0, deliveredAttr: 0, failedAttr: 0, skippedAttr: 0, pendingAttr: 0}}
+		Nums: map[string]int64{datamodel.ReplayTotalAttr: 0, datamodel.ReplayDeliveredAttr: 0, datamodel.ReplayFailedAttr: 0, datamodel.ReplaySkippedAttr: 0, datamodel.ReplayPendingAttr: 0}}
 	if err := s.Store.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
 		var e *errs.Error
 		if errors.As(err, &e) {
@@ -135,10 +110,10 @@ func (s Service) CreateReplay(ctx context.Context, vendorID, eventID string, in 
 
 // GetReplay reads a replay of an event.
 func (s Service) GetReplay(ctx context.Context, vendorID, eventID, replayID string) (ReplayView, error) {
-	if !validID(eventID) || !validID(replayID) {
+	if !ids.Issued("evt", eventID) || !ids.Issued("rpl", replayID) {
 		return ReplayView{}, replayNotFound()
 	}
-	it, err := s.Store.Get(ctx, ReplayKey(vendorID, eventID, replayID))
+	it, err := s.Store.Get(ctx, datamodel.ReplayKey(vendorID, eventID, replayID))
 	if errors.Is(err, store.ErrNotFound) {
 		return ReplayView{}, replayNotFound()
 	}
@@ -176,7 +151,7 @@ func (r Replayer) log() *slog.Logger {
 
 // Rule starts each new replay: one message on the replay queue.
 func (r Replayer) Rule(ctx context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, ReplayPrefix) {
+	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, datamodel.ReplayPrefix) {
 		return nil, nil
 	}
 	rp, _, err := decodeReplay(*c.New)
@@ -201,7 +176,7 @@ func (r Replayer) Handle(ctx context.Context, qm queue.Message) error {
 	if err := json.Unmarshal(qm.Body, &job); err != nil || job.ReplayID == "" {
 		return fmt.Errorf("replay: unreadable message %s: %v", qm.ID, err)
 	}
-	k := ReplayKey(job.VendorID, job.EventID, job.ReplayID)
+	k := datamodel.ReplayKey(job.VendorID, job.EventID, job.ReplayID)
 	it, err := r.Store.Get(ctx, k)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -279,7 +254,7 @@ func (r Replayer) commitStart(ctx context.Context, it store.Item, rp Replay, tot
 	if err != nil {
 		return false, err
 	}
-	deltas := map[string]int64{totalAttr: total, skippedAttr: skipped, pendingAttr: int64(len(rp.Destinations))}
+	deltas := map[string]int64{datamodel.ReplayTotalAttr: total, datamodel.ReplaySkippedAttr: skipped, datamodel.ReplayPendingAttr: int64(len(rp.Destinations))}
 	ops := []store.Op{store.Update(it.Key(), doc, it.Version+1, deltas, store.IfVersion(it.Version))}
 	if rp.CompletedAt != nil {
 		ev, err := replayEvent(*rp.CompletedAt, rp, total, 0, 0, skipped)
@@ -303,7 +278,7 @@ func (r Replayer) resume(ctx context.Context, rp Replay) error {
 	}
 	keys := make([]store.Key, len(rp.Destinations))
 	for i, id := range rp.Destinations {
-		keys[i] = replayMarkKey(rp.VendorID, rp.ID, id)
+		keys[i] = datamodel.ReplayDestinationKey(rp.VendorID, rp.ID, id)
 	}
 	marks, err := r.Store.GetMany(ctx, keys)
 	if err != nil {
@@ -341,9 +316,9 @@ func replayEvent(now time.Time, rp Replay, total, delivered, failed, skipped int
 
 // Outcomes of a replay's destination.
 const (
-	replayDelivered = deliveredAttr
-	replayFailed    = failedAttr
-	replaySkipped   = skippedAttr
+	replayDelivered = datamodel.ReplayDeliveredAttr
+	replayFailed    = datamodel.ReplayFailedAttr
+	replaySkipped   = datamodel.ReplaySkippedAttr
 )
 
 // replayOutcome counts a replay delivery's outcome once (a marker item
@@ -354,14 +329,14 @@ func (d Deliverer) replayOutcome(ctx context.Context, m Message, outcome string)
 		return nil
 	}
 	now := d.Clock.Now()
-	mk := replayMarkKey(m.VendorID, m.ReplayID, m.SubscriptionID)
+	mk := datamodel.ReplayDestinationKey(m.VendorID, m.ReplayID, m.SubscriptionID)
 	mark, err := json.Marshal(map[string]any{"outcome": outcome, "delivery_id": m.DeliveryID, "at": now})
 	if err != nil {
 		return err
 	}
 	err = d.Store.Transact(ctx,
 		store.Put(store.Item{PK: mk.PK, SK: mk.SK, Version: 1, Data: mark, ExpiresAt: now.Add(ReplayRetention).Unix()}, store.IfAbsent()),
-		store.Add(ReplayKey(m.VendorID, m.EventID, m.ReplayID), map[string]int64{outcome: 1, pendingAttr: -1}, 0, store.Cond{Exists: true}))
+		store.Add(datamodel.ReplayKey(m.VendorID, m.EventID, m.ReplayID), map[string]int64{outcome: 1, datamodel.ReplayPendingAttr: -1}, 0, store.Cond{Exists: true}))
 	if store.IsCondition(err) {
 		return nil // counted already, or the replay has expired
 	}
@@ -375,7 +350,7 @@ func (d Deliverer) replayOutcome(ctx context.Context, m Message, outcome string)
 // completed, or failed when nothing was delivered and something failed.
 // The version and the pending bound make exactly one worker do it.
 func (d Deliverer) finishReplay(ctx context.Context, m Message) error {
-	k := ReplayKey(m.VendorID, m.EventID, m.ReplayID)
+	k := datamodel.ReplayKey(m.VendorID, m.EventID, m.ReplayID)
 	for range 3 {
 		it, err := d.Store.Get(ctx, k)
 		if errors.Is(err, store.ErrNotFound) {
@@ -388,7 +363,7 @@ func (d Deliverer) finishReplay(ctx context.Context, m Message) error {
 		if err != nil {
 			return err
 		}
-		if rp.Status != ReplayRunning || it.Nums[pendingAttr] > 0 {
+		if rp.Status != ReplayRunning || it.Nums[datamodel.ReplayPendingAttr] > 0 {
 			return nil
 		}
 		now := d.Clock.Now()
@@ -405,7 +380,7 @@ func (d Deliverer) finishReplay(ctx context.Context, m Message) error {
 			return err
 		}
 		cond := store.IfVersion(it.Version)
-		cond.Bounds = []store.Bound{{Attr: pendingAttr, Cmp: store.LE, Value: 0}}
+		cond.Bounds = []store.Bound{{Attr: datamodel.ReplayPendingAttr, Cmp: store.LE, Value: 0}}
 		err = d.Store.Transact(ctx, store.Update(k, doc, it.Version+1, nil, cond), ev)
 		if !store.IsCondition(err) {
 			return err
@@ -420,11 +395,11 @@ func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, li
 	if _, err := s.Get(ctx, vendorID, subID); err != nil {
 		return nil, "", false, err
 	}
-	prefix := AttemptPrefix + subID + "#"
+	prefix := datamodel.AttemptPrefix + subID + "#"
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: prefix, After: after, Limit: limit + 1, Desc: true})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after, Limit: limit + 1, Desc: true})
 	if err != nil {
 		return nil, "", false, errs.Unavailablef(err, "delivery attempts could not be read")
 	}

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
@@ -104,26 +104,6 @@ func (s Subscription) Matches(typ string) bool {
 	return slices.Contains(s.EventTypes, AllTypes) || slices.Contains(s.EventTypes, typ)
 }
 
-// Keys and prefixes in the vendor partition.
-const (
-	// Prefix starts subscription sort keys.
-	Prefix = "WHSUB#"
-	// counterSK is the item whose attribute n counts the subscriptions.
-	counterSK   = "WHSUBCOUNT"
-	counterAttr = "n"
-	// successAttr counts a subscription's successful deliveries.
-	successAttr = "successes"
-)
-
-// Key is a subscription's key.
-func Key(vendorID, id string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: Prefix + id}
-}
-
-func counterKey(vendorID string) store.Key {
-	return store.Key{PK: account.Partition(vendorID), SK: counterSK}
-}
-
 // NewSecret makes a signing secret: whsec_ and 256 random bits.
 func NewSecret() string { return SecretPrefix + ids.Random(32) }
 
@@ -133,7 +113,7 @@ func Decode(it store.Item) (Subscription, error) {
 	if err := json.Unmarshal(it.Data, &s); err != nil {
 		return Subscription{}, fmt.Errorf("webhook: decode %s: %w", it.SK, err)
 	}
-	s.Successes = it.Nums[successAttr]
+	s.Successes = it.Nums[datamodel.SuccessesAttr]
 	return s, nil
 }
 
@@ -158,36 +138,20 @@ func unavailable(err error) error {
 	return errs.Unavailablef(err, "webhook subscriptions could not be read")
 }
 
-// validID screens path ids before they reach a key.
-func validID(id string) bool {
-	return id != "" && len(id) <= 128 && !strings.ContainsAny(id, "#/")
-}
-
 // Get reads a subscription.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Subscription, error) {
-	if !validID(id) {
+	if !ids.Issued("whsub", id) {
 		return Subscription{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Subscription{}, notFound()
-	}
-	if err != nil {
-		return Subscription{}, unavailable(err)
-	}
-	sub, err := Decode(it)
-	if err != nil {
-		return Subscription{}, unavailable(err)
-	}
-	return sub, nil
+	return store.Read(ctx, s.Store, datamodel.SubscriptionKey(vendorID, id), Decode, notFound(), unavailable)
 }
 
 // List reads a page of subscriptions, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, Prefix) {
+	if after != "" && !strings.HasPrefix(after, datamodel.SubscriptionPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: Prefix, After: after, Limit: limit + 1})
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}
@@ -208,7 +172,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (v
 
 // all reads every subscription of a vendor (at most MaxSubscriptions).
 func all(ctx context.Context, st store.Store, vendorID string) ([]Subscription, error) {
-	items, err := st.Query(ctx, store.Query{PK: account.Partition(vendorID), Prefix: Prefix, Limit: 100})
+	items, err := st.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, Limit: 100})
 	if err != nil {
 		return nil, err
 	}
@@ -235,47 +199,47 @@ func limitErr() error {
 // subscription with its secret, and returns the operations that store it,
 // count it against the vendor's limit (a counter with a bound, so that
 // concurrent creates cannot pass 20) and record its event.
-func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (WithSecret, []store.Op, func(*store.ConditionError) error, error) {
+func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[WithSecret], error) {
 	if _, err := s.Policy.CheckURL(ctx, in.URL); err != nil {
-		return WithSecret{}, nil, nil, err
+		return store.Prepared[WithSecret]{}, err
 	}
-	ck := counterKey(vendorID)
+	ck := datamodel.SubscriptionCountKey(vendorID)
 	cit, err := s.Store.Get(ctx, ck)
 	var count store.Op
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		count = store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: map[string]int64{counterAttr: 1}}, store.IfAbsent())
+		count = store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: map[string]int64{datamodel.SubscriptionCountAttr: 1}}, store.IfAbsent())
 	case err != nil:
-		return WithSecret{}, nil, nil, unavailable(err)
-	case cit.Nums[counterAttr] >= MaxSubscriptions:
-		return WithSecret{}, nil, nil, limitErr()
+		return store.Prepared[WithSecret]{}, unavailable(err)
+	case cit.Nums[datamodel.SubscriptionCountAttr] >= MaxSubscriptions:
+		return store.Prepared[WithSecret]{}, limitErr()
 	default:
-		count = store.Add(ck, map[string]int64{counterAttr: 1}, 0,
-			store.Cond{Bounds: []store.Bound{{Attr: counterAttr, Cmp: store.LT, Value: MaxSubscriptions}}})
+		count = store.Add(ck, map[string]int64{datamodel.SubscriptionCountAttr: 1}, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.LT, Value: MaxSubscriptions}}})
 	}
 	now := s.Clock.Now()
 	sub := Subscription{ID: ids.Sortable("whsub", now), VendorID: vendorID, URL: in.URL, EventTypes: in.EventTypes,
 		Description: in.Description, Status: StatusEnabled, Version: 1, CreatedAt: now, UpdatedAt: now, Secret: NewSecret()}
 	data, err := encode(sub)
 	if err != nil {
-		return WithSecret{}, nil, nil, err
+		return store.Prepared[WithSecret]{}, err
 	}
-	k := Key(vendorID, sub.ID)
+	k := datamodel.SubscriptionKey(vendorID, sub.ID)
 	ev, err := subscriptionEvent(now, vendorID, event.WebhookSubscriptionCreated, sub.ID, map[string]any{"version": 1})
 	if err != nil {
-		return WithSecret{}, nil, nil, err
+		return store.Prepared[WithSecret]{}, err
 	}
 	ops := []store.Op{
-		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{successAttr: 0}}, store.IfAbsent()),
+		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data, Nums: map[string]int64{datamodel.SuccessesAttr: 0}}, store.IfAbsent()),
 		count, ev,
 	}
-	conflict := func(ce *store.ConditionError) error {
+	explain := func(ce *store.ConditionError) error {
 		if ce.Has(1) && count.Kind == store.OpAdd {
 			return limitErr()
 		}
 		return errs.E(errs.CodeConflict, "webhook subscriptions changed while this one was created; retry")
 	}
-	return WithSecret{View: sub.View(), Secret: sub.Secret}, ops, conflict, nil
+	return store.Prepared[WithSecret]{View: WithSecret{View: sub.View(), Secret: sub.Secret}, Ops: ops, Explain: explain}, nil
 }
 
 func versionConflict(current int64) error {
@@ -349,7 +313,7 @@ func (s Service) write(ctx context.Context, sub Subscription, prev int64, typ st
 	if err != nil {
 		return err
 	}
-	err = s.Store.Transact(ctx, store.Update(Key(sub.VendorID, sub.ID), doc, sub.Version, nil, store.IfVersion(prev)), ev)
+	err = s.Store.Transact(ctx, store.Update(datamodel.SubscriptionKey(sub.VendorID, sub.ID), doc, sub.Version, nil, store.IfVersion(prev)), ev)
 	if store.IsCondition(err) {
 		cur, gerr := s.Get(ctx, sub.VendorID, sub.ID)
 		if gerr != nil {
@@ -398,9 +362,9 @@ func (s Service) Delete(ctx context.Context, vendorID, id string) error {
 		return err
 	}
 	err = s.Store.Transact(ctx,
-		store.Delete(Key(vendorID, id), store.Cond{Exists: true}),
-		store.Add(counterKey(vendorID), map[string]int64{counterAttr: -1}, 0,
-			store.Cond{Bounds: []store.Bound{{Attr: counterAttr, Cmp: store.GT, Value: 0}}}),
+		store.Delete(datamodel.SubscriptionKey(vendorID, id), store.Cond{Exists: true}),
+		store.Add(datamodel.SubscriptionCountKey(vendorID), map[string]int64{datamodel.SubscriptionCountAttr: -1}, 0,
+			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.GT, Value: 0}}}),
 		ev)
 	if store.IsCondition(err) {
 		return notFound()
