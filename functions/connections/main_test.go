@@ -8,10 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -28,11 +26,7 @@ type fixture struct {
 // newFixture builds the handler exactly as main does, on f's store.
 func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
 	t.Helper()
-	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{group()}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
-	if err != nil {
-		t.Fatalf("lambdaapi.New: %v", err)
-	}
-	return fixture{Fixture: f, handler: h}
+	return fixture{Fixture: f, handler: f.Handler(t, cfg, group())}
 }
 
 func sqliteFixture(t *testing.T) fixture {
@@ -44,11 +38,7 @@ func sqliteFixture(t *testing.T) fixture {
 // vendor and token, and connectionID when the event names one.
 func (f fixture) invoke(t *testing.T, path, connectionID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	vars := f.Vars()
-	if connectionID != "" {
-		vars["CONNECTION_ID"] = connectionID
-	}
-	return lt.Invoke(t, f.handler, lt.Event(t, path, vars))
+	return f.Invoke(t, f.handler, path, map[string]string{"CONNECTION_ID": connectionID})
 }
 
 // roles are a connection's five roles.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
@@ -30,13 +29,7 @@ type fixture struct {
 // f's store.
 func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
 	t.Helper()
-	build := func(g httpapi.Group) lambdaapi.Handler {
-		h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{g}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
-		if err != nil {
-			t.Fatalf("lambdaapi.New(%s): %v", g.Name, err)
-		}
-		return h
-	}
+	build := func(g httpapi.Group) lambdaapi.Handler { return f.Handler(t, cfg, g) }
 	return fixture{Fixture: f, handler: build(group()), products: build(httpapi.Products)}
 }
 
@@ -49,11 +42,7 @@ func sqliteFixture(t *testing.T) fixture {
 // fixture's vendor and token, and itemID when the event names one.
 func (f fixture) invoke(t *testing.T, h lambdaapi.Handler, path, itemID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	vars := f.Vars()
-	if itemID != "" {
-		vars["INVENTORY_ITEM_ID"] = itemID
-	}
-	return lt.Invoke(t, h, lt.Event(t, path, vars))
+	return f.Invoke(t, h, path, map[string]string{"INVENTORY_ITEM_ID": itemID})
 }
 
 // item is the part of an inventory item view these tests look at.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
@@ -39,13 +38,7 @@ type fixture struct {
 // f's store.
 func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) *fixture {
 	t.Helper()
-	build := func(g httpapi.Group) lambdaapi.Handler {
-		h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{g}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
-		if err != nil {
-			t.Fatalf("lambdaapi.New(%s): %v", g.Name, err)
-		}
-		return h
-	}
+	build := func(g httpapi.Group) lambdaapi.Handler { return f.Handler(t, cfg, g) }
 	return &fixture{Fixture: f, handler: build(group()), connections: build(httpapi.Connections),
 		products: build(httpapi.Products), inventory: build(httpapi.Inventory)}
 }
@@ -61,22 +54,23 @@ func sqliteFixture(t *testing.T) *fixture {
 func (f *fixture) event(t *testing.T, path, reservationID string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	vars := f.Vars()
-	if f.connectionID != "" {
-		vars["CONNECTION_ID"] = f.connectionID
-	}
-	if f.itemID != "" {
-		vars["INVENTORY_ITEM_ID"] = f.itemID
-	}
-	if reservationID != "" {
-		vars["RESERVATION_ID"] = reservationID
+	for k, v := range f.ids(reservationID) {
+		if v != "" {
+			vars[k] = v
+		}
 	}
 	return lt.Event(t, path, vars)
+}
+
+// ids fill the events' placeholders: the connection and item once made.
+func (f *fixture) ids(reservationID string) map[string]string {
+	return map[string]string{"CONNECTION_ID": f.connectionID, "INVENTORY_ITEM_ID": f.itemID, "RESERVATION_ID": reservationID}
 }
 
 // invoke sends the sample event path to h.
 func (f *fixture) invoke(t *testing.T, h lambdaapi.Handler, path, reservationID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return lt.Invoke(t, h, f.event(t, path, reservationID))
+	return f.Invoke(t, h, path, f.ids(reservationID))
 }
 
 // dataID is the id of the resource a response carries.

@@ -5,10 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/httpapi"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 )
 
@@ -16,10 +13,7 @@ import (
 // seller and the plugin would, through the handler main builds.
 func TestSampleEventsWalkThePairing(t *testing.T) {
 	f := lt.SQLite(t)
-	h, err := lambdaapi.New(t.Context(), config.Default(), []httpapi.Group{group()}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
-	if err != nil {
-		t.Fatalf("lambdaapi.New: %v", err)
-	}
+	h := f.Handler(t, config.Default(), group())
 	vars := f.Vars()
 	invoke := func(path string) string {
 		t.Helper()

@@ -27,11 +27,7 @@ type fixture struct {
 // newFixture builds the handler exactly as main does, on f's store.
 func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
 	t.Helper()
-	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{group()}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
-	if err != nil {
-		t.Fatalf("lambdaapi.New: %v", err)
-	}
-	return fixture{Fixture: f, handler: h}
+	return fixture{Fixture: f, handler: f.Handler(t, cfg, group())}
 }
 
 // sqliteFixture is the embedded store in a fresh directory.

@@ -69,6 +69,30 @@ func (f Fixture) Vars() map[string]string {
 	return map[string]string{"TOKEN": f.Token, "VENDOR_ID": f.Vendor.ID}
 }
 
+// Handler builds the handler serving groups exactly as a group's main
+// does (lambdaapi.Main), on f's store, logging to the test's output.
+func (f Fixture) Handler(t testing.TB, cfg config.Config, groups ...httpapi.Group) lambdaapi.Handler {
+	t.Helper()
+	h, err := lambdaapi.New(t.Context(), cfg, groups, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
+	if err != nil {
+		t.Fatalf("lambdaapi.New(%v): %v", groups, err)
+	}
+	return h
+}
+
+// Invoke sends h the sample event at path with the fixture's Vars and
+// extra; a key of extra whose value is empty is left unfilled.
+func (f Fixture) Invoke(t testing.TB, h lambdaapi.Handler, path string, extra map[string]string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	vars := f.Vars()
+	for k, v := range extra {
+		if v != "" {
+			vars[k] = v
+		}
+	}
+	return Invoke(t, h, Event(t, path, vars))
+}
+
 var placeholder = regexp.MustCompile(`\{\{[^}]*\}\}`)
 
 // Event reads the sample event at path, relative to the repository's
@@ -199,10 +223,7 @@ func ServesOnly(t *testing.T, group httpapi.Group, sample string, status int, ex
 		t.Fatalf("functions/%s serves group %q (%v): a group's function is its folder", filepath.Base(wd), group.Name, err)
 	}
 	f := SQLite(t)
-	h, err := lambdaapi.New(t.Context(), config.Default(), []httpapi.Group{group}, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := f.Handler(t, config.Default(), group)
 	vars := f.Vars()
 	maps.Copy(vars, extra)
 	WantStatus(t, Invoke(t, h, Event(t, sample, vars)), status)
