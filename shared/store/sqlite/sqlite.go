@@ -48,6 +48,9 @@ CREATE TABLE IF NOT EXISTS cursors (
 type Store struct {
 	db  *sql.DB
 	now func() time.Time
+	// The statements every request runs, prepared once: parsing SQL was a
+	// fifth of a read's CPU.
+	getStmt, putStmt, deleteStmt, logStmt *sql.Stmt
 }
 
 // Option configures Open.
@@ -81,6 +84,20 @@ func open(dsn string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.getStmt, `SELECT ` + cols + ` FROM items WHERE pk = ? AND sk = ?`},
+		{&s.putStmt, putSQL},
+		{&s.deleteStmt, `DELETE FROM items WHERE pk = ? AND sk = ?`},
+		{&s.logStmt, `INSERT INTO changes (kind, pk, sk, new, old) VALUES (?, ?, ?, ?, ?)`},
+	} {
+		if *p.dst, err = db.Prepare(p.sql); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: prepare: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -90,11 +107,6 @@ func (s *Store) Close() error { return s.db.Close() }
 // DB exposes the database to sibling packages of the embedded mode (the
 // change-log tailer and the queues) that share its file.
 func (s *Store) DB() *sql.DB { return s.db }
-
-type querier interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-}
 
 const cols = `pk, sk, v, d, n, ttl`
 
@@ -114,8 +126,16 @@ func scan(r scanner) (store.Item, error) {
 	return it, nil
 }
 
-func (s *Store) get(ctx context.Context, q querier, k store.Key) (store.Item, bool, error) {
-	it, err := scan(q.QueryRowContext(ctx, `SELECT `+cols+` FROM items WHERE pk = ? AND sk = ?`, k.PK, k.SK))
+// stmt is a prepared statement for tx, or for the pool when tx is nil.
+func stmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
+	if tx == nil {
+		return st
+	}
+	return tx.StmtContext(ctx, st)
+}
+
+func (s *Store) get(ctx context.Context, tx *sql.Tx, k store.Key) (store.Item, bool, error) {
+	it, err := scan(stmt(ctx, tx, s.getStmt).QueryRowContext(ctx, k.PK, k.SK))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Item{}, false, nil
 	}
@@ -130,8 +150,8 @@ func (s *Store) get(ctx context.Context, q querier, k store.Key) (store.Item, bo
 
 // Get reads one live item.
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	store.CountRoundTrip(ctx)
-	it, ok, err := s.get(ctx, s.db, k)
+	defer store.StartRoundTrip(ctx)()
+	it, ok, err := s.get(ctx, nil, k)
 	if err != nil {
 		return store.Item{}, err
 	}
@@ -144,10 +164,10 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 // GetMany reads several items. Like DynamoDB's BatchGetItem it is not a
 // snapshot: each item is read live on its own.
 func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
-	store.CountRoundTrip(ctx)
+	defer store.StartRoundTrip(ctx)()
 	out := make([]store.Item, len(keys))
 	for i, k := range keys {
-		it, ok, err := s.get(ctx, s.db, k)
+		it, ok, err := s.get(ctx, nil, k)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +183,7 @@ func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
 
 // Query reads live items of one partition in sort-key order.
 func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
-	store.CountRoundTrip(ctx)
+	defer store.StartRoundTrip(ctx)()
 	if q.Limit <= 0 {
 		return nil, errors.New("sqlite: query needs a positive limit")
 	}
@@ -235,14 +255,15 @@ func encodeNums(n map[string]int64) (any, error) {
 	return string(b), nil
 }
 
-func put(ctx context.Context, tx *sql.Tx, it store.Item) error {
+const putSQL = `INSERT INTO items (pk, sk, v, d, n, ttl) VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (pk, sk) DO UPDATE SET v = excluded.v, d = excluded.d, n = excluded.n, ttl = excluded.ttl`
+
+func (s *Store) put(ctx context.Context, tx *sql.Tx, it store.Item) error {
 	nums, err := encodeNums(it.Nums)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO items (pk, sk, v, d, n, ttl) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (pk, sk) DO UPDATE SET v = excluded.v, d = excluded.d, n = excluded.n, ttl = excluded.ttl`,
-		it.PK, it.SK, it.Version, it.Data, nums, it.ExpiresAt)
+	_, err = tx.StmtContext(ctx, s.putStmt).ExecContext(ctx, it.PK, it.SK, it.Version, it.Data, nums, it.ExpiresAt)
 	return err
 }
 
@@ -251,7 +272,7 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 	if err := store.Validate(ops); err != nil {
 		return err
 	}
-	store.CountRoundTrip(ctx)
+	defer store.StartRoundTrip(ctx)()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
@@ -279,10 +300,10 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 		var written *store.Item
 		switch op.Kind {
 		case store.OpPut:
-			err = put(ctx, tx, op.Item)
+			err = s.put(ctx, tx, op.Item)
 			written = &op.Item
 		case store.OpDelete:
-			_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ? AND sk = ?`, k.PK, k.SK)
+			_, err = tx.StmtContext(ctx, s.deleteStmt).ExecContext(ctx, k.PK, k.SK)
 		case store.OpAdd:
 			it := current[i]
 			if !live[i] {
@@ -298,7 +319,7 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 			if op.Item.Version != 0 {
 				it.Version = op.Item.Version
 			}
-			err = put(ctx, tx, it)
+			err = s.put(ctx, tx, it)
 			written = &it
 		case store.OpCheck:
 			continue
@@ -306,7 +327,7 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 		if err != nil {
 			return fmt.Errorf("sqlite: write %s/%s: %w", k.PK, k.SK, err)
 		}
-		if err := logChange(ctx, tx, k, written, current[i], live[i]); err != nil {
+		if err := s.logChange(ctx, tx, k, written, current[i], live[i]); err != nil {
 			return err
 		}
 	}
@@ -332,7 +353,7 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 	if err := store.ValidAttr(attr); err != nil {
 		return 0, err
 	}
-	store.CountRoundTrip(ctx)
+	defer store.StartRoundTrip(ctx)()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: begin: %w", err)
@@ -349,7 +370,7 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 		return 0, &store.ConditionError{Failed: []int{0}}
 	}
 	it.Nums = addDeltas(it.Nums, map[string]int64{attr: delta})
-	if err := put(ctx, tx, it); err != nil {
+	if err := s.put(ctx, tx, it); err != nil {
 		return 0, fmt.Errorf("sqlite: increment %s/%s: %w", k.PK, k.SK, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -360,7 +381,7 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 
 // logChange appends a write to the change log, as DynamoDB Streams would
 // report it, in the same transaction as the write.
-func logChange(ctx context.Context, tx *sql.Tx, k store.Key, written *store.Item, old store.Item, existed bool) error {
+func (s *Store) logChange(ctx context.Context, tx *sql.Tx, k store.Key, written *store.Item, old store.Item, existed bool) error {
 	kind := store.Inserted
 	switch {
 	case written == nil && !existed:
@@ -382,8 +403,7 @@ func logChange(ctx context.Context, tx *sql.Tx, k store.Key, written *store.Item
 			return fmt.Errorf("sqlite: log change: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO changes (kind, pk, sk, new, old) VALUES (?, ?, ?, ?, ?)`,
-		string(kind), k.PK, k.SK, newJSON, oldJSON); err != nil {
+	if _, err := tx.StmtContext(ctx, s.logStmt).ExecContext(ctx, string(kind), k.PK, k.SK, newJSON, oldJSON); err != nil {
 		return fmt.Errorf("sqlite: log change: %w", err)
 	}
 	return nil

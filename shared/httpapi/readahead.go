@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/moku/sellerapi/shared/bulk"
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/reservation"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// Read-ahead declarations of routes (Route.ReadAhead): each names, from the
+// path and headers alone, items its handler reads, so that the admission
+// batch reads them beside the token and the vendor.
+
+// aheadOf combines read-ahead declarations.
+func aheadOf(fns ...func(*Call) []store.Key) func(*Call) []store.Key {
+	return func(c *Call) []store.Key {
+		var keys []store.Key
+		for _, f := range fns {
+			for _, k := range f(c) {
+				if aheadable(k) {
+					keys = append(keys, k)
+				}
+			}
+		}
+		return keys
+	}
+}
+
+// aheadable keeps keys a store accepts in a batch read: a key no store can
+// hold would fail the whole batch, and with it the credentials' check.
+func aheadable(k store.Key) bool {
+	const max = 512
+	return k.PK != "" && k.SK != "" && len(k.PK) <= max && len(k.SK) <= max && utf8.ValidString(k.PK) && utf8.ValidString(k.SK)
+}
+
+// aheadProduct is the product the path names.
+func aheadProduct(c *Call) []store.Key {
+	return []store.Key{catalog.Key(c.R.PathValue("vendor_id"), c.R.PathValue("product_id"))}
+}
+
+// aheadItem is the product that holds the inventory item the path names.
+func aheadItem(c *Call) []store.Key {
+	p, _, ok := catalog.ParseInventoryItemID(c.R.PathValue("inventory_item_id"))
+	if !ok {
+		return nil
+	}
+	return []store.Key{catalog.Key(c.R.PathValue("vendor_id"), p)}
+}
+
+// aheadReservation is the reservation the path names.
+func aheadReservation(c *Call) []store.Key {
+	return []store.Key{reservation.Key(c.R.PathValue("vendor_id"), c.R.PathValue("reservation_id"))}
+}
+
+// aheadBulk is the bulk operation the path names.
+func aheadBulk(c *Call) []store.Key {
+	return []store.Key{bulk.Key(c.R.PathValue("vendor_id"), c.R.PathValue("bulk_operation_id"))}
+}
+
+// aheadAuthority is the vendor's authority record.
+func aheadAuthority(c *Call) []store.Key {
+	return []store.Key{connection.AuthorityKey(c.R.PathValue("vendor_id"))}
+}
+
+// aheadReceipt is the idempotency receipt the request's mutation would
+// answer a replay from (see Call.Mutate), when its key is well formed.
+func aheadReceipt(operation string, pattern *regexp.Regexp) func(*Call) []store.Key {
+	return func(c *Call) []store.Key {
+		key, err := idempotency.HeaderKey(c.R.Header.Values("Idempotency-Key"), pattern)
+		if err != nil || c.tokenID == "" {
+			return nil
+		}
+		return []store.Key{idempotency.ReceiptKey(idempotency.Scope{VendorID: c.R.PathValue("vendor_id"), TokenID: c.tokenID, Operation: operation, Key: key})}
+	}
+}
