@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/moku/sellerapi/shared/store"
@@ -51,6 +53,8 @@ type Store struct {
 	// The statements every request runs, prepared once: parsing SQL was a
 	// fifth of a read's CPU.
 	getStmt, putStmt, deleteStmt, logStmt *sql.Stmt
+	batchMu                               sync.Mutex
+	batchStmts                            [maxPreparedBatch + 1]*sql.Stmt
 }
 
 // Option configures Open.
@@ -161,21 +165,79 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	return it, nil
 }
 
-// GetMany reads several items. Like DynamoDB's BatchGetItem it is not a
-// snapshot: each item is read live on its own.
+// GetMany reads several items in one statement. Like DynamoDB's
+// BatchGetItem it is not a snapshot: each item is read live on its own.
 func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
 	defer store.StartRoundTrip(ctx)()
 	out := make([]store.Item, len(keys))
-	for i, k := range keys {
-		it, ok, err := s.get(ctx, nil, k)
+	if len(keys) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k.PK, k.SK)
+	}
+	var rows *sql.Rows
+	st, q, err := s.getManyStmt(len(keys))
+	if err == nil && st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else if err == nil {
+		rows, err = s.db.QueryContext(ctx, q, args...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get many: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[store.Key]store.Item, len(keys))
+	now := s.now()
+	for rows.Next() {
+		it, err := scan(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("sqlite: get many: %w", err)
 		}
-		if ok {
-			out[i] = it
+		if !it.Expired(now) {
+			found[it.Key()] = it
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: get many: %w", err)
+	}
+	for i, k := range keys {
+		out[i] = found[k]
+	}
 	return out, nil
+}
+
+// maxPreparedBatch is the largest batch whose statement is kept prepared;
+// requests read a handful of keys ahead.
+const maxPreparedBatch = 16
+
+// getManyStmt is the statement reading n keys, prepared once per n up to
+// maxPreparedBatch; a larger batch gets its SQL to run unprepared.
+func (s *Store) getManyStmt(n int) (*sql.Stmt, string, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + cols + ` FROM items WHERE (pk, sk) IN (VALUES `)
+	for i := range n {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+	}
+	q.WriteString(")")
+	if n > maxPreparedBatch {
+		return nil, q.String(), nil
+	}
+	s.batchMu.Lock()
+	defer s.batchMu.Unlock()
+	if st := s.batchStmts[n]; st != nil {
+		return st, "", nil
+	}
+	st, err := s.db.Prepare(q.String())
+	if err != nil {
+		return nil, "", err
+	}
+	s.batchStmts[n] = st
+	return st, "", nil
 }
 
 // prefixEnd is an upper bound above every key that starts with prefix.
