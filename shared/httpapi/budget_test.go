@@ -93,5 +93,24 @@ func TestRoundTripBudgets(t *testing.T) {
 				t.Errorf("%s made %d store round trips, budget %d", b.op, got, b.want)
 			}
 		}
+		// An exact replay answers from the receipt read ahead, and a stale
+		// version is refused from the item read ahead: one wait each.
+		adjust := apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/inventory-items/" + item + "/adjustments", Token: e.Token,
+			Body: map[string]any{"target_on_hand": 5, "expected_version": 1}, Headers: map[string]string{"Idempotency-Key": "budget-adjust-1"}}
+		stale := adjust
+		stale.Headers = map[string]string{"Idempotency-Key": "budget-adjust-2"}
+		for _, r := range []struct {
+			name   string
+			req    apitest.Req
+			status int
+		}{{"replay", adjust, http.StatusOK}, {"stale version", stale, http.StatusConflict}} {
+			res := e.Do(r.req)
+			if res.Status != r.status {
+				t.Fatalf("%s: %d %s", r.name, res.Status, res.Body)
+			}
+			if got := rt.of("adjustInventoryItem"); got != 1 {
+				t.Errorf("adjustInventoryItem (%s) made %d store round trips, budget 1", r.name, got)
+			}
+		}
 	})
 }
