@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -44,7 +45,7 @@ func (r *roundTrips) of(op string) int64 {
 func TestRoundTripBudgets(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		rt := &roundTrips{last: map[string]int64{}, calls: map[string]int64{}}
-		e := newEnv(t, kind, apitest.Options{Observe: rt.observe, Groups: []httpapi.Group{httpapi.Products, httpapi.Inventory}})
+		e := newEnv(t, kind, apitest.Options{Observe: rt.observe, Groups: []httpapi.Group{httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Reservations}})
 		budgets := []struct {
 			op   string
 			req  apitest.Req
@@ -92,6 +93,20 @@ func TestRoundTripBudgets(t *testing.T) {
 			if got := rt.of(b.op); got != b.want {
 				t.Errorf("%s made %d store round trips, budget %d", b.op, got, b.want)
 			}
+		}
+		// A reservation reads ahead the connection and product its body
+		// names. (A vendor's first one also creates the authority record:
+		// one more write, measured on the second.)
+		conn := mustConnection(t, e, "budget-connection", connectionBody("marketplace_a", destinationRoles))
+		for i := range 2 {
+			if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/inventory-reservations", Token: e.Token,
+				Body:    map[string]any{"connection_id": conn.Data.ID, "inventory_item_id": item, "quantity": 1},
+				Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("budget-reserve-%d", i)}}); r.Status != http.StatusCreated {
+				t.Fatalf("reserve: %d %s", r.Status, r.Body)
+			}
+		}
+		if got := rt.of("createReservation"); got != 2 {
+			t.Errorf("createReservation made %d store round trips, budget 2", got)
 		}
 		// An exact replay answers from the receipt read ahead, and a stale
 		// version is refused from the item read ahead: one wait each.

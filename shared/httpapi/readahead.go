@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"regexp"
 	"unicode/utf8"
 
@@ -60,6 +63,50 @@ func aheadReservation(c *Call) []store.Key {
 // aheadBulk is the bulk operation the path names.
 func aheadBulk(c *Call) []store.Key {
 	return []store.Key{bulk.Key(c.R.PathValue("vendor_id"), c.R.PathValue("bulk_operation_id"))}
+}
+
+// maxPeek bounds the body a read-ahead declaration may look into before
+// the request is admitted: a reservation's body is far smaller.
+const maxPeek = 16 << 10
+
+// peekBody returns the request's body when it is JSON of a declared length
+// of at most maxPeek, and puts the bytes back for the handler; nil
+// otherwise (the handler then reads and judges the body itself).
+func peekBody(c *Call) []byte {
+	n := c.R.ContentLength
+	if n <= 0 || n > maxPeek || c.R.Body == nil {
+		return nil
+	}
+	b := make([]byte, n)
+	read, err := io.ReadFull(c.R.Body, b)
+	rest := c.R.Body
+	c.R.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b[:read]), rest), rest}
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// aheadReservationBody is the connection and the product a reservation's
+// body names.
+func aheadReservationBody(c *Call) []store.Key {
+	var in struct {
+		ConnectionID    string `json:"connection_id"`
+		InventoryItemID string `json:"inventory_item_id"`
+	}
+	b := peekBody(c)
+	if b == nil || json.Unmarshal(b, &in) != nil {
+		return nil
+	}
+	vendorID := c.R.PathValue("vendor_id")
+	keys := []store.Key{connection.Key(vendorID, in.ConnectionID)}
+	if p, _, ok := catalog.ParseInventoryItemID(in.InventoryItemID); ok {
+		keys = append(keys, catalog.Key(vendorID, p))
+	}
+	return keys
 }
 
 // aheadAuthority is the vendor's authority record.
