@@ -170,41 +170,67 @@ func unauthenticated() error {
 // that the token is granted that vendor. The token and the named vendor are
 // read in one round trip. A store failure fails closed (503).
 func (s Service) Authenticate(ctx context.Context, raw, pathVendorID string) (Principal, error) {
+	p, _, err := s.AuthenticateWith(ctx, raw, pathVendorID, nil)
+	return p, err
+}
+
+// TokenKey is the key of the record a raw bearer token names, when it is
+// shaped like a token at all.
+func TokenKey(raw string) (store.Key, bool) {
+	id, _, ok := parse(raw)
+	if !ok {
+		return store.Key{}, false
+	}
+	return datamodel.TokenKey(id), true
+}
+
+// AuthenticateWith is Authenticate that reads the keys of also in the same
+// round trip and returns them, in order, for the request to use once it is
+// admitted (absent items have a zero PK), with the vendor's item last when
+// the path named one. Nothing is returned on a refusal.
+func (s Service) AuthenticateWith(ctx context.Context, raw, pathVendorID string, also []store.Key) (Principal, []store.Item, error) {
 	id, secret, ok := parse(raw)
 	if !ok {
-		return Principal{}, unauthenticated()
+		return Principal{}, nil, unauthenticated()
 	}
-	keys := []store.Key{datamodel.TokenKey(id)}
-	if pathVendorID != "" && account.ValidID(pathVendorID) {
+	keys := append(make([]store.Key, 0, len(also)+2), also...)
+	keys = append(keys, datamodel.TokenKey(id))
+	named := pathVendorID != "" && account.ValidID(pathVendorID)
+	if named {
 		keys = append(keys, datamodel.VendorKey(pathVendorID))
 	}
 	items, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+		return Principal{}, nil, errs.Unavailablef(err, "credentials could not be checked")
 	}
-	if items[0].PK == "" {
-		return Principal{}, unauthenticated()
+	tItem := items[len(also)]
+	if tItem.PK == "" {
+		return Principal{}, nil, unauthenticated()
 	}
-	t, err := decodeToken(items[0])
+	t, err := decodeToken(tItem)
 	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+		return Principal{}, nil, errs.Unavailablef(err, "credentials could not be checked")
 	}
 	if subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(t.Hash)) != 1 {
-		return Principal{}, unauthenticated()
+		return Principal{}, nil, unauthenticated()
 	}
 	// Reuse the vendor read above when it is the token's own.
 	var vItem *store.Item
-	if len(items) > 1 && items[1].PK != "" && pathVendorID == t.VendorID {
-		vItem = &items[1]
+	if named && items[len(also)+1].PK != "" && pathVendorID == t.VendorID {
+		vItem = &items[len(also)+1]
 	}
 	p, err := s.verify(ctx, t, vItem)
 	if err != nil {
-		return Principal{}, err
+		return Principal{}, nil, err
 	}
 	if pathVendorID != "" && pathVendorID != t.VendorID {
-		return Principal{}, errs.E(errs.CodeNotFound, "vendor not found")
+		return Principal{}, nil, errs.E(errs.CodeNotFound, "vendor not found")
 	}
-	return p, nil
+	out := items[:len(also)]
+	if vItem != nil {
+		out = append(out, *vItem)
+	}
+	return p, out, nil
 }
 
 // verify checks that a token is live and still owned by its vendor's owner.

@@ -19,37 +19,63 @@ import (
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/syncjob"
 )
 
-// measure sends b.N requests built by req one after another over a
-// keep-alive client and reports requests/s, p50, p99 and, when rt is given,
-// store round trips per request.
-func measure(b *testing.B, req func() *http.Request, roundTrips *atomic.Int64) {
+// clients is how many concurrent keep-alive clients a benchmark runs,
+// the load the README's performance table is measured at.
+const clients = 8
+
+// measure sends b.N requests built by req from clients concurrent
+// keep-alive clients (req gets the client's number and the request's) and
+// reports requests/s, p50, p99 and, when roundTrips is given, store round
+// trips per request.
+func measure(b *testing.B, req func(client, i int) *http.Request, roundTrips *atomic.Int64) {
 	measureStatus(b, req, roundTrips, http.StatusOK)
 }
 
-func measureStatus(b *testing.B, req func() *http.Request, roundTrips *atomic.Int64, want int) {
+func measureStatus(b *testing.B, req func(client, i int) *http.Request, roundTrips *atomic.Int64, want int) {
 	b.Helper()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	lat := make([]time.Duration, 0, b.N)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	lats := make([][]time.Duration, clients)
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		res, err := client.Do(req())
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != want {
-			b.Fatalf("status %d, want %d", res.StatusCode, want)
-		}
-		lat = append(lat, time.Since(t0))
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= b.N || failed.Load() != nil {
+					return
+				}
+				t0 := time.Now()
+				res, err := client.Do(req(w, i))
+				if err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != want {
+					failed.Store(fmt.Sprintf("status %d, want %d: %s", res.StatusCode, want, body))
+					return
+				}
+				lats[w] = append(lats[w], time.Since(t0))
+			}
+		}()
 	}
+	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	if f := failed.Load(); f != nil {
+		b.Fatal(f)
+	}
+	lat := slices.Concat(lats...)
 	slices.Sort(lat)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
@@ -59,43 +85,35 @@ func measureStatus(b *testing.B, req func() *http.Request, roundTrips *atomic.In
 	}
 }
 
-// BenchmarkGetVendor measures GET /vendors/{id} on each store beside a bare
-// net/http handler that writes the same body, so the platform's overhead
-// reads as a ratio.
-func BenchmarkGetVendor(b *testing.B) {
-	b.Run("baseline-net-http", func(b *testing.B) {
-		body, _ := json.Marshal(map[string]any{"data": map[string]string{"id": "ven_x", "name": "Acme Goods", "slug": "acme-goods"}})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(body)
-		}))
-		defer srv.Close()
-		measure(b, func() *http.Request { r, _ := http.NewRequest("GET", srv.URL+"/v1/vendors/ven_x", nil); return r }, nil)
-	})
-	for _, kind := range apitest.Stores() {
-		b.Run(string(kind), func(b *testing.B) {
-			var rts atomic.Int64
-			e := apitest.New(b, apitest.Options{Store: kind, Groups: []httpapi.Group{httpapi.Vendors},
-				Config:  func(c *config.Config) { c.RateReads = 1 << 30 },
-				Observe: func(o httpapi.Observation) { rts.Add(o.RoundTrips) }})
-			url := e.URL + "/vendors/" + e.Vendor.ID
-			measure(b, func() *http.Request {
-				r, _ := http.NewRequest("GET", url, nil)
-				r.Header.Set("Authorization", "Bearer "+e.Token)
-				return r
-			}, &rts)
-		})
+// benchEnv starts an API on kind with unlimited rate windows and counts
+// store round trips (all calls, and the sequential waits among them).
+func benchEnv(b *testing.B, kind apitest.StoreKind, wrap ...func(store.Store) store.Store) (*apitest.Env, *benchCounts) {
+	cs := &benchCounts{}
+	o := apitest.Options{Store: kind,
+		Config:  func(c *config.Config) { c.RateReads, c.RateWrites = 1<<30, 1<<30 },
+		Observe: cs.observe}
+	if len(wrap) > 0 {
+		o.WrapStore = wrap[0]
 	}
+	return apitest.New(b, o), cs
 }
 
-// benchEnv starts an API on kind with unlimited rate windows and counts
-// store round trips.
-func benchEnv(b *testing.B, kind apitest.StoreKind) (*apitest.Env, *atomic.Int64) {
-	var rts atomic.Int64
-	e := apitest.New(b, apitest.Options{Store: kind,
-		Config:  func(c *config.Config) { c.RateReads, c.RateWrites = 1<<30, 1<<30 },
-		Observe: func(o httpapi.Observation) { rts.Add(o.RoundTrips) }})
-	return e, &rts
+// benchCounts sums the store work of the measured requests.
+type benchCounts struct{ calls, waits, capacity atomic.Int64 }
+
+func (c *benchCounts) observe(o httpapi.Observation) {
+	c.calls.Add(o.RoundTrips)
+	c.waits.Add(o.SequentialRoundTrips)
+	c.capacity.Add(int64(o.ConsumedCapacity * 1000))
+}
+
+func (c *benchCounts) reset() { c.calls.Store(0); c.waits.Store(0); c.capacity.Store(0) }
+
+// report adds the per-request store metrics to a finished benchmark.
+func (c *benchCounts) report(b *testing.B) {
+	b.ReportMetric(float64(c.calls.Load())/float64(b.N), "calls/op")
+	b.ReportMetric(float64(c.waits.Load())/float64(b.N), "waits/op")
+	b.ReportMetric(float64(c.capacity.Load())/1000/float64(b.N), "capacity/op")
 }
 
 func benchRequest(e *apitest.Env, method, path string, body []byte, key string) *http.Request {
@@ -113,83 +131,112 @@ func benchRequest(e *apitest.Env, method, path string, body []byte, key string) 
 	return r
 }
 
-// BenchmarkCatalog measures the key catalog and inventory operations on
-// each store: create product, get product, list inventory (a page of 50),
-// adjust inventory. Compare with BenchmarkGetVendor's bare baseline.
-func BenchmarkCatalog(b *testing.B) {
-	for _, kind := range apitest.Stores() {
-		b.Run("create-product/"+string(kind), func(b *testing.B) {
-			e, rts := benchEnv(b, kind)
-			var n atomic.Int64
-			measureStatus(b, func() *http.Request {
-				i := n.Add(1)
-				body, _ := json.Marshal(simpleProduct(fmt.Sprintf("bench-%d", i)))
-				return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/products", body, fmt.Sprintf("bench-create-%d", i))
-			}, rts, http.StatusCreated)
+// benchOp is one measured operation: setup seeds an API and returns the
+// request of client w's i-th call.
+type benchOp struct {
+	name   string
+	status int
+	setup  func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request
+}
+
+// benchOps are the key operations the README's table lists.
+var benchOps = []benchOp{
+	{"get-vendor", http.StatusOK, func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request {
+		return func(int, int) *http.Request { return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID, nil, "") }
+	}},
+	{"get-product", http.StatusOK, func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request {
+		p := seedProduct(b, e, "bench-get")
+		return func(int, int) *http.Request {
+			return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID+"/products/"+p, nil, "")
+		}
+	}},
+	{"list-inventory", http.StatusOK, func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request {
+		for i := 0; i < 10; i++ {
+			seedVariable(b, e, fmt.Sprintf("bench-list-%d", i), 5)
+		}
+		return func(int, int) *http.Request {
+			return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID+"/inventory-items", nil, "")
+		}
+	}},
+	{"create-product", http.StatusCreated, func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request {
+		return func(_, i int) *http.Request {
+			body, _ := json.Marshal(simpleProduct(fmt.Sprintf("bench-%d", i)))
+			return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/products", body, fmt.Sprintf("bench-create-%d", i))
+		}
+	}},
+	// Each client adjusts its own item, so the expected versions it sends
+	// are its own to count.
+	{"adjust-inventory", http.StatusOK, func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request {
+		p := seedVariable(b, e, "bench-adjust", clients)
+		versions := make([]int64, clients)
+		return func(w, i int) *http.Request {
+			versions[w]++
+			v := versions[w]
+			body, _ := json.Marshal(map[string]any{"target_on_hand": v % 1000, "expected_version": v})
+			item := catalog.InventoryItemID(p, w+1)
+			return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-items/"+item+"/adjustments", body, fmt.Sprintf("bench-adjust-%d", i))
+		}
+	}},
+	{"reserve", http.StatusCreated, func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request {
+		conn, p := seedStock(b, e)
+		return func(w, i int) *http.Request {
+			body, _ := json.Marshal(map[string]any{"connection_id": conn, "inventory_item_id": catalog.InventoryItemID(p, w+1), "quantity": 1})
+			return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-reservations", body, fmt.Sprintf("bench-reserve-%d", i))
+		}
+	}},
+}
+
+// seedStock makes a connection and a product of one well-stocked item per
+// client, so that concurrent reservations do not contend on one item.
+func seedStock(b *testing.B, e *apitest.Env) (conn, product string) {
+	conn = seedConnection(b, e)
+	product = seedVariable(b, e, "bench-reserve", clients)
+	for w := 0; w < clients; w++ {
+		body, _ := json.Marshal(map[string]any{"target_on_hand": 1_000_000_000, "expected_version": 1})
+		res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-items/"+catalog.InventoryItemID(product, w+1)+"/adjustments", body, fmt.Sprintf("bench-stock-%d", w)))
+		if err != nil || res.StatusCode != 200 {
+			b.Fatalf("stock: %v", err)
+		}
+		res.Body.Close()
+	}
+	return conn, product
+}
+
+// BenchmarkAPI measures each key operation at 8 concurrent clients beside
+// its bare baseline in the same run: for a read, a bare net/http handler
+// writing the bytes the API answered; for a write, a bare handler that
+// runs the same single SQLite transaction (the rows the API wrote, through
+// database/sql, no framework). scripts/bench prints the ratios.
+func BenchmarkAPI(b *testing.B) {
+	for _, op := range benchOps {
+		b.Run(op.name+"/bare", func(b *testing.B) {
+			bare := bareServer(b, op)
+			measureStatus(b, bare, nil, op.status)
 		})
-		b.Run("get-product/"+string(kind), func(b *testing.B) {
-			e, rts := benchEnv(b, kind)
-			p := seedProduct(b, e, "bench-get")
-			rts.Store(0)
-			measure(b, func() *http.Request {
-				return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID+"/products/"+p, nil, "")
-			}, rts)
-		})
-		b.Run("list-inventory/"+string(kind), func(b *testing.B) {
-			e, rts := benchEnv(b, kind)
-			for i := 0; i < 10; i++ {
-				seedVariable(b, e, fmt.Sprintf("bench-list-%d", i), 5)
-			}
-			rts.Store(0)
-			measure(b, func() *http.Request {
-				return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID+"/inventory-items", nil, "")
-			}, rts)
-		})
-		b.Run("adjust-inventory/"+string(kind), func(b *testing.B) {
-			e, rts := benchEnv(b, kind)
-			item := catalog.InventoryItemID(seedProduct(b, e, "bench-adjust"), 0)
-			rts.Store(0)
-			var version atomic.Int64
-			version.Store(1)
-			measure(b, func() *http.Request {
-				v := version.Add(1) - 1
-				body, _ := json.Marshal(map[string]any{"target_on_hand": v % 1000, "expected_version": v})
-				return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-items/"+item+"/adjustments", body, fmt.Sprintf("bench-adjust-%d", v))
-			}, rts)
-		})
+		for _, kind := range apitest.Stores() {
+			b.Run(op.name+"/"+string(kind), func(b *testing.B) {
+				e, cs := benchEnv(b, kind)
+				req := op.setup(b, e)
+				cs.reset()
+				measureStatus(b, req, nil, op.status)
+				cs.report(b)
+				reportRSS(b)
+			})
+		}
 	}
 }
 
-// BenchmarkReservations measures reserve and commit on each store. Each
-// reservation holds one unit of a well-stocked item; commit consumes a hold
-// made before the timer starts.
-func BenchmarkReservations(b *testing.B) {
+// BenchmarkCommit measures committing reservations, each made before the
+// timer starts.
+func BenchmarkCommit(b *testing.B) {
 	for _, kind := range apitest.Stores() {
-		setup := func(b *testing.B) (*apitest.Env, *atomic.Int64, string, string) {
-			e, rts := benchEnv(b, kind)
-			conn := seedConnection(b, e)
-			item := catalog.InventoryItemID(seedProduct(b, e, "bench-reserve"), 0)
-			body, _ := json.Marshal(map[string]any{"target_on_hand": 1_000_000_000, "expected_version": 1})
-			if res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-items/"+item+"/adjustments", body, "bench-stock")); err != nil || res.StatusCode != 200 {
-				b.Fatalf("stock: %v", err)
-			}
-			return e, rts, conn, item
-		}
-		reserve := func(e *apitest.Env, conn, item string, i int64) *http.Request {
-			body, _ := json.Marshal(map[string]any{"connection_id": conn, "inventory_item_id": item, "quantity": 1})
-			return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-reservations", body, fmt.Sprintf("bench-reserve-%d", i))
-		}
-		b.Run("reserve/"+string(kind), func(b *testing.B) {
-			e, rts, conn, item := setup(b)
-			rts.Store(0)
-			var n atomic.Int64
-			measureStatus(b, func() *http.Request { return reserve(e, conn, item, n.Add(1)) }, rts, http.StatusCreated)
-		})
-		b.Run("commit/"+string(kind), func(b *testing.B) {
-			e, rts, conn, item := setup(b)
+		b.Run(string(kind), func(b *testing.B) {
+			e, cs := benchEnv(b, kind)
+			conn, p := seedStock(b, e)
 			ids := make([]string, b.N)
 			for i := range ids {
-				res, err := http.DefaultClient.Do(reserve(e, conn, item, int64(i)))
+				body, _ := json.Marshal(map[string]any{"connection_id": conn, "inventory_item_id": catalog.InventoryItemID(p, i%clients+1), "quantity": 1})
+				res, err := http.DefaultClient.Do(benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-reservations", body, fmt.Sprintf("bench-commit-reserve-%d", i)))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -198,13 +245,12 @@ func BenchmarkReservations(b *testing.B) {
 				res.Body.Close()
 				ids[i] = r.Data.ID
 			}
-			rts.Store(0)
-			var n atomic.Int64
-			measure(b, func() *http.Request {
-				i := n.Add(1) - 1
+			cs.reset()
+			measure(b, func(_, i int) *http.Request {
 				body := []byte(`{"expected_version":1}`)
 				return benchRequest(e, http.MethodPost, "/vendors/"+e.Vendor.ID+"/inventory-reservations/"+ids[i]+"/commit", body, fmt.Sprintf("bench-commit-%d", i))
-			}, rts)
+			}, nil)
+			cs.report(b)
 		})
 	}
 }

@@ -16,7 +16,7 @@ var BulkOperations = Group{Name: "bulk-operations", Routes: func(s *Server) []Ro
 	base := "/vendors/{vendor_id}/bulk-operations"
 	return []Route{
 		{Method: http.MethodPost, Path: base, Operation: "createBulkOperation", Scopes: []auth.Scope{auth.JobsWrite, auth.InventoryWrite}, Handle: s.createBulkOperation},
-		{Method: http.MethodGet, Path: base + "/{bulk_operation_id}", Operation: "getBulkOperation", Scopes: []auth.Scope{auth.JobsRead}, Handle: s.getBulkOperation},
+		{Method: http.MethodGet, Path: base + "/{bulk_operation_id}", Operation: "getBulkOperation", Scopes: []auth.Scope{auth.JobsRead}, ReadAhead: aheadOf(aheadBulk), Handle: s.getBulkOperation},
 	}
 }}
 

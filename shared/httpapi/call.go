@@ -38,7 +38,10 @@ type Call struct {
 	start      time.Time
 	roundTrips *store.RoundTrips
 	filters    []string
-	gate       *rateGate
+	// tokenID is the id the bearer token names, before it is checked:
+	// routes' ReadAhead keys may use it.
+	tokenID string
+	gate    *rateGate
 }
 
 // recorder remembers the status written.
@@ -68,7 +71,8 @@ func (c *Call) finish() {
 	c.cancel()
 	if c.s.deps.Observe != nil {
 		c.s.deps.Observe(Observation{Operation: c.Route.Operation, Status: c.rec.status,
-			RoundTrips: c.roundTrips.N(), Duration: time.Since(c.start)})
+			RoundTrips: c.roundTrips.N(), SequentialRoundTrips: c.roundTrips.Waits(),
+			ConsumedCapacity: c.roundTrips.Capacity(), Duration: time.Since(c.start)})
 	}
 	level := slog.LevelInfo
 	if c.rec.status >= 500 {

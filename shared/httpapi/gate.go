@@ -9,10 +9,11 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 )
 
-// rateGate is a request's pending rate-window decision. The window is
-// spent concurrently with the handler's first reads, which saves a
-// sequential round trip per request; nothing is written, and no response
-// is sent, until the decision is in.
+// rateGate is a request's pending rate-window decision and the items read
+// ahead with its credentials. The window is spent concurrently with the
+// request's batch read (token, vendor and the keys its route declares),
+// which saves a sequential round trip per request; nothing is written, and
+// no response is sent, until the decision is in.
 type rateGate struct {
 	done   chan struct{}
 	status ratelimit.Status
@@ -22,8 +23,12 @@ type rateGate struct {
 	// decision, the rest (a list walking on past non-matching records)
 	// wait for it.
 	queries atomic.Int32
+
+	ahead readAhead
 }
 
+// startGate starts take; a take that runs beside the request's own reads
+// marks its context with store.Beside.
 func startGate(ctx context.Context, take func(context.Context) (ratelimit.Status, error)) *rateGate {
 	g := &rateGate{done: make(chan struct{})}
 	go func() {
@@ -46,11 +51,84 @@ func gateOf(ctx context.Context) *rateGate {
 	return g
 }
 
-// gatedStore is the store handlers see: single reads and a request's first
-// query go straight through; writes and any further query wait for the
-// request's rate decision and are refused when it is no, so a refused
+// readAhead holds the items a request read in its admission batch, so that
+// the handler's reads of the same keys cost no round trip. It answers only
+// until the request first writes: after a write, or a failed write, every
+// read goes to the store again, so that a retry or a replay after a lost
+// race sees what the race left.
+type readAhead struct {
+	mu    sync.Mutex
+	items map[store.Key]store.Item // a zero PK: read and absent
+}
+
+func (a *readAhead) set(keys []store.Key, items []store.Item) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.items = make(map[store.Key]store.Item, len(keys))
+	for i, k := range keys {
+		a.items[k] = items[i]
+	}
+}
+
+func (a *readAhead) get(k store.Key) (store.Item, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	it, ok := a.items[k]
+	return it, ok
+}
+
+func (a *readAhead) drop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.items = nil
+}
+
+// gatedStore is the store handlers see: reads of keys the request read
+// ahead are answered from that batch, other single reads and a request's
+// first query go straight through; writes and any further query wait for
+// the request's rate decision and are refused when it is no, so a refused
 // request does no expensive work.
 type gatedStore struct{ store.Store }
+
+func (s gatedStore) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	if g := gateOf(ctx); g != nil {
+		if it, ok := g.ahead.get(k); ok {
+			if it.PK == "" {
+				return store.Item{}, store.ErrNotFound
+			}
+			return it, nil
+		}
+	}
+	return s.Store.Get(ctx, k)
+}
+
+func (s gatedStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
+	g := gateOf(ctx)
+	if g == nil {
+		return s.Store.GetMany(ctx, keys)
+	}
+	out := make([]store.Item, len(keys))
+	var missing []store.Key
+	var at []int
+	for i, k := range keys {
+		if it, ok := g.ahead.get(k); ok {
+			out[i] = it
+			continue
+		}
+		missing, at = append(missing, k), append(at, i)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	items, err := s.Store.GetMany(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = items[j]
+	}
+	return out, nil
+}
 
 func (s gatedStore) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
 	if g := gateOf(ctx); g != nil && g.queries.Add(1) > 1 {
@@ -66,6 +144,7 @@ func (s gatedStore) Transact(ctx context.Context, ops ...store.Op) error {
 		if err := g.wait(); err != nil {
 			return err
 		}
+		g.ahead.drop()
 	}
 	return s.Store.Transact(ctx, ops...)
 }
@@ -75,6 +154,7 @@ func (s gatedStore) Increment(ctx context.Context, k store.Key, attr string, del
 		if err := g.wait(); err != nil {
 			return 0, err
 		}
+		g.ahead.drop()
 	}
 	return s.Store.Increment(ctx, k, attr, delta, below, expiresAt)
 }

@@ -20,8 +20,9 @@ var Inventory = Group{Name: "inventory", Routes: func(s *Server) []Route {
 	base := "/vendors/{vendor_id}/inventory-items"
 	return []Route{
 		{Method: http.MethodGet, Path: base, Operation: "listInventoryItems", Scopes: read, Handle: s.listInventory},
-		{Method: http.MethodGet, Path: base + "/{inventory_item_id}", Operation: "getInventoryItem", Scopes: read, Handle: s.getInventoryItem},
-		{Method: http.MethodPost, Path: base + "/{inventory_item_id}/adjustments", Operation: "adjustInventoryItem", Scopes: write, Handle: s.adjustInventory},
+		{Method: http.MethodGet, Path: base + "/{inventory_item_id}", Operation: "getInventoryItem", Scopes: read, ReadAhead: aheadOf(aheadItem), Handle: s.getInventoryItem},
+		{Method: http.MethodPost, Path: base + "/{inventory_item_id}/adjustments", Operation: "adjustInventoryItem", Scopes: write,
+			ReadAhead: aheadOf(aheadItem, aheadAuthority, aheadReceipt("inventory.adjust", idempotency.ProductKeyPattern)), Handle: s.adjustInventory},
 		// Stock effects are the ledger of the items' movements, read with
 		// the items' scope.
 		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/stock-effects", Operation: "listStockEffects", Scopes: read, Handle: s.listStockEffects},

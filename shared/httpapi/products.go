@@ -15,13 +15,14 @@ var Products = Group{Name: "products", Routes: func(s *Server) []Route {
 	base := "/vendors/{vendor_id}/products"
 	return []Route{
 		{Method: http.MethodGet, Path: base, Operation: "listProducts", Scopes: read, Handle: s.listProducts},
-		{Method: http.MethodPost, Path: base, Operation: "createProduct", Scopes: write, Handle: s.createProduct},
-		{Method: http.MethodGet, Path: base + "/{product_id}", Operation: "getProduct", Scopes: read, Handle: s.getProduct},
-		{Method: http.MethodPatch, Path: base + "/{product_id}", Operation: "updateProduct", Scopes: write, Handle: s.updateProduct},
-		{Method: http.MethodPost, Path: base + "/{product_id}/publish", Operation: "publishProduct", Scopes: write, Handle: s.transition(catalog.Publish)},
-		{Method: http.MethodPost, Path: base + "/{product_id}/unpublish", Operation: "unpublishProduct", Scopes: write, Handle: s.transition(catalog.Unpublish)},
-		{Method: http.MethodPost, Path: base + "/{product_id}/archive", Operation: "archiveProduct", Scopes: write, Handle: s.transition(catalog.Archive)},
-		{Method: http.MethodPost, Path: base + "/{product_id}/restore", Operation: "restoreProduct", Scopes: write, Handle: s.transition(catalog.Restore)},
+		{Method: http.MethodPost, Path: base, Operation: "createProduct", Scopes: write,
+			ReadAhead: aheadOf(aheadAuthority, aheadReceipt("products.create", idempotency.ProductKeyPattern)), Handle: s.createProduct},
+		{Method: http.MethodGet, Path: base + "/{product_id}", Operation: "getProduct", Scopes: read, ReadAhead: aheadOf(aheadProduct), Handle: s.getProduct},
+		{Method: http.MethodPatch, Path: base + "/{product_id}", Operation: "updateProduct", Scopes: write, ReadAhead: aheadOf(aheadProduct, aheadAuthority), Handle: s.updateProduct},
+		{Method: http.MethodPost, Path: base + "/{product_id}/publish", Operation: "publishProduct", Scopes: write, ReadAhead: aheadOf(aheadProduct, aheadAuthority), Handle: s.transition(catalog.Publish)},
+		{Method: http.MethodPost, Path: base + "/{product_id}/unpublish", Operation: "unpublishProduct", Scopes: write, ReadAhead: aheadOf(aheadProduct, aheadAuthority), Handle: s.transition(catalog.Unpublish)},
+		{Method: http.MethodPost, Path: base + "/{product_id}/archive", Operation: "archiveProduct", Scopes: write, ReadAhead: aheadOf(aheadProduct, aheadAuthority), Handle: s.transition(catalog.Archive)},
+		{Method: http.MethodPost, Path: base + "/{product_id}/restore", Operation: "restoreProduct", Scopes: write, ReadAhead: aheadOf(aheadProduct, aheadAuthority), Handle: s.transition(catalog.Restore)},
 	}
 }}
 

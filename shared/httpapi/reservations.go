@@ -18,8 +18,9 @@ var Reservations = Group{Name: "reservations", Routes: func(s *Server) []Route {
 	one := base + "/{reservation_id}"
 	return []Route{
 		{Method: http.MethodGet, Path: base, Operation: "listReservations", Scopes: read, Handle: s.listReservations},
-		{Method: http.MethodPost, Path: base, Operation: "createReservation", Scopes: write, Handle: s.createReservation},
-		{Method: http.MethodGet, Path: one, Operation: "getReservation", Scopes: read, Handle: s.getReservation},
+		{Method: http.MethodPost, Path: base, Operation: "createReservation", Scopes: write,
+			ReadAhead: aheadOf(aheadReservationBody, aheadAuthority, aheadReceipt("reservations.create", idempotency.ConnectionKeyPattern)), Handle: s.createReservation},
+		{Method: http.MethodGet, Path: one, Operation: "getReservation", Scopes: read, ReadAhead: aheadOf(aheadReservation), Handle: s.getReservation},
 		{Method: http.MethodPost, Path: one + "/renew", Operation: "renewReservation", Scopes: write, Handle: s.renewReservation},
 		{Method: http.MethodPost, Path: one + "/commit", Operation: "commitReservation", Scopes: write, Handle: s.settleReservation("reservations.commit", s.reservations.PrepareCommit)},
 		{Method: http.MethodPost, Path: one + "/release", Operation: "releaseReservation", Scopes: write, Handle: s.settleReservation("reservations.release", s.reservations.PrepareRelease)},

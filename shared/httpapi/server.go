@@ -66,14 +66,22 @@ type Deps struct {
 	// (media/canonical.Encode); nil, as without Blob, answers uploads 503,
 	// so that only the processes that take uploads link the encoder.
 	MediaEncode media.Encoder
+	// RateLeases lets the process take rate-window units in chunks
+	// (ratelimit.Leases): for the embedded store, not for Lambda.
+	RateLeases bool
 }
 
 // Observation describes a finished request.
 type Observation struct {
-	Operation  string
-	Status     int
-	RoundTrips int64
-	Duration   time.Duration
+	Operation string
+	Status    int
+	// RoundTrips counts every store call; SequentialRoundTrips the waits
+	// among them (calls made side by side count once).
+	RoundTrips           int64
+	SequentialRoundTrips int64
+	// ConsumedCapacity is the capacity units the store reported (DynamoDB).
+	ConsumedCapacity float64
+	Duration         time.Duration
 }
 
 // Route is one operation.
@@ -93,7 +101,14 @@ type Route struct {
 	// the request spends before its handler runs; empty for routes that do
 	// no work worth throttling (static documents).
 	Throttle ratelimit.Class
-	Handle   func(*Call) error
+	// ReadAhead, on a token route, names the items the handler will read
+	// (its resource, the idempotency receipt of its mutation, the vendor's
+	// authority): they are read in the request's admission batch beside
+	// the token and the vendor, and the handler's reads of them cost no
+	// further round trip. Keys derive from the path and headers only; the
+	// items are answered only once the credentials are admitted.
+	ReadAhead func(*Call) []store.Key
+	Handle    func(*Call) error
 }
 
 // Credential is a kind of bearer credential.
@@ -151,11 +166,12 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	if d.Authority == nil {
-		d.Authority = connection.Masters{Store: d.Store}
-	}
-	// Handlers write only once the request's rate decision is in.
+	// Handlers write only once the request's rate decision is in, and read
+	// what the request read ahead from that batch.
 	gated := gatedStore{Store: d.Store}
+	if d.Authority == nil {
+		d.Authority = connection.Masters{Store: gated}
+	}
 	s := &Server{
 		deps:     d,
 		mux:      http.NewServeMux(),
@@ -180,6 +196,9 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		media: media.Service{Store: gated, Blob: d.Blob, Encode: d.MediaEncode, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
 			Gate:   media.NewGate(d.Config.MediaDecodeBytes, runtime.GOMAXPROCS(0)), StoreTimeout: d.Config.StoreTimeout},
+	}
+	if d.RateLeases {
+		s.limiter.Leases = ratelimit.NewLeases()
 	}
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
 	byPath := map[string][]Route{}
@@ -290,12 +309,36 @@ func (s *Server) admit(c *Call, rt Route) error {
 	if pairing.IsCredential(raw) {
 		return s.admitDiscovery(c, rt, raw)
 	}
-	p, err := s.auth.Authenticate(c.Ctx, raw, c.R.PathValue("vendor_id"))
+	// The path names the vendor whose window the request spends, so the
+	// window is spent beside the credentials' batch read rather than after
+	// it, and given back when the credentials are refused.
+	vendorID := c.R.PathValue("vendor_id")
+	early := false
+	if tk, ok := auth.TokenKey(raw); ok && account.ValidID(vendorID) {
+		c.tokenID = strings.TrimPrefix(tk.PK, "TOKEN#")
+		s.spendRate(c, rt, vendorID)
+		early = true
+	}
+	var ahead []store.Key
+	if rt.ReadAhead != nil && early {
+		ahead = rt.ReadAhead(c)
+	}
+	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
 	if err != nil {
+		if early {
+			s.giveBack(c, rt, vendorID)
+		}
 		return err
 	}
 	c.Principal = p
 	c.log = c.log.With("vendor_id", p.Vendor.ID, "token_id", p.Token.ID)
+	if !early {
+		s.spendRate(c, rt, p.Vendor.ID)
+	}
+	if len(items) > len(ahead) {
+		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
+	}
+	c.gate.ahead.set(ahead, items)
 	if rt.Credential != TokenCredential {
 		return errs.E(errs.CodeInsufficientScope, "This operation takes a store-plugin discovery credential, not an access token.")
 	}
@@ -305,8 +348,19 @@ func (s *Server) admit(c *Call, rt Route) error {
 			return errs.Ef(errs.CodeInsufficientScope, "This operation requires scope %s.", sc)
 		}
 	}
-	s.spendRate(c, rt, p.Vendor.ID)
 	return nil
+}
+
+// giveBack returns the unit a refused credential's request spent of the
+// path vendor's window, so that requests with forged tokens cannot use up
+// a vendor's allowance.
+func (s *Server) giveBack(c *Call, rt Route, vendorID string) {
+	if err := c.gate.wait(); err != nil {
+		return // nothing was spent
+	}
+	if err := s.limiter.GiveBack(c.Ctx, vendorID, classOf(rt), c.gate.status); err != nil {
+		c.log.WarnContext(c.Ctx, "rate window unit not given back", "error", err)
+	}
 }
 
 // admitDiscovery admits a discovery credential, to its own routes only.
@@ -325,7 +379,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	// or not yet accepted, never spends the seller's window.
 	class := classOf(rt)
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
-		return s.limiter.TakeFrom(ctx, datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
+		return s.limiter.TakeFrom(store.Beside(ctx), datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
 	})
 	return nil
 }
@@ -368,7 +422,9 @@ func classOf(rt Route) ratelimit.Class {
 // spendRate starts the vendor's rate decision for the request.
 func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 	class := classOf(rt)
-	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) { return s.limiter.Take(ctx, vendorID, class) })
+	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+		return s.limiter.Take(store.Beside(ctx), vendorID, class)
+	})
 }
 
 // startRate starts the request's rate decision beside its handler.

@@ -69,6 +69,10 @@ type Scope struct {
 	Key       string
 }
 
+// ReceiptKey is the key of the receipt of sc, which a request may read
+// ahead of its mutation (with its credentials) to answer a replay at once.
+func ReceiptKey(sc Scope) store.Key { return sc.storeKey() }
+
 func (s Scope) storeKey() store.Key {
 	return datamodel.ReceiptKey(s.VendorID, s.TokenID, s.Operation, s.Key)
 }

@@ -6,6 +6,8 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/netip"
 	"time"
 
@@ -44,6 +46,8 @@ type Limiter struct {
 	Store         store.Store
 	Clock         clock.Clock
 	Reads, Writes int
+	// Leases, when set, let the process take units in chunks (see Leases).
+	Leases *Leases
 }
 
 // Limit is the allowance per window of a class.
@@ -82,7 +86,23 @@ func (l Limiter) TakeFrom(ctx context.Context, pk, whose string, c Class, limit 
 	reset := start.Add(Window)
 	// The counter outlives its window by a minute so late reads still see it.
 	k := datamodel.RateKey(pk, string(c), start)
-	n, err := l.Store.Increment(ctx, k, datamodel.RateCountAttr, 1, int64(limit), reset.Add(Window).Unix())
+	expires := reset.Add(Window).Unix()
+	if l.Leases != nil {
+		if st, ok := l.Leases.take(k, limit); ok {
+			return st, nil
+		}
+		if chunk := leaseChunk(limit); chunk > 1 {
+			// The chunk only when all of it fits; else unit by unit below.
+			n, err := l.Store.Increment(ctx, k, datamodel.RateCountAttr, chunk, int64(limit)-chunk+1, expires)
+			if err == nil {
+				return l.Leases.add(k, limit, chunk, n, reset, now), nil
+			}
+			if !store.IsCondition(err) {
+				return Status{}, errs.Unavailablef(err, "the rate window could not be checked")
+			}
+		}
+	}
+	n, err := l.Store.Increment(ctx, k, datamodel.RateCountAttr, 1, int64(limit), expires)
 	if store.IsCondition(err) {
 		e := errs.Ef(errs.CodeRateLimited, "The %s allowance of %d %ss per minute is spent; retry after the window resets.", whose, limit, c)
 		e.RetryAfter = RetryAfter(now, reset)
@@ -91,7 +111,23 @@ func (l Limiter) TakeFrom(ctx context.Context, pk, whose string, c Class, limit 
 	if err != nil {
 		return Status{}, errs.Unavailablef(err, "the rate window could not be checked")
 	}
-	return Status{Limit: limit, Remaining: max(limit-int(n), 0), Reset: reset}, nil
+	if l.Leases != nil {
+		return l.Leases.add(k, limit, 1, n, reset, now), nil
+	}
+	return Status{Limit: limit, Remaining: remaining(limit, n), Reset: reset}, nil
+}
+
+// GiveBack returns one unit of the vendor's window of class that a Take
+// answered with st, for a request refused before it did anything.
+func (l Limiter) GiveBack(ctx context.Context, vendorID string, c Class, st Status) error {
+	k := datamodel.RateKey(datamodel.VendorPartition(vendorID), string(c), st.Reset.Add(-Window))
+	if l.Leases != nil && l.Leases.giveBack(k) {
+		return nil
+	}
+	if _, err := l.Store.Increment(ctx, k, datamodel.RateCountAttr, -1, math.MaxInt64, st.Reset.Add(Window).Unix()); err != nil {
+		return fmt.Errorf("ratelimit: give back: %w", err)
+	}
+	return nil
 }
 
 // RetryAfter is the whole seconds, at least 1, from now until reset.

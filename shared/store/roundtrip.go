@@ -2,20 +2,68 @@ package store
 
 import (
 	"context"
+	"math"
+	"sync"
 	"sync/atomic"
 )
 
-// RoundTrips counts the backend round trips made on behalf of one request.
-// The DynamoDB adapter counts every HTTP attempt through an SDK middleware;
-// the embedded adapter counts every statement batch it sends to SQLite.
-type RoundTrips struct{ n atomic.Int64 }
+// RoundTrips counts the backend round trips made on behalf of one request:
+// every call (N), and the sequential waits among them (Waits), where calls
+// that overlap in time count as one wait. The DynamoDB adapter counts every
+// HTTP attempt through an SDK middleware; the embedded adapter counts every
+// statement batch it sends to SQLite.
+type RoundTrips struct {
+	n atomic.Int64
+	// capacity is the consumed capacity units reported, in thousandths.
+	capacity atomic.Int64
 
-// N is the count so far.
+	mu       sync.Mutex
+	inflight int
+	waits    int64
+}
+
+// N is the count of calls so far.
 func (c *RoundTrips) N() int64 {
 	if c == nil {
 		return 0
 	}
 	return c.n.Load()
+}
+
+// Waits is the count of sequential waits so far.
+func (c *RoundTrips) Waits() int64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waits
+}
+
+// Capacity is the capacity units the calls consumed, as the backend
+// reported them (zero for the embedded store).
+func (c *RoundTrips) Capacity() float64 {
+	if c == nil {
+		return 0
+	}
+	return float64(c.capacity.Load()) / 1000
+}
+
+// begin enters a call: one that starts while none is in flight is a new
+// wait.
+func (c *RoundTrips) begin() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight == 0 {
+		c.waits++
+	}
+	c.inflight++
+}
+
+func (c *RoundTrips) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
 }
 
 type roundTripsKey struct{}
@@ -26,9 +74,40 @@ func WithRoundTrips(ctx context.Context) (context.Context, *RoundTrips) {
 	return context.WithValue(ctx, roundTripsKey{}, c), c
 }
 
-// CountRoundTrip adds one round trip to the context's counter, if any.
-func CountRoundTrip(ctx context.Context) {
-	if c, ok := ctx.Value(roundTripsKey{}).(*RoundTrips); ok {
-		c.n.Add(1)
+func roundTripsOf(ctx context.Context) *RoundTrips {
+	c, _ := ctx.Value(roundTripsKey{}).(*RoundTrips)
+	return c
+}
+
+// CountRoundTrip adds one round trip to the context's counter, if any, as
+// a call of its own that overlaps nothing.
+func CountRoundTrip(ctx context.Context) { StartRoundTrip(ctx)() }
+
+// StartRoundTrip counts a call that has begun; the function it returns
+// marks its end. Calls whose spans overlap count as one sequential wait.
+func StartRoundTrip(ctx context.Context) (done func()) {
+	c := roundTripsOf(ctx)
+	if c == nil {
+		return func() {}
+	}
+	c.n.Add(1)
+	if ctx.Value(besideKey{}) != nil {
+		return func() {}
+	}
+	c.begin()
+	return c.end
+}
+
+type besideKey struct{}
+
+// Beside marks a context whose calls run side by side with the request's
+// own sequence (a rate window spent while the request's reads run): they
+// count as calls but not as waits.
+func Beside(ctx context.Context) context.Context { return context.WithValue(ctx, besideKey{}, true) }
+
+// AddCapacity records consumed capacity units reported by the backend.
+func AddCapacity(ctx context.Context, units float64) {
+	if c := roundTripsOf(ctx); c != nil && units > 0 && !math.IsInf(units, 0) {
+		c.capacity.Add(int64(math.Round(units * 1000)))
 	}
 }

@@ -158,7 +158,8 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: canonical.Encode, WebhookResolver: o.WebhookResolver}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: canonical.Encode, WebhookResolver: o.WebhookResolver,
+		RateLeases: o.Store == SQLite}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,17 +81,86 @@ func NewClient(ctx context.Context, optFns ...func(*config.LoadOptions) error) (
 	}), nil
 }
 
-// RoundTripCounter is an SDK stack option that calls store.CountRoundTrip for
-// every HTTP attempt. It sits at the end of the Finalize step, after the
-// retry middleware, so that retried attempts count too.
+// RoundTripCounter is an SDK stack option that counts every HTTP attempt
+// with store.StartRoundTrip, spanning the attempt so that calls made side by
+// side count as one wait. It sits at the end of the Finalize step, after the
+// retry middleware, so that retried attempts count too. It also asks every
+// item operation for its consumed capacity and reports it with
+// store.AddCapacity.
 func RoundTripCounter() func(*middleware.Stack) error {
 	return func(st *middleware.Stack) error {
+		err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("store.ConsumedCapacity",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				askCapacity(in.Parameters)
+				out, md, err := next.HandleInitialize(ctx, in)
+				if err == nil {
+					store.AddCapacity(ctx, capacityOf(out.Result))
+				}
+				return out, md, err
+			}), middleware.After)
+		if err != nil {
+			return err
+		}
 		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("store.RoundTripCounter",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				store.CountRoundTrip(ctx)
+				done := store.StartRoundTrip(ctx)
+				defer done()
 				return next.HandleFinalize(ctx, in)
 			}), middleware.After)
 	}
+}
+
+// askCapacity sets ReturnConsumedCapacity on the item operations' inputs.
+func askCapacity(in any) {
+	switch in := in.(type) {
+	case *ddb.GetItemInput:
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	case *ddb.BatchGetItemInput:
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	case *ddb.QueryInput:
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	case *ddb.UpdateItemInput:
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	case *ddb.PutItemInput:
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	case *ddb.DeleteItemInput:
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	case *ddb.TransactWriteItemsInput:
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+}
+
+// capacityOf sums the consumed capacity an output reports.
+func capacityOf(out any) float64 {
+	var cs []types.ConsumedCapacity
+	switch out := out.(type) {
+	case *ddb.GetItemOutput:
+		cs = one(out.ConsumedCapacity)
+	case *ddb.BatchGetItemOutput:
+		cs = out.ConsumedCapacity
+	case *ddb.QueryOutput:
+		cs = one(out.ConsumedCapacity)
+	case *ddb.UpdateItemOutput:
+		cs = one(out.ConsumedCapacity)
+	case *ddb.PutItemOutput:
+		cs = one(out.ConsumedCapacity)
+	case *ddb.DeleteItemOutput:
+		cs = one(out.ConsumedCapacity)
+	case *ddb.TransactWriteItemsOutput:
+		cs = out.ConsumedCapacity
+	}
+	var total float64
+	for _, c := range cs {
+		total += aws.ToFloat64(c.CapacityUnits)
+	}
+	return total
+}
+
+func one(c *types.ConsumedCapacity) []types.ConsumedCapacity {
+	if c == nil {
+		return nil
+	}
+	return []types.ConsumedCapacity{*c}
 }
 
 // TableOption configures CreateTable.
