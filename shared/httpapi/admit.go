@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/moku/sellerapi/shared/account"
+	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/pairing"
+	"github.com/moku/sellerapi/shared/ratelimit"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// admit authenticates, authorizes the path's vendor, checks scopes and
+// spends the rate window, in that order. The bearer's prefix picks the
+// authenticator; a valid credential of another kind than the route takes
+// is 403, like a missing scope.
+func (s *Server) admit(c *Call, rt Route) error {
+	if rt.Scopes == nil {
+		return s.admitPublic(c, rt)
+	}
+	raw, ok := bearer(c.R.Header.Get("Authorization"))
+	if !ok || len(c.R.Header.Values("Authorization")) > 1 {
+		return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
+	}
+	if pairing.IsCredential(raw) {
+		return s.admitDiscovery(c, rt, raw)
+	}
+	// The path names the vendor whose window the request spends, so the
+	// window is spent beside the credentials' batch read rather than after
+	// it, and given back when the credentials are refused.
+	vendorID := c.R.PathValue("vendor_id")
+	early := false
+	if tk, ok := auth.TokenKey(raw); ok && account.ValidID(vendorID) {
+		c.tokenID = strings.TrimPrefix(tk.PK, "TOKEN#")
+		s.spendRate(c, rt, vendorID)
+		early = true
+	}
+	var ahead []store.Key
+	if rt.ReadAhead != nil && early {
+		ahead = rt.ReadAhead(c)
+	}
+	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
+	if err != nil {
+		if early {
+			s.giveBack(c, rt, vendorID)
+		}
+		return err
+	}
+	c.Principal = p
+	c.log = c.log.With("vendor_id", p.Vendor.ID, "token_id", p.Token.ID)
+	if !early {
+		s.spendRate(c, rt, p.Vendor.ID)
+	}
+	if len(items) > len(ahead) {
+		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
+	}
+	c.gate.ahead.set(ahead, items)
+	if rt.Credential != TokenCredential {
+		return errs.E(errs.CodeInsufficientScope, "This operation takes a store-plugin discovery credential, not an access token.")
+	}
+	for _, sc := range rt.Scopes {
+		if !p.Token.Has(sc) {
+			c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope", scope="`+string(sc)+`"`)
+			return errs.Ef(errs.CodeInsufficientScope, "This operation requires scope %s.", sc)
+		}
+	}
+	return nil
+}
+
+// giveBack returns the unit a refused credential's request spent of the
+// path vendor's window, so that requests with forged tokens cannot use up
+// a vendor's allowance.
+func (s *Server) giveBack(c *Call, rt Route, vendorID string) {
+	if err := c.gate.wait(); err != nil {
+		return // nothing was spent
+	}
+	if err := s.limiter.GiveBack(c.Ctx, vendorID, classOf(rt), c.gate.status); err != nil {
+		c.log.WarnContext(c.Ctx, "rate window unit not given back", "error", err)
+	}
+}
+
+// admitDiscovery admits a discovery credential, to its own routes only.
+func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
+	d, err := s.discovery.Authenticate(c.Ctx, raw)
+	if err != nil {
+		return err
+	}
+	c.log = c.log.With("vendor_id", d.VendorID, "pairing_id", d.PairingID)
+	if rt.Credential != DiscoveryCredential {
+		c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope"`)
+		return errs.E(errs.CodeInsufficientScope, "A store-plugin discovery credential reaches only the /store-pairings/current routes of its own pairing.")
+	}
+	c.Discovery = d
+	// The pairing's own allowance, of the vendor's size: a plugin, paired
+	// or not yet accepted, never spends the seller's window.
+	class := classOf(rt)
+	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+		return s.limiter.TakeFrom(store.Beside(ctx), datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
+	})
+	return nil
+}
+
+// admitPublic decides a throttled public route's per-client window before
+// its handler does any work: there is no credential to answer for it.
+func (s *Server) admitPublic(c *Call, rt Route) error {
+	if rt.Throttle == "" {
+		return nil
+	}
+	limit := s.deps.Config.RatePublic
+	if rt.Throttle == ratelimit.Exchange {
+		limit = s.deps.Config.RateExchange
+	}
+	pk := ratelimit.ClientPartition(clientAddr(c.R))
+	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+		return s.limiter.TakeFrom(ctx, pk, "client's", rt.Throttle, limit)
+	})
+	return c.settleRate()
+}
+
+// clientAddr is the request's source address: the peer locally, the
+// caller's source IP as API Gateway reports it behind the Lambda proxy
+// (which sets RemoteAddr from it). Forwarding headers are not trusted.
+func clientAddr(r *http.Request) netip.Addr {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr()
+	}
+	a, _ := netip.ParseAddr(r.RemoteAddr)
+	return a
+}
+
+func classOf(rt Route) ratelimit.Class {
+	if rt.Method != http.MethodGet && rt.Method != http.MethodHead {
+		return ratelimit.Write
+	}
+	return ratelimit.Read
+}
+
+// spendRate starts the vendor's rate decision for the request.
+func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
+	class := classOf(rt)
+	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+		return s.limiter.Take(store.Beside(ctx), vendorID, class)
+	})
+}
+
+// startRate starts the request's rate decision beside its handler.
+func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status, error)) {
+	g := startGate(c.Ctx, take)
+	c.Ctx = context.WithValue(c.Ctx, gateKey{}, g)
+	c.R = c.R.WithContext(c.Ctx)
+	c.gate = g
+}
+
+// settleRate waits for the request's rate decision, once, before anything
+// is sent: it sets the RateLimit headers and returns a refusal that
+// replaces whatever the handler produced.
+func (c *Call) settleRate() error {
+	if c.gate == nil {
+		return nil
+	}
+	var err error
+	c.gate.once.Do(func() {
+		err = c.gate.wait()
+		if st := c.gate.status; st.Limit > 0 {
+			h := c.W.Header()
+			h.Set("RateLimit-Limit", itoa(st.Limit))
+			h.Set("RateLimit-Remaining", itoa(st.Remaining))
+			h.Set("RateLimit-Reset", itoa(int(st.Reset.Unix())))
+		}
+	})
+	return err
+}

@@ -1,0 +1,114 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// logChange appends a write to the change log, as DynamoDB Streams would
+// report it, in the same transaction as the write.
+func (s *Store) logChange(ctx context.Context, tx *sql.Tx, k store.Key, written *store.Item, old store.Item, existed bool) error {
+	kind := store.Inserted
+	switch {
+	case written == nil && !existed:
+		return nil // deleting nothing changes nothing
+	case written == nil:
+		kind = store.Removed
+	case existed:
+		kind = store.Modified
+	}
+	var newJSON, oldJSON []byte
+	var err error
+	if written != nil {
+		if newJSON, err = json.Marshal(written); err != nil {
+			return fmt.Errorf("sqlite: log change: %w", err)
+		}
+	}
+	if existed {
+		if oldJSON, err = json.Marshal(old); err != nil {
+			return fmt.Errorf("sqlite: log change: %w", err)
+		}
+	}
+	if _, err := tx.StmtContext(ctx, s.logStmt).ExecContext(ctx, string(kind), k.PK, k.SK, newJSON, oldJSON); err != nil {
+		return fmt.Errorf("sqlite: log change: %w", err)
+	}
+	return nil
+}
+
+// Changes reads the change log after seq, oldest first. Writes made by
+// Increment (rate windows and other counters) are not logged.
+func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, pk, sk, new, old FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read changes: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Change
+	for rows.Next() {
+		var c store.Change
+		var kind string
+		var newJSON, oldJSON []byte
+		if err := rows.Scan(&c.Seq, &kind, &c.Key.PK, &c.Key.SK, &newJSON, &oldJSON); err != nil {
+			return nil, fmt.Errorf("sqlite: read changes: %w", err)
+		}
+		c.Kind = store.ChangeKind(kind)
+		for _, x := range []struct {
+			raw []byte
+			dst **store.Item
+		}{{newJSON, &c.New}, {oldJSON, &c.Old}} {
+			if len(x.raw) > 0 {
+				var it store.Item
+				if err := json.Unmarshal(x.raw, &it); err != nil {
+					return nil, fmt.Errorf("sqlite: decode change %d: %w", c.Seq, err)
+				}
+				*x.dst = &it
+			}
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Cursor reads a named position in the change log (0 when unset).
+func (s *Store) Cursor(ctx context.Context, name string) (int64, error) {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, `SELECT seq FROM cursors WHERE name = ?`, name).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: read cursor %s: %w", name, err)
+	}
+	return seq, nil
+}
+
+// Advance moves a named cursor to seq and drops the changes every cursor
+// has passed, like a stream's retention.
+func (s *Store) Advance(ctx context.Context, name string, seq int64) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`, name, seq); err != nil {
+		return fmt.Errorf("sqlite: advance %s: %w", name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM changes WHERE seq <= (SELECT MIN(seq) FROM cursors)`); err != nil {
+		return fmt.Errorf("sqlite: trim changes: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Sweep deletes expired items, as DynamoDB's TTL does eventually.
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM items WHERE ttl > 0 AND ttl <= ?`, s.now().Unix())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: sweep: %w", err)
+	}
+	return res.RowsAffected()
+}

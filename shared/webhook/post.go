@@ -1,0 +1,89 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/webhook/signature"
+)
+
+// post sends the signed request and reports the response status (0 when
+// none came), how long it took, and what went wrong.
+func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m Message) (int, time.Duration, error) {
+	// The address is checked again on every attempt: the policy may be
+	// stricter now than when the subscription was made, and the dialer
+	// checks the address actually connected to.
+	u, err := d.Policy.ParseURL(sub.URL)
+	if err != nil {
+		return 0, 0, err
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", UserAgent)
+	h.Set(HeaderEventID, ev.ID)
+	h.Set(HeaderDeliveryID, m.DeliveryID)
+	h.Set(HeaderAttempt, strconv.Itoa(m.Attempt))
+	h.Set(HeaderSignature, signature.Sign(sub.Secret, d.Clock.Now(), body))
+	client := d.Client
+	if client == nil {
+		client = NewClient(d.Policy)
+	}
+	start := time.Now()
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, time.Since(start), err
+	}
+	// Read a little of the body so the connection can be reused; its
+	// content does not matter.
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	return res.StatusCode, time.Since(start), nil
+}
+
+// describe turns a transport error into a short, stable message for the
+// vendor's attempt records.
+func describe(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var r refusal
+	var dnsErr *net.DNSError
+	var ne net.Error
+	var e *errs.Error
+	switch {
+	case errors.As(err, &r):
+		return r.Error()
+	case errors.As(err, &e):
+		return e.Detail
+	case errors.As(err, &dnsErr):
+		return "dns: " + dnsErr.Err + " (" + dnsErr.Name + ")"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout: no response in time"
+	}
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return msg
+}
