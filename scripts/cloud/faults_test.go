@@ -4,14 +4,27 @@ package main
 // accepted is lost, and nothing is applied twice.
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	events "github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // TestFaultsLoseNothing runs the deployed shape through three faults, one
@@ -219,3 +232,188 @@ func TestFaultsLoseNothing(t *testing.T) {
 }
 
 var sweptCount = regexp.MustCompile(`routed changes the stream had not.*?"routed":(\d+)`)
+
+// TestFaultsWebhookOutlivesLoopGuard proves that a delivery to a receiver
+// that is down for longer than Lambda's recursive-loop guard allows (about
+// 16 invocations of one chain) is retried for its whole window and then
+// recorded dead once. The cap-sqs-delay switch lowers every send's delay
+// to 1 s, so the webhook worker's 15-minute hops of a wait come every
+// second, and the delivery message is put on the webhook queue as the
+// stream router would, but with CreatedAt backdated so that its 72 h
+// window ends 40 s after it is sent. The receiver answers 503 throughout.
+// Then the worker re-sent the delivery to its own queue more than 16
+// times, every attempt was made once (attempts 1..n, one request each),
+// only the last is dead, and the subscription, which never succeeded, is
+// disabled with the reason deliveries_failing.
+func TestFaultsWebhookOutlivesLoopGuard(t *testing.T) {
+	tplPath := cloudTemplate(t)
+	t.Parallel()
+	cloud := build(t, "./scripts/cloud")
+	s := start(t, cloud, []string{"SELLERAPI_CLOUD_TEMPLATE=" + tplPath}, serveFlags...)
+	if err := os.WriteFile(filepath.Join(s.data, "faults", "cap-sqs-delay"), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := &tour{t: t, s: s}
+	var v struct{ Data struct{ ID string } }
+	s.cli(&v, "vendor", "create", "--name", "Down Hooks", "--slug", "down-hooks")
+	var tok struct{ Data struct{ ID, Token string } }
+	s.cli(&tok, "token", "issue", "--vendor", v.Data.ID, "--scopes", "all")
+	tr.token = tok.Data.Token
+	vp := "/vendors/" + v.Data.ID
+
+	// A receiver that is down: 503 to every request, counted per attempt.
+	var mu sync.Mutex
+	attempts := map[string]int{} // Moku-Delivery-Attempt → requests
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		attempts[r.Header.Get(webhook.HeaderAttempt)]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+
+	// The event comes first and the subscription after it, so that the
+	// router fans nothing out to it: the only delivery is the one put on
+	// the queue below.
+	tr.want("create product", 201, "POST", vp+"/products", map[string]any{
+		"kind": "simple", "name": "Hop shirt", "slug": "hop-shirt", "description": "A shirt.",
+		"price": 4500, "original_price": 6000, "category": "apparel", "subcategory": "shirts",
+		"image_urls": []string{"https://cdn.example.com/shirt.jpg"}, "options": map[string]any{},
+		"features": []string{"linen"}, "related_product_ids": []string{}, "weight_kg": 0.3, "sku": "HOP-1",
+	}, "Idempotency-Key", "hops-product")
+	var sub struct{ Data struct{ ID string } }
+	tr.want("subscribe", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": down.URL + "/hook", "event_types": []string{events.ProductCreated}},
+		"Idempotency-Key", "hops-sub").json(t, &sub)
+	var evs struct{ Data []struct{ ID, Type string } }
+	tr.want("", 200, "GET", vp+"/events?limit=100", nil).json(t, &evs)
+	var eventID string
+	for _, e := range evs.Data {
+		if e.Type == events.ProductCreated {
+			eventID = e.ID
+		}
+	}
+	if eventID == "" {
+		t.Fatalf("no %s event: %+v", events.ProductCreated, evs.Data)
+	}
+
+	// The delivery message, as the router makes it, on the webhook queue.
+	tpl, err := LoadTemplate(tplPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queueName string
+	for _, q := range tpl.Queues {
+		if q.DeadLetter != "" && strings.Contains(q.Name, "webhook") {
+			queueName = q.Name
+		}
+	}
+	endpoint, err := os.ReadFile(filepath.Join(s.data, "emulators", "sqs-local.endpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq := sqs.New(sqs.Options{Region: region(), BaseEndpoint: aws.String(strings.TrimSpace(string(endpoint))),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	ctx := t.Context()
+	qu, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queueName)})
+	if err != nil {
+		t.Fatalf("the webhook queue %q: %v", queueName, err)
+	}
+	const window = 40 * time.Second
+	now := time.Now()
+	deliveryID := webhook.DeliveryID(eventID, sub.Data.ID, "")
+	msg, err := json.Marshal(webhook.Message{VendorID: v.Data.ID, EventID: eventID, SubscriptionID: sub.Data.ID, DeliveryID: deliveryID,
+		Attempt: 1, CreatedAt: now.Add(window - webhook.RetryWindow), NotBefore: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: qu.QueueUrl, MessageBody: aws.String(string(msg))}); err != nil {
+		t.Fatal(err)
+	}
+
+	type attempt struct {
+		DeliveryID string `json:"delivery_id"`
+		Attempt    int
+		Outcome    string
+	}
+	records := func() []attempt {
+		var dl struct{ Data []attempt }
+		tr.want("", 200, "GET", vp+"/webhook-subscriptions/"+sub.Data.ID+"/deliveries?limit=100", nil).json(t, &dl)
+		return dl.Data
+	}
+	var recs []attempt
+	tr.eventually("the delivery recorded dead", window+time.Minute, func() bool {
+		recs = records()
+		return slices.ContainsFunc(recs, func(a attempt) bool { return a.Outcome == webhook.OutcomeDead })
+	})
+	if since := time.Since(now); since < window {
+		t.Errorf("the delivery died %s after it began, before its window of %s ended", since, window)
+	}
+	// Nothing follows a death: no attempt, no hop.
+	hops := func() int {
+		n := 0
+		for _, l := range strings.Split(s.logs.String(), "\n") {
+			if strings.Contains(l, "fault: send delay capped") && strings.Contains(l, queueName) {
+				n++
+			}
+		}
+		return n
+	}
+	hopsAtDeath := hops()
+	time.Sleep(3 * time.Second)
+	recs = records()
+	if h := hops(); h != hopsAtDeath {
+		t.Errorf("%d hops after the delivery died", h-hopsAtDeath)
+	}
+	if hopsAtDeath <= 16 {
+		t.Errorf("the webhook worker re-sent the delivery to its own queue %d times; want more than Lambda's loop guard allows (16)", hopsAtDeath)
+	}
+
+	slices.SortFunc(recs, func(a, b attempt) int { return a.Attempt - b.Attempt })
+	mu.Lock()
+	defer mu.Unlock()
+	dead := 0
+	for i, a := range recs {
+		if a.DeliveryID != deliveryID || a.Attempt != i+1 {
+			t.Errorf("attempt record %d: %+v; want attempt %d of %s", i, a, i+1, deliveryID)
+		}
+		want := webhook.OutcomeFailed
+		if i == len(recs)-1 {
+			want = webhook.OutcomeDead
+		}
+		if a.Outcome != want {
+			t.Errorf("attempt %d: outcome %s, want %s", a.Attempt, a.Outcome, want)
+		}
+		if a.Outcome == webhook.OutcomeDead {
+			dead++
+		}
+		if n := attempts[strconv.Itoa(a.Attempt)]; n != 1 {
+			t.Errorf("attempt %d reached the receiver %d times", a.Attempt, n)
+		}
+	}
+	if dead != 1 || len(attempts) != len(recs) {
+		t.Errorf("%d dead records; the receiver saw attempts %v for %d records", dead, attempts, len(recs))
+	}
+	var got struct {
+		Data struct {
+			Status         string
+			DisabledReason *string `json:"disabled_reason"`
+		}
+	}
+	tr.want("", 200, "GET", vp+"/webhook-subscriptions/"+sub.Data.ID, nil).json(t, &got)
+	if got.Data.Status != webhook.StatusDisabled || got.Data.DisabledReason == nil || *got.Data.DisabledReason != webhook.DisabledByFailures {
+		t.Errorf("the subscription after its only delivery died: %+v", got.Data)
+	}
+	tr.want("", 200, "GET", vp+"/events?limit=100", nil).json(t, &evs)
+	disabled := 0
+	for _, e := range evs.Data {
+		if e.Type == events.WebhookSubscriptionDisabled {
+			disabled++
+		}
+	}
+	if disabled != 1 {
+		t.Errorf("%d %s events, want 1", disabled, events.WebhookSubscriptionDisabled)
+	}
+	t.Logf("a receiver down for %s of a delivery's window: %d hops of the webhook worker to its own queue, %d attempts (%d dead), each made once; subscription %s (%s)",
+		window, hopsAtDeath, len(recs), dead, got.Data.Status, *got.Data.DisabledReason)
+}
