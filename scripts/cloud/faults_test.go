@@ -273,18 +273,19 @@ func TestFaultsWebhookOutlivesLoopGuard(t *testing.T) {
 	}))
 	t.Cleanup(down.Close)
 
-	// The event comes first and the subscription after it, so that the
-	// router fans nothing out to it: the only delivery is the one put on
-	// the queue below.
+	// The event comes first and the subscription after the router fanned
+	// it out (a witness subscription received it), so that the router
+	// fans nothing out to it: the only delivery is the one put on the
+	// queue below.
+	witness := newReceiver(t)
+	tr.want("subscribe the witness", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": witness.URL, "event_types": []string{events.ProductCreated}},
+		"Idempotency-Key", "hops-witness")
 	tr.want("create product", 201, "POST", vp+"/products", map[string]any{
 		"kind": "simple", "name": "Hop shirt", "slug": "hop-shirt", "description": "A shirt.",
 		"price": 4500, "original_price": 6000, "category": "apparel", "subcategory": "shirts",
 		"image_urls": []string{"https://cdn.example.com/shirt.jpg"}, "options": map[string]any{},
 		"features": []string{"linen"}, "related_product_ids": []string{}, "weight_kg": 0.3, "sku": "HOP-1",
 	}, "Idempotency-Key", "hops-product")
-	var sub struct{ Data struct{ ID string } }
-	tr.want("subscribe", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": down.URL + "/hook", "event_types": []string{events.ProductCreated}},
-		"Idempotency-Key", "hops-sub").json(t, &sub)
 	var evs struct{ Data []struct{ ID, Type string } }
 	tr.want("", 200, "GET", vp+"/events?limit=100", nil).json(t, &evs)
 	var eventID string
@@ -296,6 +297,10 @@ func TestFaultsWebhookOutlivesLoopGuard(t *testing.T) {
 	if eventID == "" {
 		t.Fatalf("no %s event: %+v", events.ProductCreated, evs.Data)
 	}
+	tr.eventually("the event fanned out", time.Minute, func() bool { return witness.count(eventID) > 0 })
+	var sub struct{ Data struct{ ID string } }
+	tr.want("subscribe", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": down.URL + "/hook", "event_types": []string{events.ProductCreated}},
+		"Idempotency-Key", "hops-sub").json(t, &sub)
 
 	// The delivery message, as the router makes it, on the webhook queue.
 	tpl, err := LoadTemplate(tplPath)
@@ -414,6 +419,39 @@ func TestFaultsWebhookOutlivesLoopGuard(t *testing.T) {
 	if disabled != 1 {
 		t.Errorf("%d %s events, want 1", disabled, events.WebhookSubscriptionDisabled)
 	}
-	t.Logf("a receiver down for %s of a delivery's window: %d hops of the webhook worker to its own queue, %d attempts (%d dead), each made once; subscription %s (%s)",
-		window, hopsAtDeath, len(recs), dead, got.Data.Status, *got.Data.DisabledReason)
+	// A second message of an attempt already made (an SQS duplicate, a
+	// sweep's re-routing) re-sends the next attempt, so that two chains
+	// hop until the window ends; the claims still make each attempt once.
+	forks := 0
+	for _, l := range strings.Split(s.logs.String(), "\n") {
+		if strings.Contains(l, deliveryID) && strings.Contains(l, "webhook attempt already made") {
+			forks++
+		}
+	}
+	t.Logf("a receiver down for %s of a delivery's window: %d hops of the webhook worker to its own queue, %d attempts (%d dead), each made once, %d duplicate messages of an attempt; subscription %s (%s)",
+		window, hopsAtDeath, len(recs), dead, forks, got.Data.Status, *got.Data.DisabledReason)
+}
+
+// TestCapDelays lowers the delays of both protocols' sends and leaves
+// shorter ones alone.
+func TestCapDelays(t *testing.T) {
+	jsonReq := httptest.NewRequest("POST", "/", nil)
+	jsonReq.Header.Set("X-Amz-Target", "AmazonSQS.SendMessageBatch")
+	body := `{"QueueUrl":"http://q/webhook","Entries":[{"Id":"a","MessageBody":"{}","DelaySeconds":900},{"Id":"b","MessageBody":"{}","DelaySeconds":1},{"Id":"c","MessageBody":"{}"}]}`
+	out, queue, n := capDelays(jsonReq, []byte(body), 1)
+	var got struct{ Entries []struct{ DelaySeconds *int } }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || queue != "http://q/webhook" || len(got.Entries) != 3 || *got.Entries[0].DelaySeconds != 1 || *got.Entries[1].DelaySeconds != 1 || got.Entries[2].DelaySeconds != nil {
+		t.Errorf("JSON batch: %d capped, queue %q, %s", n, queue, out)
+	}
+	if out, _, n := capDelays(jsonReq, []byte(`{"QueueUrl":"q","DelaySeconds":0}`), 1); n != 0 || string(out) != `{"QueueUrl":"q","DelaySeconds":0}` {
+		t.Errorf("a send under the cap: %d capped, %s", n, out)
+	}
+	query := httptest.NewRequest("POST", "/", nil)
+	out, queue, n = capDelays(query, []byte("Action=SendMessage&QueueUrl=http%3A%2F%2Fq%2Fw&DelaySeconds=600&MessageBody=x"), 2)
+	if n != 1 || queue != "http://q/w" || !strings.Contains(string(out), "DelaySeconds=2") {
+		t.Errorf("query send: %d capped, queue %q, %s", n, queue, out)
+	}
 }
