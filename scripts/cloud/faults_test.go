@@ -27,6 +27,16 @@ import (
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
+// vendorTour makes a vendor on s through the admin command line, and a
+// tour with a token of all its scopes.
+func vendorTour(t *testing.T, s *shape, name, slug string) *tour {
+	var v struct{ Data struct{ ID string } }
+	s.cli(&v, "vendor", "create", "--name", name, "--slug", slug)
+	var tok struct{ Data struct{ ID, Token string } }
+	s.cli(&tok, "token", "issue", "--vendor", v.Data.ID, "--scopes", "all")
+	return &tour{t: t, s: s, token: tok.Data.Token, vendor: v.Data.ID}
+}
+
 // TestFaultsLoseNothing runs the deployed shape through three faults, one
 // after the other, with the stream router's sweep every 2 s (grace 4 s)
 // and visibility timeouts capped at 8 s so that recovery takes seconds:
@@ -50,13 +60,8 @@ func TestFaultsLoseNothing(t *testing.T) {
 	cloud := build(t, "./scripts/cloud")
 	s := start(t, cloud, []string{"SELLERAPI_CLOUD_TEMPLATE=" + tpl},
 		append(serveFlags, "--sweep-every", "2s", "--sweep-grace", "4s", "--max-visibility", "8s")...)
-	tr := &tour{t: t, s: s}
-	var v struct{ Data struct{ ID string } }
-	s.cli(&v, "vendor", "create", "--name", "Faulty Goods", "--slug", "faulty-goods")
-	var tok struct{ Data struct{ ID, Token string } }
-	s.cli(&tok, "token", "issue", "--vendor", v.Data.ID, "--scopes", "all")
-	tr.token = tok.Data.Token
-	vp := "/vendors/" + v.Data.ID
+	tr := vendorTour(t, s, "Faulty Goods", "faulty-goods")
+	vp := "/vendors/" + tr.vendor
 	keys := 0
 	idem := func() []string { keys++; return []string{"Idempotency-Key", fmt.Sprintf("fault-key-%d", keys)} }
 	fault := func(name, content string) {
@@ -253,13 +258,8 @@ func TestFaultsWebhookOutlivesLoopGuard(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.data, "faults", "cap-sqs-delay"), []byte("1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := &tour{t: t, s: s}
-	var v struct{ Data struct{ ID string } }
-	s.cli(&v, "vendor", "create", "--name", "Down Hooks", "--slug", "down-hooks")
-	var tok struct{ Data struct{ ID, Token string } }
-	s.cli(&tok, "token", "issue", "--vendor", v.Data.ID, "--scopes", "all")
-	tr.token = tok.Data.Token
-	vp := "/vendors/" + v.Data.ID
+	tr := vendorTour(t, s, "Down Hooks", "down-hooks")
+	vp := "/vendors/" + tr.vendor
 
 	// A receiver that is down: 503 to every request, counted per attempt.
 	var mu sync.Mutex
@@ -327,7 +327,7 @@ func TestFaultsWebhookOutlivesLoopGuard(t *testing.T) {
 	const window = 40 * time.Second
 	now := time.Now()
 	deliveryID := webhook.DeliveryID(eventID, sub.Data.ID, "")
-	msg, err := json.Marshal(webhook.Message{VendorID: v.Data.ID, EventID: eventID, SubscriptionID: sub.Data.ID, DeliveryID: deliveryID,
+	msg, err := json.Marshal(webhook.Message{VendorID: tr.vendor, EventID: eventID, SubscriptionID: sub.Data.ID, DeliveryID: deliveryID,
 		Attempt: 1, CreatedAt: now.Add(window - webhook.RetryWindow), NotBefore: now})
 	if err != nil {
 		t.Fatal(err)
