@@ -245,7 +245,7 @@ var sweptCount = regexp.MustCompile(`routed changes the stream had not.*?"routed
 // to 1 s, so the webhook worker's 15-minute hops of a wait come every
 // second, and the delivery message is put on the webhook queue as the
 // stream router would, but with CreatedAt backdated so that its 72 h
-// window ends 40 s after it is sent. The receiver answers 503 throughout.
+// window ends 50 s after it is sent. The receiver answers 503 throughout.
 // Then the worker re-sent the delivery to its own queue more than 16
 // times, every attempt was made once (attempts 1..n, one request each),
 // only the last is dead, and the subscription, which never succeeded, is
@@ -324,7 +324,7 @@ func TestFaultsWebhookOutlivesLoopGuard(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the webhook queue %q: %v", queueName, err)
 	}
-	const window = 40 * time.Second
+	const window = 50 * time.Second
 	now := time.Now()
 	deliveryID := webhook.DeliveryID(eventID, sub.Data.ID, "")
 	msg, err := json.Marshal(webhook.Message{VendorID: tr.vendor, EventID: eventID, SubscriptionID: sub.Data.ID, DeliveryID: deliveryID,
