@@ -14,6 +14,12 @@ package main
 //	                   crash or a timeout); the file is then removed. After
 //	                   the number, a word limits it to invocations whose
 //	                   event contains it ("0 Records": a stream batch).
+//	cap-sqs-delay      while it exists, every send's DelaySeconds above the
+//	                   number of seconds the file holds is lowered to it, and
+//	                   each lowered send is logged ("fault: send delay
+//	                   capped", with the queue): a worker's 15-minute hops
+//	                   of a long wait come every second, so that a wait of
+//	                   hours shows its whole chain of hops in seconds.
 //
 // The tuning flags shorten the waits the template sets, so that the
 // recovery it promises is seen in seconds: the stream router's sweep
@@ -94,8 +100,79 @@ func sqsSend(r *http.Request, body []byte) bool {
 	return bytes.Contains(body, []byte("Action=SendMessage"))
 }
 
+// delayCap is the cap-sqs-delay switch's number of seconds, if it is on.
+func (f faults) delayCap() (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(f.dir, "cap-sqs-delay"))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil || n < 0 {
+		f.log.Warn("fault: cap-sqs-delay holds no number of seconds; ignored", "content", string(b))
+		return 0, false
+	}
+	return n, true
+}
+
+// capDelays lowers every DelaySeconds of a send above secs to secs (JSON
+// or query protocol). It returns the new body, the queue sent to, and how
+// many messages it changed (0: body is unchanged).
+func capDelays(r *http.Request, body []byte, secs int64) ([]byte, string, int) {
+	if r.Header.Get("X-Amz-Target") == "" {
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return body, "", 0
+		}
+		n := 0
+		for k, v := range form {
+			if !strings.HasSuffix(k, "DelaySeconds") || len(v) != 1 {
+				continue
+			}
+			if d, err := strconv.ParseInt(v[0], 10, 64); err == nil && d > secs {
+				form.Set(k, strconv.FormatInt(secs, 10))
+				n++
+			}
+		}
+		if n == 0 {
+			return body, "", 0
+		}
+		return []byte(form.Encode()), form.Get("QueueUrl"), n
+	}
+	var req map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if dec.Decode(&req) != nil {
+		return body, "", 0
+	}
+	n := 0
+	lower := func(m map[string]any) {
+		d, ok := m["DelaySeconds"].(json.Number)
+		if v, err := d.Int64(); ok && err == nil && v > secs {
+			m["DelaySeconds"] = secs
+			n++
+		}
+	}
+	lower(req)
+	entries, _ := req["Entries"].([]any)
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			lower(m)
+		}
+	}
+	if n == 0 {
+		return body, "", 0
+	}
+	out, err := json.Marshal(req)
+	if err != nil {
+		return body, "", 0
+	}
+	queue, _ := req["QueueUrl"].(string)
+	return out, queue, n
+}
+
 // sqsProxy serves the SQS emulator at target on loopback, refusing sends
-// while refuse-sqs-sends is on. It returns the proxy's endpoint.
+// while refuse-sqs-sends is on and capping their delays while
+// cap-sqs-delay is. It returns the proxy's endpoint.
 func (f faults) sqsProxy(ctx context.Context, target string) (string, error) {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -115,6 +192,14 @@ func (f faults) sqsProxy(ctx context.Context, target string) (string, error) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprint(w, `{"__type":"com.amazonaws.sqs#ServiceUnavailable","message":"fault: sends refused (refuse-sqs-sends)"}`)
 			return
+		}
+		if secs, ok := f.delayCap(); ok && sqsSend(r, body) {
+			if capped, queue, n := capDelays(r, body, secs); n > 0 {
+				f.log.Info("fault: send delay capped", "queue", queue, "sends", n, "cap_seconds", secs)
+				r.Body = io.NopCloser(bytes.NewReader(capped))
+				r.ContentLength = int64(len(capped))
+				r.Header.Set("Content-Length", strconv.Itoa(len(capped)))
+			}
 		}
 		rp.ServeHTTP(w, r)
 	})
