@@ -249,14 +249,18 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	switch {
 	case err != nil:
 		return err
-	case c.Outcome != "":
-		// The attempt was made and recorded by this message before a crash,
-		// or by a duplicate: only what follows the record is done again.
-		log.InfoContext(ctx, "webhook attempt already made; finishing what follows it", "outcome", c.Outcome)
-		return d.after(ctx, m, c.Outcome, c.Next)
 	case c.Owner != qm.ID:
+		// A duplicate (a re-routed fan-out, a message sent twice): the
+		// owner makes the attempt and what follows it. Finishing here too
+		// would fork the retry chain, two hops where one is due.
 		log.InfoContext(ctx, "webhook delivery dropped: another message makes this attempt", "message_id", qm.ID, "owner", c.Owner)
 		return nil
+	case c.Outcome != "":
+		// This message made and recorded the attempt before a crash (a
+		// queue keeps a message's id when it delivers it again): only
+		// what follows the record is done again.
+		log.InfoContext(ctx, "webhook attempt already made; finishing what follows it", "outcome", c.Outcome)
+		return d.after(ctx, m, c.Outcome, c.Next)
 	}
 
 	status, duration, postErr := d.post(ctx, sub, ev, m)
