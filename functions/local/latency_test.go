@@ -128,7 +128,7 @@ func startLatencyServer(b *testing.B, items int) *latencyServer {
 	for i := range items {
 		p, _, err := s.c.CreateProduct(ctx, s.vendor, client.ProductCreate{Kind: "simple", Name: fmt.Sprintf("Latency %d", i),
 			Slug: fmt.Sprintf("latency-%d", i), Description: "Latency benchmark.", Price: 1000, Category: "demo", Subcategory: "bench",
-			ImageURLs: []string{"https://cdn.example.com/x.jpg"}, Options: map[string]any{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1})
+			ImageURLs: []string{"https://cdn.example.com/x.jpg"}, Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -210,7 +210,7 @@ func createProduct(ctx context.Context, t *triggerRun) error {
 	slug := "trigger-" + t.suffix
 	p, _, err := t.c.CreateProduct(ctx, t.vendor, client.ProductCreate{Kind: "simple", Name: "Trigger " + t.suffix, Slug: slug,
 		Description: "Made by local trigger.", Price: 1000, Category: "demo", Subcategory: "trigger",
-		ImageURLs: []string{"https://cdn.example.com/trigger.jpg"}, Options: map[string]any{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1})
+		ImageURLs: []string{"https://cdn.example.com/trigger.jpg"}, Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1})
 	if err != nil {
 		return err
 	}
@@ -250,9 +250,13 @@ func adjust(ctx context.Context, t *triggerRun) error {
 }
 
 func createConnection(ctx context.Context, t *triggerRun) error {
+	var roles client.ConnectionCreateRoles
+	if err := roles.FromRoles(client.Roles{Catalog: "destination", BasePrice: "destination", Inventory: "destination",
+		OrderIngress: "disabled", ExternalOrderFulfillment: "moku"}); err != nil {
+		return err
+	}
 	conn, err := t.c.CreateConnection(ctx, t.vendor, client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "trigger-" + t.suffix,
-		DisplayName: "Trigger " + t.suffix, Roles: client.Roles{Catalog: "destination", BasePrice: "destination", Inventory: "destination",
-			OrderIngress: "disabled", ExternalOrderFulfillment: "moku"}})
+		DisplayName: "Trigger " + t.suffix, Roles: roles})
 	if err != nil {
 		return err
 	}
@@ -274,7 +278,7 @@ func connectionStep(action, event string) step {
 }
 
 func reserve(ctx context.Context, t *triggerRun) error {
-	r, err := t.c.CreateReservation(ctx, t.vendor, client.ReservationCreate{ConnectionID: t.connection.ID, InventoryItemID: t.item.ID, Quantity: 1, ExpiresInSeconds: 900})
+	r, err := t.c.CreateReservation(ctx, t.vendor, client.ReservationCreate{ConnectionID: t.connection.ID, InventoryItemID: t.item.ID, Quantity: 1, ExpiresInSeconds: new(int64(900))})
 	if err != nil {
 		return err
 	}

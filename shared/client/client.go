@@ -1,9 +1,10 @@
 // Package client is a Go client of the Seller Platform API v1 for sellers
-// and channel connectors, written against shared/openapi/openapi.json (no
-// maintained Go generator reads its OpenAPI 3.1 schemas, with their
-// type-discriminated oneOfs, cleanly) and checked by the same validator as
-// the API's own tests: its tests run it against apitest, which checks
-// every exchange against the document.
+// and channel connectors. Its types (types.gen.go) are generated from
+// shared/openapi/openapi.json by shared/openapi/gogen (no maintained Go
+// generator reads the document's OpenAPI 3.1 schemas, with their
+// type-discriminated oneOfs, cleanly), so the contract and the client
+// cannot drift; its tests run it against apitest, which checks every
+// exchange against the same document, and decode every answer strictly.
 //
 // What it does for a caller: writes that take an Idempotency-Key get a
 // fresh one per call (the same across that call's retries) unless the
@@ -104,12 +105,7 @@ func idempotencyKey(ctx context.Context) string {
 
 // Error is a problem+json answer.
 type Error struct {
-	Type      string `json:"type"`
-	Title     string `json:"title"`
-	Status    int    `json:"status"`
-	Code      string `json:"code"`
-	Detail    string `json:"detail"`
-	RequestID string `json:"request_id"`
+	Problem
 	// RetryAfter is the wait the server asked for (429 and 503).
 	RetryAfter time.Duration `json:"-"`
 }
@@ -119,7 +115,7 @@ func (e *Error) Error() string {
 }
 
 // IsCode reports whether err is a problem with code.
-func IsCode(err error, code string) bool {
+func IsCode(err error, code ErrorCode) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
@@ -197,9 +193,9 @@ func (c *Client) do(ctx context.Context, r call, out any) (*Response, error) {
 		}
 		meta := &Response{Status: res.StatusCode, RequestID: res.Header.Get("X-Request-Id"), Replayed: res.Header.Get("Idempotent-Replayed") == "true", Header: res.Header}
 		if res.StatusCode >= 400 {
-			e := &Error{Status: res.StatusCode}
+			e := &Error{Problem: Problem{Status: int64(res.StatusCode)}}
 			if json.Unmarshal(b, e) != nil || e.Code == "" {
-				e.Code, e.Detail = http.StatusText(res.StatusCode), string(b)
+				e.Code, e.Detail = ErrorCode(http.StatusText(res.StatusCode)), string(b)
 			}
 			if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
 				e.RetryAfter = time.Duration(s) * time.Second
@@ -234,10 +230,8 @@ func (c *Client) do(ctx context.Context, r call, out any) (*Response, error) {
 
 // page is a list answer.
 type page[T any] struct {
-	Data []T `json:"data"`
-	Page struct {
-		NextCursor *string `json:"next_cursor"`
-	} `json:"page"`
+	Data []T  `json:"data"`
+	Page Page `json:"page"`
 }
 
 // list iterates every item of a list operation across its pages; an error

@@ -17,7 +17,7 @@ import (
 func shirt(slug string) client.ProductCreate {
 	return client.ProductCreate{Kind: "simple", Name: "Linen shirt", Slug: slug, Description: "Washed linen.", Price: 4500,
 		Category: "apparel", Subcategory: "shirts", ImageURLs: []string{"https://cdn.example.com/shirt.jpg"},
-		Options: map[string]any{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.3}
+		Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.3}
 }
 
 // TestTour walks the README's tour with the client; apitest checks every
@@ -63,11 +63,15 @@ func TestTour(t *testing.T) {
 			if err != nil || item.OnHand != 12 || item.Available != 12 {
 				t.Fatalf("adjust: %+v %v", item, err)
 			}
-			conn, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: "store_plugin", ExternalAccountID: "shop-4411", DisplayName: "Web store", Roles: "service_source"})
+			var roles client.ConnectionCreateRoles
+			if err := roles.FromRolePreset(client.RolePresetServiceSource); err != nil {
+				t.Fatal(err)
+			}
+			conn, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: "store_plugin", ExternalAccountID: "shop-4411", DisplayName: "Web store", Roles: roles})
 			if err != nil || conn.Status != "active" {
 				t.Fatalf("connection: %+v %v", conn, err)
 			}
-			r, err := c.CreateReservation(ctx, v, client.ReservationCreate{ConnectionID: conn.ID, InventoryItemID: item.ID, Quantity: 2, ExpiresInSeconds: 900})
+			r, err := c.CreateReservation(ctx, v, client.ReservationCreate{ConnectionID: conn.ID, InventoryItemID: item.ID, Quantity: 2, ExpiresInSeconds: new(int64(900))})
 			if err != nil || r.Status != "active" {
 				t.Fatalf("reserve: %+v %v", r, err)
 			}
@@ -90,7 +94,7 @@ func TestTour(t *testing.T) {
 					t.Fatalf("event %s twice", ev.ID)
 				}
 				seen[ev.ID] = true
-				types = append(types, ev.Type)
+				types = append(types, string(ev.Type))
 			}
 			want := []string{"reservation.committed", "reservation.created", "connection.created", "inventory_item.adjusted", "product.published", "product.created"}
 			slices.Sort(types)
