@@ -17,7 +17,7 @@ CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CL
 
 CLOUD_DATA ?= .cloud
 
-.PHONY: run test fuzz bench vet fmt local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
+.PHONY: run test fuzz bench vet fmt generate local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
 
 ## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (STORE=dynamodb: on DynamoDB Local and the SQS emulator, started here; RUN_FLAGS: more serve flags)
 run: local
@@ -78,6 +78,10 @@ invoke:
 ## infra-test: the stack's tests (a synth with placeholder code), and dist/ when it is built
 infra-test:
 	cd infra && go vet . ./stack/... && SELLERAPI_DIST=$(if $(wildcard dist/*.zip),$(CURDIR)/dist) go test -count=1 . ./stack/...
+
+## generate: regenerate the Go client's types (shared/client/types.gen.go) from shared/openapi/openapi.json
+generate:
+	go generate ./shared/client
 
 vet:
 	go vet ./...
