@@ -228,6 +228,19 @@ func (c *Client) do(ctx context.Context, r call, out any) (*Response, error) {
 	}
 }
 
+// fetch makes one call and decodes its data into a T.
+func fetch[T any](ctx context.Context, c *Client, r call) (T, error) {
+	out, _, err := fetchResponse[T](ctx, c, r)
+	return out, err
+}
+
+// fetchResponse is fetch with what the call returned besides its data.
+func fetchResponse[T any](ctx context.Context, c *Client, r call) (T, *Response, error) {
+	var out T
+	res, err := c.do(ctx, r, &out)
+	return out, res, err
+}
+
 // page is a list answer.
 type page[T any] struct {
 	Data []T  `json:"data"`

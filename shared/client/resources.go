@@ -25,30 +25,22 @@ func vendorPath(vendorID string) string { return "/vendors/" + url.PathEscape(ve
 
 // ListVendors lists the vendors granted to the credential (listVendors).
 func (c *Client) ListVendors(ctx context.Context) ([]Vendor, error) {
-	var out []Vendor
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/vendors"}, &out)
-	return out, err
+	return fetch[[]Vendor](ctx, c, call{method: http.MethodGet, path: "/vendors"})
 }
 
 // GetVendor reads one vendor (getVendor).
 func (c *Client) GetVendor(ctx context.Context, vendorID string) (Vendor, error) {
-	var out Vendor
-	_, err := c.do(ctx, call{method: http.MethodGet, path: vendorPath(vendorID)}, &out)
-	return out, err
+	return fetch[Vendor](ctx, c, call{method: http.MethodGet, path: vendorPath(vendorID)})
 }
 
 // CreateProduct creates a draft product (createProduct; idempotent).
 func (c *Client) CreateProduct(ctx context.Context, vendorID string, in ProductCreate) (Product, *Response, error) {
-	var out Product
-	res, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/products", body: in, idempotent: true}, &out)
-	return out, res, err
+	return fetchResponse[Product](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/products", body: in, idempotent: true})
 }
 
 // GetProduct reads one product (getProduct).
 func (c *Client) GetProduct(ctx context.Context, vendorID, productID string) (Product, error) {
-	var out Product
-	_, err := c.do(ctx, call{method: http.MethodGet, path: vendorPath(vendorID) + "/products/" + url.PathEscape(productID)}, &out)
-	return out, err
+	return fetch[Product](ctx, c, call{method: http.MethodGet, path: vendorPath(vendorID) + "/products/" + url.PathEscape(productID)})
 }
 
 // Products iterates the vendor's products (listProducts).
@@ -59,10 +51,8 @@ func (c *Client) Products(ctx context.Context, vendorID string) iter.Seq2[Produc
 // TransitionProduct moves a product: action is publish, unpublish,
 // archive or restore (publishProduct, ...), at expectedRevision.
 func (c *Client) TransitionProduct(ctx context.Context, vendorID, productID, action string, expectedRevision int64) (Product, error) {
-	var out Product
-	_, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/products/" + url.PathEscape(productID) + "/" + action,
-		body: ProductTransition{ExpectedRevision: expectedRevision}}, &out)
-	return out, err
+	return fetch[Product](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/products/" + url.PathEscape(productID) + "/" + action,
+		body: ProductTransition{ExpectedRevision: expectedRevision}})
 }
 
 // InventoryItems iterates the vendor's inventory items (listInventoryItems).
@@ -72,24 +62,18 @@ func (c *Client) InventoryItems(ctx context.Context, vendorID string) iter.Seq2[
 
 // GetInventoryItem reads one inventory item (getInventoryItem).
 func (c *Client) GetInventoryItem(ctx context.Context, vendorID, itemID string) (InventoryItem, error) {
-	var out InventoryItem
-	_, err := c.do(ctx, call{method: http.MethodGet, path: vendorPath(vendorID) + "/inventory-items/" + url.PathEscape(itemID)}, &out)
-	return out, err
+	return fetch[InventoryItem](ctx, c, call{method: http.MethodGet, path: vendorPath(vendorID) + "/inventory-items/" + url.PathEscape(itemID)})
 }
 
 // AdjustInventoryItem sets on_hand (adjustInventoryItem; idempotent).
 func (c *Client) AdjustInventoryItem(ctx context.Context, vendorID, itemID string, targetOnHand, expectedVersion int64) (InventoryItem, *Response, error) {
-	var out InventoryItem
-	res, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/inventory-items/" + url.PathEscape(itemID) + "/adjustments",
-		body: Adjustment{TargetOnHand: targetOnHand, ExpectedVersion: expectedVersion}, idempotent: true}, &out)
-	return out, res, err
+	return fetchResponse[InventoryItem](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/inventory-items/" + url.PathEscape(itemID) + "/adjustments",
+		body: Adjustment{TargetOnHand: targetOnHand, ExpectedVersion: expectedVersion}, idempotent: true})
 }
 
 // CreateConnection creates a channel connection (createConnection; idempotent).
 func (c *Client) CreateConnection(ctx context.Context, vendorID string, in ConnectionCreate) (Connection, error) {
-	var out Connection
-	_, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/connections", body: in, idempotent: true}, &out)
-	return out, err
+	return fetch[Connection](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/connections", body: in, idempotent: true})
 }
 
 // Connections iterates the vendor's connections (listConnections).
@@ -100,26 +84,20 @@ func (c *Client) Connections(ctx context.Context, vendorID string) iter.Seq2[Con
 // TransitionConnection moves a connection: action is pause, resume or
 // disconnect, at expectedVersion.
 func (c *Client) TransitionConnection(ctx context.Context, vendorID, connectionID, action string, expectedVersion int64) (Connection, error) {
-	var out Connection
-	_, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/connections/" + url.PathEscape(connectionID) + "/" + action,
-		body: VersionBody{ExpectedVersion: expectedVersion}}, &out)
-	return out, err
+	return fetch[Connection](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/connections/" + url.PathEscape(connectionID) + "/" + action,
+		body: VersionBody{ExpectedVersion: expectedVersion}})
 }
 
 // CreateReservation holds stock (createReservation; idempotent).
 func (c *Client) CreateReservation(ctx context.Context, vendorID string, in ReservationCreate) (Reservation, error) {
-	var out Reservation
-	_, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/inventory-reservations", body: in, idempotent: true}, &out)
-	return out, err
+	return fetch[Reservation](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/inventory-reservations", body: in, idempotent: true})
 }
 
 // TransitionReservation ends or extends a hold: action is renew, commit
 // or release (idempotent), at expectedVersion.
 func (c *Client) TransitionReservation(ctx context.Context, vendorID, reservationID, action string, expectedVersion int64) (Reservation, error) {
-	var out Reservation
-	_, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/inventory-reservations/" + url.PathEscape(reservationID) + "/" + action,
-		body: VersionBody{ExpectedVersion: expectedVersion}, idempotent: true}, &out)
-	return out, err
+	return fetch[Reservation](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/inventory-reservations/" + url.PathEscape(reservationID) + "/" + action,
+		body: VersionBody{ExpectedVersion: expectedVersion}, idempotent: true})
 }
 
 // Events iterates the vendor's event log, newest first, optionally of one
@@ -134,18 +112,14 @@ func (c *Client) Events(ctx context.Context, vendorID, eventType string, pageSiz
 
 // GetEvent reads one event (getEvent).
 func (c *Client) GetEvent(ctx context.Context, vendorID, eventID string) (Event, error) {
-	var out Event
-	_, err := c.do(ctx, call{method: http.MethodGet, path: vendorPath(vendorID) + "/events/" + url.PathEscape(eventID)}, &out)
-	return out, err
+	return fetch[Event](ctx, c, call{method: http.MethodGet, path: vendorPath(vendorID) + "/events/" + url.PathEscape(eventID)})
 }
 
 // CreateWebhookSubscription subscribes a URL to event types; the answer
 // carries the signing secret, shown only now (createWebhookSubscription;
 // idempotent).
 func (c *Client) CreateWebhookSubscription(ctx context.Context, vendorID string, in WebhookSubscriptionCreate) (WebhookSubscriptionWithSecret, error) {
-	var out WebhookSubscriptionWithSecret
-	_, err := c.do(ctx, call{method: http.MethodPost, path: vendorPath(vendorID) + "/webhook-subscriptions", body: in, idempotent: true}, &out)
-	return out, err
+	return fetch[WebhookSubscriptionWithSecret](ctx, c, call{method: http.MethodPost, path: vendorPath(vendorID) + "/webhook-subscriptions", body: in, idempotent: true})
 }
 
 // DeleteWebhookSubscription deletes a subscription (deleteWebhookSubscription).

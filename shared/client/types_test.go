@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"iter"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +18,17 @@ import (
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 )
 
-// recorder keeps the body of every answer the client reads.
+// exchange is one answer the client read.
+type exchange struct {
+	route  string // "GET /vendors/ven_1"
+	status int
+	body   []byte
+}
+
+// recorder keeps every answer the client reads.
 type recorder struct {
-	mu     sync.Mutex
-	bodies map[string][]byte // by "METHOD /path", the latest
+	mu   sync.Mutex
+	seen []exchange
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -36,22 +44,88 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	res.Body = io.NopCloser(bytes.NewReader(b))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.bodies[req.Method+" "+req.URL.Path] = b
+	r.seen = append(r.seen, exchange{req.Method + " " + strings.TrimPrefix(req.URL.Path, "/v1"), res.StatusCode, b})
 	return res, nil
 }
 
-// answer is the latest body of method on a path ending in suffix.
-func (r *recorder) answer(t *testing.T, method, suffix string) []byte {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, b := range r.bodies {
-		if strings.HasPrefix(k, method+" ") && strings.HasSuffix(k, suffix) {
-			return b
+// shapes names, per route ({} is any one segment), the generated type the
+// client decodes the answer's data into; nil for an answer it does not
+// read.
+var shapes = []struct {
+	route string
+	check func(*testing.T, []byte)
+}{
+	{"GET /vendors", decodesExactly[[]client.Vendor]},
+	{"GET /vendors/{}", decodesExactly[client.Vendor]},
+	{"POST /vendors/{}/products", decodesExactly[client.Product]},
+	{"GET /vendors/{}/products", decodesExactly[[]client.Product]},
+	{"GET /vendors/{}/products/{}", decodesExactly[client.Product]},
+	{"POST /vendors/{}/products/{}/{}", decodesExactly[client.Product]},
+	{"GET /vendors/{}/inventory-items", decodesExactly[[]client.InventoryItem]},
+	{"GET /vendors/{}/inventory-items/{}", decodesExactly[client.InventoryItem]},
+	{"POST /vendors/{}/inventory-items/{}/adjustments", decodesExactly[client.InventoryItem]},
+	{"POST /vendors/{}/connections", decodesExactly[client.Connection]},
+	{"GET /vendors/{}/connections", decodesExactly[[]client.Connection]},
+	{"POST /vendors/{}/connections/{}/{}", decodesExactly[client.Connection]},
+	{"POST /vendors/{}/inventory-reservations", decodesExactly[client.Reservation]},
+	{"POST /vendors/{}/inventory-reservations/{}/{}", decodesExactly[client.Reservation]},
+	{"GET /vendors/{}/events", decodesExactly[[]client.Event]},
+	{"GET /vendors/{}/events/{}", decodesExactly[client.Event]},
+	{"POST /vendors/{}/webhook-subscriptions", decodesExactly[client.WebhookSubscriptionWithSecret]},
+	{"GET /vendors/{}/webhook-subscriptions", decodesExactly[[]client.WebhookSubscription]},
+	{"DELETE /vendors/{}/webhook-subscriptions/{}", nil},
+}
+
+// matches reports whether route fits pattern.
+func matches(pattern, route string) bool {
+	p, r := strings.Split(pattern, "/"), strings.Split(route, "/")
+	if len(p) != len(r) {
+		return false
+	}
+	for i := range p {
+		if p[i] != "{}" && p[i] != r[i] {
+			return false
 		}
 	}
-	t.Fatalf("no answer to %s ...%s recorded", method, suffix)
-	return nil
+	return true
+}
+
+// checkEvery decodes every recorded answer strictly: a success into its
+// route's type, a failure into Problem; every route of shapes must have
+// been taken.
+func (r *recorder) checkEvery(t *testing.T) {
+	t.Helper()
+	taken := map[string]bool{}
+	for _, x := range r.seen {
+		if x.status >= 400 {
+			var p client.Problem
+			dec := json.NewDecoder(bytes.NewReader(x.body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&p); err != nil || p.Status != int64(x.status) {
+				t.Errorf("%s: the problem %s does not decode as Problem: %v", x.route, x.body, err)
+			}
+			continue
+		}
+		i := slices.IndexFunc(shapes, func(s struct {
+			route string
+			check func(*testing.T, []byte)
+		}) bool {
+			return matches(s.route, x.route)
+		})
+		if i < 0 {
+			t.Errorf("%s: no type names its answer in shapes", x.route)
+			continue
+		}
+		taken[shapes[i].route] = true
+		if shapes[i].check != nil {
+			t.Run(shapes[i].route, func(t *testing.T) { shapes[i].check(t, x.body) })
+		}
+	}
+	for _, s := range shapes {
+		if !taken[s.route] {
+			t.Errorf("%s: not taken", s.route)
+		}
+	}
 }
 
 // decodesExactly checks that a real answer decodes into T with no field
@@ -93,11 +167,9 @@ func canonical(t *testing.T, b []byte) any {
 // client returns: a field the document lacks, or one it names that the
 // server does not send as described, fails here.
 func TestTypesMatchTheServer(t *testing.T) {
-	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-	t.Cleanup(hooks.Close)
 	e := apitest.New(t, apitest.Options{Config: func(c *config.Config) { c.AllowPrivateWebhooks = true }})
 	ctx := context.Background()
-	rec := &recorder{bodies: map[string][]byte{}}
+	rec := &recorder{}
 	c := client.New(e.URL, e.Token, client.WithHTTPClient(&http.Client{Transport: rec}))
 	v := e.Vendor.ID
 	must := func(err error) {
@@ -109,33 +181,25 @@ func TestTypesMatchTheServer(t *testing.T) {
 
 	_, err := c.ListVendors(ctx)
 	must(err)
-	decodesExactly[[]client.Vendor](t, rec.answer(t, "GET", "/vendors"))
 	_, err = c.GetVendor(ctx, v)
 	must(err)
-	decodesExactly[client.Vendor](t, rec.answer(t, "GET", "/vendors/"+v))
-
 	in := shirt("typed-shirt")
 	in.Badge, in.OriginalPrice, in.SKU, in.Tags = new(client.ProductCreateBadgeSale), new(int64(5000)), new("SHIRT-1"), []string{"linen"}
 	p, _, err := c.CreateProduct(ctx, v, in)
 	must(err)
-	decodesExactly[client.Product](t, rec.answer(t, "POST", "/products"))
 	variable := shirt("typed-variable")
 	variable.Kind, variable.Options = client.ProductCreateKindVariable, map[string][]string{"size": {"S", "M"}}
-	variable.Variations = []client.NewVariationInput{{Options: map[string]string{"size": "S"}, Price: 4500}, {Options: map[string]string{"size": "M"}, Price: 4700, SKU: new("SHIRT-M")}}
-	_, _, err = c.CreateProduct(ctx, v, variable)
-	must(err)
-	decodesExactly[client.Product](t, rec.answer(t, "POST", "/products"))
-	_, err = c.GetProduct(ctx, v, p.ID)
-	must(err)
-	decodesExactly[client.Product](t, rec.answer(t, "GET", "/products/"+p.ID))
-	p, err = c.TransitionProduct(ctx, v, p.ID, "publish", p.Revision)
-	must(err)
-	decodesExactly[client.Product](t, rec.answer(t, "POST", "/publish"))
-	for _, err := range c.Products(ctx, v) {
-		must(err)
+	variable.Variations = []client.NewVariationInput{{Options: map[string]string{"size": "S"}, Price: 4500},
+		{Options: map[string]string{"size": "M"}, Price: 4700, SKU: new("SHIRT-M")}}
+	if _, _, err := c.CreateProduct(ctx, v, variable); err != nil {
+		t.Fatal(err)
 	}
-	decodesExactly[[]client.Product](t, rec.answer(t, "GET", "/products"))
-
+	if p, err = c.TransitionProduct(ctx, v, p.ID, "publish", p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetProduct(ctx, v, p.ID); err != nil {
+		t.Fatal(err)
+	}
 	var item client.InventoryItem
 	for it, err := range c.InventoryItems(ctx, v) {
 		must(err)
@@ -143,66 +207,60 @@ func TestTypesMatchTheServer(t *testing.T) {
 			item = it
 		}
 	}
-	decodesExactly[[]client.InventoryItem](t, rec.answer(t, "GET", "/inventory-items"))
-	item, _, err = c.AdjustInventoryItem(ctx, v, item.ID, 5, item.Version)
-	must(err)
-	decodesExactly[client.InventoryItem](t, rec.answer(t, "POST", "/adjustments"))
-	_, err = c.GetInventoryItem(ctx, v, item.ID)
-	must(err)
-	decodesExactly[client.InventoryItem](t, rec.answer(t, "GET", "/inventory-items/"+item.ID))
+	if item, _, err = c.AdjustInventoryItem(ctx, v, item.ID, 5, item.Version); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetInventoryItem(ctx, v, item.ID); err != nil {
+		t.Fatal(err)
+	}
 
 	var roles client.ConnectionCreateRoles
 	must(roles.FromRolePreset(client.RolePresetServiceSource))
 	conn, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: client.ConnectionCreateProviderStorePlugin, ExternalAccountID: "shop-1", DisplayName: "Web store", Roles: roles})
 	must(err)
-	decodesExactly[client.Connection](t, rec.answer(t, "POST", "/connections"))
 	must(roles.FromRoles(client.Roles{Catalog: "destination", BasePrice: "destination", Inventory: "destination", OrderIngress: "disabled", ExternalOrderFulfillment: "moku"}))
 	other, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "acct-1", DisplayName: "Marketplace", Roles: roles})
-	must(err)
-	if other.Roles.Catalog != client.RolesCatalogDestination {
-		t.Fatalf("roles sent as a Roles value came back as %+v", other.Roles)
+	if err != nil || other.Roles.Catalog != client.RolesCatalogDestination {
+		t.Fatalf("roles sent as a Roles value: %+v %v", other.Roles, err)
 	}
-	_, err = c.TransitionConnection(ctx, v, other.ID, "pause", other.Version)
-	must(err)
-	decodesExactly[client.Connection](t, rec.answer(t, "POST", "/pause"))
-	for _, err := range c.Connections(ctx, v) {
-		must(err)
+	if _, err := c.TransitionConnection(ctx, v, other.ID, "pause", other.Version); err != nil {
+		t.Fatal(err)
 	}
-	decodesExactly[[]client.Connection](t, rec.answer(t, "GET", "/connections"))
-
 	r, err := c.CreateReservation(ctx, v, client.ReservationCreate{ConnectionID: conn.ID, InventoryItemID: item.ID, Quantity: 1, Reference: new("cart-1")})
 	must(err)
-	decodesExactly[client.Reservation](t, rec.answer(t, "POST", "/inventory-reservations"))
-	_, err = c.TransitionReservation(ctx, v, r.ID, "commit", r.Version)
-	must(err)
-	decodesExactly[client.Reservation](t, rec.answer(t, "POST", "/commit"))
-
-	sub, err := c.CreateWebhookSubscription(ctx, v, client.WebhookSubscriptionCreate{URL: hooks.URL + "/", EventTypes: []string{"*"}, Description: new("types test")})
-	must(err)
-	decodesExactly[client.WebhookSubscriptionWithSecret](t, rec.answer(t, "POST", "/webhook-subscriptions"))
-	for _, err := range c.WebhookSubscriptions(ctx, v) {
-		must(err)
+	if _, err := c.TransitionReservation(ctx, v, r.ID, "commit", r.Version); err != nil {
+		t.Fatal(err)
 	}
-	decodesExactly[[]client.WebhookSubscription](t, rec.answer(t, "GET", "/webhook-subscriptions"))
+	sub, err := c.CreateWebhookSubscription(ctx, v, client.WebhookSubscriptionCreate{URL: e.URL + "/hooks", EventTypes: []string{"*"}, Description: new("types test")})
+	must(err)
 	must(c.DeleteWebhookSubscription(ctx, v, sub.ID))
 
 	var last client.Event
+	for _, list := range []iter.Seq2[any, error]{anyOf(c.Products(ctx, v)), anyOf(c.Connections(ctx, v)), anyOf(c.WebhookSubscriptions(ctx, v))} {
+		for _, err := range list {
+			must(err)
+		}
+	}
 	for ev, err := range c.Events(ctx, v, "", 100) {
 		must(err)
 		last = ev
 	}
-	decodesExactly[[]client.Event](t, rec.answer(t, "GET", "/events"))
-	_, err = c.GetEvent(ctx, v, last.ID)
-	must(err)
-	decodesExactly[client.Event](t, rec.answer(t, "GET", "/events/"+last.ID))
-
+	if _, err := c.GetEvent(ctx, v, last.ID); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.GetProduct(ctx, v, "prd_missing"); !client.IsCode(err, client.ErrorCodeNotFound) {
 		t.Fatalf("missing product: %v", err)
 	}
-	var problem client.Problem
-	dec := json.NewDecoder(bytes.NewReader(rec.answer(t, "GET", "/products/prd_missing")))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&problem); err != nil || problem.Code != client.ErrorCodeNotFound || problem.Status != http.StatusNotFound {
-		t.Fatalf("problem %+v: %v", problem, err)
+	rec.checkEvery(t)
+}
+
+// anyOf iterates seq's items as any.
+func anyOf[T any](seq iter.Seq2[T, error]) iter.Seq2[any, error] {
+	return func(yield func(any, error) bool) {
+		for v, err := range seq {
+			if !yield(v, err) {
+				return
+			}
+		}
 	}
 }
