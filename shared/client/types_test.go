@@ -167,7 +167,13 @@ func canonical(t *testing.T, b []byte) any {
 // client returns: a field the document lacks, or one it names that the
 // server does not send as described, fails here.
 func TestTypesMatchTheServer(t *testing.T) {
-	e := apitest.New(t, apitest.Options{Config: func(c *config.Config) { c.AllowPrivateWebhooks = true }})
+	for _, kind := range apitest.Stores() {
+		t.Run(string(kind), func(t *testing.T) { typesMatchTheServer(t, kind) })
+	}
+}
+
+func typesMatchTheServer(t *testing.T, kind apitest.StoreKind) {
+	e := apitest.New(t, apitest.Options{Store: kind, Config: func(c *config.Config) { c.AllowPrivateWebhooks = true }})
 	ctx := context.Background()
 	rec := &recorder{}
 	c := client.New(e.URL, e.Token, client.WithHTTPClient(&http.Client{Transport: rec}))
