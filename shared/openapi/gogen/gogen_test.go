@@ -2,6 +2,11 @@ package main
 
 import (
 	"bytes"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	gotypes "go/types"
 	"io"
 	"os"
 	"path/filepath"
@@ -153,4 +158,26 @@ func FuzzGenerate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, d []byte) {
 		_, _ = generate(d, "p", "d.json", nil)
 	})
+}
+
+// TestGenerateWholeDocument: every schema of the real document, not only
+// those the client selects, makes Go that type-checks.
+func TestGenerateWholeDocument(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := generate(doc, "all", "openapi.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "all.gen.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := gotypes.Config{Importer: importer.Default()}
+	if _, err := conf.Check("all", fset, []*ast.File{f}, nil); err != nil {
+		t.Fatal(err)
+	}
 }
