@@ -7,7 +7,9 @@ package sqlite
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -53,7 +55,11 @@ type Store struct {
 	// fifth of a read's CPU.
 	getStmt, putStmt, deleteStmt, logStmt *sql.Stmt
 	batchMu                               sync.Mutex
-	batchStmts                            [maxPreparedBatch + 1]*sql.Stmt
+	// path is the database file; also, what Close closes after it.
+	path       string
+	closeMu    sync.Mutex
+	also       []io.Closer
+	batchStmts [maxPreparedBatch + 1]*sql.Stmt
 }
 
 // Option configures Open.
@@ -76,12 +82,13 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
 	}
-	dsn := "file:" + filepath.Join(dir, "store.db") +
+	path := filepath.Join(dir, "store.db")
+	dsn := "file:" + path +
 		"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	return open(dsn, opts...)
+	return open(path, dsn, opts...)
 }
 
-func open(dsn string, opts ...Option) (*Store, error) {
+func open(path, dsn string, opts ...Option) (*Store, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -92,7 +99,7 @@ func open(dsn string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", err)
 	}
-	s := &Store{db: db, now: time.Now}
+	s := &Store{db: db, now: time.Now, path: path}
 	for _, o := range opts {
 		o(s)
 	}
@@ -113,8 +120,29 @@ func open(dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the database, then what CloseWith handed over.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.closeMu.Lock()
+	also := s.also
+	s.also = nil
+	s.closeMu.Unlock()
+	for _, c := range also {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// CloseWith has Close close c too: the embedded queue keeps its own file
+// in the data directory and lives as long as the store that opened it.
+func (s *Store) CloseWith(c io.Closer) {
+	s.closeMu.Lock()
+	s.also = append(s.also, c)
+	s.closeMu.Unlock()
+}
+
+// Path is the store's database file.
+func (s *Store) Path() string { return s.path }
 
 // DB exposes the database to sibling packages of the embedded mode (the
 // change-log tailer and the queues) that share its file.
