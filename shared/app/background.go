@@ -120,8 +120,26 @@ func (s wakingSender) Send(ctx context.Context, name string, body []byte, delay 
 	if err := s.q.Send(ctx, name, body, delay); err != nil {
 		return err
 	}
+	s.wake(name)
+	return nil
+}
+
+func (s wakingSender) wake(name string) {
 	if w := s.wakes[name]; w != nil {
 		w.Notify()
+	}
+}
+
+// batchingSender is a wakingSender over a queue that sends batches; the
+// router sends through it what a pass of changes calls for at once.
+type batchingSender struct{ wakingSender }
+
+func (s batchingSender) SendBatch(ctx context.Context, msgs []queue.Outgoing) error {
+	if err := s.q.(queue.BatchSender).SendBatch(ctx, msgs); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		s.wake(m.Queue)
 	}
 	return nil
 }
@@ -147,7 +165,10 @@ func (a *App) newBackground(l Local) (*background, error) {
 	default:
 		return nil, fmt.Errorf("app: local background work needs a MessageQueue or a BatchQueue, not %T", l.Queue)
 	}
-	send := wakingSender{q: l.Queue, wakes: b.wakes}
+	var send queue.Sender = wakingSender{q: l.Queue, wakes: b.wakes}
+	if _, ok := l.Queue.(queue.BatchSender); ok {
+		send = batchingSender{send.(wakingSender)}
+	}
 	works := a.Works
 	if a.works != nil {
 		works = a.works
@@ -350,9 +371,9 @@ func (a *App) repeat(ctx context.Context, name string, every time.Duration, wake
 }
 
 // workQueue handles w's queue with up to limit messages in flight: it
-// takes a slot, receives one message and handles it in its own goroutine;
-// when the queue shows nothing it waits for a send to the queue or the
-// next tick.
+// takes the free slots (at least one), receives up to that many messages
+// at once and handles each in its own goroutine; when the queue shows
+// nothing it waits for a send to the queue or the next tick.
 func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, interval time.Duration) {
 	slots := make(chan struct{}, limit)
 	var inflight sync.WaitGroup
@@ -366,9 +387,21 @@ func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, 
 		case <-ctx.Done():
 			return
 		}
-		msgs, err := q.Receive(ctx, w.Queue, 1)
-		if err != nil || len(msgs) == 0 {
+		free := 1
+	more:
+		for free < limit {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		msgs, err := q.Receive(ctx, w.Queue, free)
+		for range free - len(msgs) {
 			<-slots
+		}
+		if err != nil || len(msgs) == 0 {
 			if err != nil && ctx.Err() == nil {
 				a.Log.ErrorContext(ctx, "receive work", "queue", w.Queue, "error", err)
 			}
@@ -380,12 +413,12 @@ func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, 
 			}
 			continue
 		}
-		inflight.Add(1)
-		go func(m queue.Message) {
-			defer inflight.Done()
-			defer func() { <-slots }()
-			a.handleMessage(ctx, q, w, m)
-		}(msgs[0])
+		for _, m := range msgs {
+			inflight.Go(func() {
+				defer func() { <-slots }()
+				a.handleMessage(ctx, q, w, m)
+			})
+		}
 	}
 }
 
