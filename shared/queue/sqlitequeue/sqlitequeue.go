@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go driver
@@ -38,11 +37,12 @@ type Queue struct {
 	now func() time.Time
 	// own is set when the queue opened db itself (Open) and closes it.
 	own bool
-	// writes serializes the queue's write transactions in this process:
-	// they wait here, in turn, instead of in SQLite's busy handler, whose
-	// sleeps (1 ms growing to 100 ms) made the wait for the file's write
-	// lock hundreds of milliseconds under load.
-	writes sync.Mutex
+	// writes holds the turn of the write transaction in progress in this
+	// process: writers wait for it in the order they came, not in
+	// SQLite's busy handler, whose sleeps (1 ms growing to 100 ms) made
+	// the wait for the file's write lock hundreds of milliseconds under
+	// load.
+	writes chan struct{}
 	// Visibility is how long a received message stays hidden.
 	Visibility time.Duration
 	// MaxReceives is how many receives a message gets before it is dead.
@@ -54,7 +54,7 @@ func New(db *sql.DB, now func() time.Time) (*Queue, error) {
 	if _, err := db.Exec(schema); err != nil {
 		return nil, fmt.Errorf("sqlitequeue: schema: %w", err)
 	}
-	return &Queue{db: db, now: now, Visibility: 30 * time.Second, MaxReceives: 10}, nil
+	return &Queue{db: db, now: now, writes: make(chan struct{}, 1), Visibility: 30 * time.Second, MaxReceives: 10}, nil
 }
 
 // Open opens (creating if needed) a queue in its own database file at
@@ -144,8 +144,12 @@ func (q *Queue) Adopt(ctx context.Context, from *sql.DB) (int, error) {
 // write runs f in a write transaction, in turn with the queue's other
 // writes.
 func (q *Queue) write(ctx context.Context, f func(tx *sql.Tx) error) error {
-	q.writes.Lock()
-	defer q.writes.Unlock()
+	select {
+	case q.writes <- struct{}{}:
+		defer func() { <-q.writes }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

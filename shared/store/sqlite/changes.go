@@ -90,11 +90,11 @@ func (s *Store) Cursor(ctx context.Context, name string) (int64, error) {
 // Advance moves a named cursor to seq and drops the changes every cursor
 // has passed, like a stream's retention.
 func (s *Store) Advance(ctx context.Context, name string, seq int64) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return err
 	}
-	defer tx.Rollback()
+	defer end()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`, name, seq); err != nil {
 		return fmt.Errorf("sqlite: advance %s: %w", name, err)
 	}
@@ -106,6 +106,11 @@ func (s *Store) Advance(ctx context.Context, name string, seq int64) error {
 
 // Sweep deletes expired items, as DynamoDB's TTL does eventually.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	end, err := s.turn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer end()
 	res, err := s.db.ExecContext(ctx, `DELETE FROM items WHERE ttl > 0 AND ttl <= ?`, s.now().Unix())
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: sweep: %w", err)
