@@ -145,28 +145,38 @@ const CursorName = "router"
 // ChangeLog is a store's log of committed changes with named positions in
 // it (the embedded store, sqlite.Store, is one).
 type ChangeLog interface {
-	Changes(ctx context.Context, after int64, limit int) ([]store.Change, error)
+	// ChangesOf reads up to limit changes after a position and returns
+	// those keep accepts (shown their position, kind and key only), how
+	// many it read and the position of the last it read.
+	ChangesOf(ctx context.Context, after int64, limit int, keep func(store.Change) bool) (kept []store.Change, read int, last int64, err error)
 	Cursor(ctx context.Context, name string) (int64, error)
 	Advance(ctx context.Context, name string, seq int64) error
 }
 
 // Tail routes the embedded store's new changes once, up to batch of them,
-// and advances the router's cursor past what it routed. It returns how
-// many changes it routed.
+// and advances the router's cursor past what it routed and what the
+// router does not show its rules (Router.Sees). It returns how many
+// changes of the log it went past, or on a failure how many of those
+// shown to the rules it routed before the failed one.
 func Tail(ctx context.Context, s ChangeLog, r Router, batch int) (int, error) {
 	after, err := s.Cursor(ctx, CursorName)
 	if err != nil {
 		return 0, err
 	}
-	changes, err := s.Changes(ctx, after, batch)
-	if err != nil || len(changes) == 0 {
+	changes, read, last, err := s.ChangesOf(ctx, after, batch, r.Sees)
+	if err != nil || read == 0 {
 		return 0, err
 	}
 	n, rerr := r.Route(ctx, changes)
-	if n > 0 {
-		if err := s.Advance(ctx, CursorName, changes[n-1].Seq); err != nil {
+	if n < len(changes) {
+		// Up to the failed change: it is read again on the next pass.
+		last = changes[n].Seq - 1
+		read = n
+	}
+	if last > after {
+		if err := s.Advance(ctx, CursorName, last); err != nil {
 			return n, err
 		}
 	}
-	return n, rerr
+	return read, rerr
 }
