@@ -52,15 +52,15 @@ type Local struct {
 	Sweep func(ctx context.Context) error
 }
 
-// MessageQueue is a work queue received a message at a time, each settled
-// on its own (sqlitequeue.Queue is one).
+// MessageQueue is a work queue whose messages are handled each on its own
+// (sqlitequeue.Queue is one).
 type MessageQueue interface {
 	queue.Sender
 	// Receive takes up to max visible messages of the named queue,
 	// hidden until settled or until the queue's visibility ends.
 	Receive(ctx context.Context, name string, max int) ([]queue.Message, error)
-	// Delete settles a handled message.
-	Delete(ctx context.Context, id string) error
+	// DeleteBatch settles handled messages, several at once.
+	DeleteBatch(ctx context.Context, ids []string) error
 	// Retry makes a failed message visible again after delay.
 	Retry(ctx context.Context, id string, delay time.Duration, cause error) error
 }
@@ -299,9 +299,13 @@ func (a *App) workOnce(ctx context.Context, w Work) (int, error) {
 	switch q := a.bg.Queue.(type) {
 	case MessageQueue:
 		msgs, err := q.Receive(ctx, w.Queue, 20)
+		var done []string
 		for _, m := range msgs {
-			a.handleMessage(ctx, q, w, m)
+			if a.handleMessage(ctx, q, w, m) {
+				done = append(done, m.ID)
+			}
 		}
+		a.settle(ctx, q, w, done)
 		return len(msgs), err
 	case BatchQueue:
 		return q.Work(ctx, w.Queue, 10, 0, func(ctx context.Context, m queue.Message) error {
@@ -373,11 +377,16 @@ func (a *App) repeat(ctx context.Context, name string, every time.Duration, wake
 // workQueue handles w's queue with up to limit messages in flight: it
 // takes the free slots (at least one), receives up to that many messages
 // at once and handles each in its own goroutine; when the queue shows
-// nothing it waits for a send to the queue or the next tick.
+// nothing it waits for a send to the queue or the next tick. Handled
+// messages are deleted by one goroutine, as many at once as have finished
+// meanwhile: a message is hidden for the queue's visibility, so a delete
+// that waits a moment receives nothing twice.
 func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, interval time.Duration) {
 	slots := make(chan struct{}, limit)
+	handled := make(chan string, limit)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
+	inflight.Go(func() { a.settleHandled(ctx, q, w, handled) })
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	wake := a.bg.wakes[w.Queue]
@@ -416,26 +425,61 @@ func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, 
 		for _, m := range msgs {
 			inflight.Go(func() {
 				defer func() { <-slots }()
-				a.handleMessage(ctx, q, w, m)
+				if a.handleMessage(ctx, q, w, m) {
+					select {
+					case handled <- m.ID:
+					case <-ctx.Done():
+					}
+				}
 			})
 		}
 	}
 }
 
-// handleMessage handles one message under MessageTimeout and settles it:
-// deleted when handled, back on the queue after its delay when not.
-func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue.Message) {
+// settleHandled deletes the handled messages' ids as they come, as many
+// at once as have come, until ctx ends; the ids left then are received
+// again after the queue's visibility, as after a crash.
+func (a *App) settleHandled(ctx context.Context, q MessageQueue, w Work, handled <-chan string) {
+	for {
+		var ids []string
+		select {
+		case id := <-handled:
+			ids = append(ids, id)
+		case <-ctx.Done():
+			return
+		}
+	more:
+		for {
+			select {
+			case id := <-handled:
+				ids = append(ids, id)
+			default:
+				break more
+			}
+		}
+		a.settle(ctx, q, w, ids)
+	}
+}
+
+// settle deletes handled messages.
+func (a *App) settle(ctx context.Context, q MessageQueue, w Work, ids []string) {
+	if err := q.DeleteBatch(ctx, ids); err != nil && ctx.Err() == nil {
+		a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "messages", len(ids), "error", err)
+	}
+}
+
+// handleMessage handles one message under MessageTimeout and tells
+// whether it was handled, to be deleted; a failed one is put back on the
+// queue after its delay.
+func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue.Message) bool {
 	hctx, cancel := context.WithTimeout(ctx, MessageTimeout)
 	herr := w.Handle(hctx, m)
 	cancel()
 	if ctx.Err() != nil {
-		return // stopping: the message becomes visible again by itself
+		return false // stopping: the message becomes visible again by itself
 	}
 	if herr == nil {
-		if err := q.Delete(ctx, m.ID); err != nil {
-			a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "message_id", m.ID, "error", err)
-		}
-		return
+		return true
 	}
 	delay, ok := queue.DelayOf(herr)
 	if !ok {
@@ -445,4 +489,5 @@ func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue
 	if err := q.Retry(ctx, m.ID, delay, herr); err != nil {
 		a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "message_id", m.ID, "error", err)
 	}
+	return false
 }
