@@ -99,8 +99,10 @@ func (r Router) routeBatch(ctx context.Context, q queue.BatchSender, changes []s
 		}
 		all = append(all, out...)
 	}
-	if err := q.SendBatch(ctx, all); err != nil {
-		return 0, fmt.Errorf("pipeline: send %d messages: %w", len(all), err)
+	if len(all) > 0 {
+		if err := q.SendBatch(ctx, all); err != nil {
+			return 0, fmt.Errorf("pipeline: send %d messages: %w", len(all), err)
+		}
 	}
 	for i, c := range changes[:n] {
 		if !r.Sees(c) {
