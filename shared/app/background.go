@@ -52,15 +52,15 @@ type Local struct {
 	Sweep func(ctx context.Context) error
 }
 
-// MessageQueue is a work queue received a message at a time, each settled
-// on its own (sqlitequeue.Queue is one).
+// MessageQueue is a work queue whose messages are handled each on its own
+// (sqlitequeue.Queue is one).
 type MessageQueue interface {
 	queue.Sender
 	// Receive takes up to max visible messages of the named queue,
 	// hidden until settled or until the queue's visibility ends.
 	Receive(ctx context.Context, name string, max int) ([]queue.Message, error)
-	// Delete settles a handled message.
-	Delete(ctx context.Context, id string) error
+	// DeleteBatch settles handled messages, several at once.
+	DeleteBatch(ctx context.Context, ids []string) error
 	// Retry makes a failed message visible again after delay.
 	Retry(ctx context.Context, id string, delay time.Duration, cause error) error
 }
@@ -120,8 +120,26 @@ func (s wakingSender) Send(ctx context.Context, name string, body []byte, delay 
 	if err := s.q.Send(ctx, name, body, delay); err != nil {
 		return err
 	}
+	s.wake(name)
+	return nil
+}
+
+func (s wakingSender) wake(name string) {
 	if w := s.wakes[name]; w != nil {
 		w.Notify()
+	}
+}
+
+// batchingSender is a wakingSender over a queue that sends batches; the
+// router sends through it what a pass of changes calls for at once.
+type batchingSender struct{ wakingSender }
+
+func (s batchingSender) SendBatch(ctx context.Context, msgs []queue.Outgoing) error {
+	if err := s.q.(queue.BatchSender).SendBatch(ctx, msgs); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		s.wake(m.Queue)
 	}
 	return nil
 }
@@ -147,7 +165,10 @@ func (a *App) newBackground(l Local) (*background, error) {
 	default:
 		return nil, fmt.Errorf("app: local background work needs a MessageQueue or a BatchQueue, not %T", l.Queue)
 	}
-	send := wakingSender{q: l.Queue, wakes: b.wakes}
+	var send queue.Sender = wakingSender{q: l.Queue, wakes: b.wakes}
+	if _, ok := l.Queue.(queue.BatchSender); ok {
+		send = batchingSender{send.(wakingSender)}
+	}
 	works := a.Works
 	if a.works != nil {
 		works = a.works
@@ -278,9 +299,13 @@ func (a *App) workOnce(ctx context.Context, w Work) (int, error) {
 	switch q := a.bg.Queue.(type) {
 	case MessageQueue:
 		msgs, err := q.Receive(ctx, w.Queue, 20)
+		var done []string
 		for _, m := range msgs {
-			a.handleMessage(ctx, q, w, m)
+			if a.handleMessage(ctx, q, w, m) {
+				done = append(done, m.ID)
+			}
 		}
+		a.settle(ctx, q, w, done)
 		return len(msgs), err
 	case BatchQueue:
 		return q.Work(ctx, w.Queue, 10, 0, func(ctx context.Context, m queue.Message) error {
@@ -350,13 +375,18 @@ func (a *App) repeat(ctx context.Context, name string, every time.Duration, wake
 }
 
 // workQueue handles w's queue with up to limit messages in flight: it
-// takes a slot, receives one message and handles it in its own goroutine;
-// when the queue shows nothing it waits for a send to the queue or the
-// next tick.
+// takes the free slots (at least one), receives up to that many messages
+// at once and handles each in its own goroutine; when the queue shows
+// nothing it waits for a send to the queue or the next tick. Handled
+// messages are deleted by one goroutine, as many at once as have finished
+// meanwhile: a message is hidden for the queue's visibility, so a delete
+// that waits a moment receives nothing twice.
 func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, interval time.Duration) {
 	slots := make(chan struct{}, limit)
+	handled := make(chan string, limit)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
+	inflight.Go(func() { a.settleHandled(ctx, q, w, handled) })
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	wake := a.bg.wakes[w.Queue]
@@ -366,9 +396,21 @@ func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, 
 		case <-ctx.Done():
 			return
 		}
-		msgs, err := q.Receive(ctx, w.Queue, 1)
-		if err != nil || len(msgs) == 0 {
+		free := 1
+	more:
+		for free < limit {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		msgs, err := q.Receive(ctx, w.Queue, free)
+		for range free - len(msgs) {
 			<-slots
+		}
+		if err != nil || len(msgs) == 0 {
 			if err != nil && ctx.Err() == nil {
 				a.Log.ErrorContext(ctx, "receive work", "queue", w.Queue, "error", err)
 			}
@@ -380,29 +422,64 @@ func (a *App) workQueue(ctx context.Context, q MessageQueue, w Work, limit int, 
 			}
 			continue
 		}
-		inflight.Add(1)
-		go func(m queue.Message) {
-			defer inflight.Done()
-			defer func() { <-slots }()
-			a.handleMessage(ctx, q, w, m)
-		}(msgs[0])
+		for _, m := range msgs {
+			inflight.Go(func() {
+				defer func() { <-slots }()
+				if a.handleMessage(ctx, q, w, m) {
+					select {
+					case handled <- m.ID:
+					case <-ctx.Done():
+					}
+				}
+			})
+		}
 	}
 }
 
-// handleMessage handles one message under MessageTimeout and settles it:
-// deleted when handled, back on the queue after its delay when not.
-func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue.Message) {
+// settleHandled deletes the handled messages' ids as they come, as many
+// at once as have come, until ctx ends; the ids left then are received
+// again after the queue's visibility, as after a crash.
+func (a *App) settleHandled(ctx context.Context, q MessageQueue, w Work, handled <-chan string) {
+	for {
+		var ids []string
+		select {
+		case id := <-handled:
+			ids = append(ids, id)
+		case <-ctx.Done():
+			return
+		}
+	more:
+		for {
+			select {
+			case id := <-handled:
+				ids = append(ids, id)
+			default:
+				break more
+			}
+		}
+		a.settle(ctx, q, w, ids)
+	}
+}
+
+// settle deletes handled messages.
+func (a *App) settle(ctx context.Context, q MessageQueue, w Work, ids []string) {
+	if err := q.DeleteBatch(ctx, ids); err != nil && ctx.Err() == nil {
+		a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "messages", len(ids), "error", err)
+	}
+}
+
+// handleMessage handles one message under MessageTimeout and tells
+// whether it was handled, to be deleted; a failed one is put back on the
+// queue after its delay.
+func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue.Message) bool {
 	hctx, cancel := context.WithTimeout(ctx, MessageTimeout)
 	herr := w.Handle(hctx, m)
 	cancel()
 	if ctx.Err() != nil {
-		return // stopping: the message becomes visible again by itself
+		return false // stopping: the message becomes visible again by itself
 	}
 	if herr == nil {
-		if err := q.Delete(ctx, m.ID); err != nil {
-			a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "message_id", m.ID, "error", err)
-		}
-		return
+		return true
 	}
 	delay, ok := queue.DelayOf(herr)
 	if !ok {
@@ -412,4 +489,5 @@ func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue
 	if err := q.Retry(ctx, m.ID, delay, herr); err != nil {
 		a.Log.ErrorContext(ctx, "settle work", "queue", w.Queue, "message_id", m.ID, "error", err)
 	}
+	return false
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue/sqstest"
 	"github.com/moku/sellerapi/shared/store"
@@ -184,5 +186,76 @@ func TestCommitsWakeTheLocalBackground(t *testing.T) {
 	defer h.mu.Unlock()
 	if strings.Join(h.got, " ") != `{"n":1} {"n":2}` {
 		t.Fatalf("worked %v", h.got)
+	}
+}
+
+// Under concurrent writers, the embedded pipeline (batched sends, batched
+// receives, batched deletes) works every job exactly once and settles
+// every message: the queue ends empty.
+func TestLocalBackgroundWorksEachJobOnceUnderLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	st, local, err := embedded.Open(t.TempDir(), clock.System{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := &handled{done: make(chan struct{}, 1)}
+	work := app.Work{Queue: queue.SyncJobs, Handle: h.handle,
+		Rule: func(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+			return []pipeline.Outgoing{{Queue: queue.SyncJobs, Body: []byte(c.Key.SK)}}, nil
+		}}
+	a, err := app.New(ctx, config.Default(), app.WithStore(st), app.WithClock(clock.System{}), app.WithLocal(local),
+		app.WithLogOutput(t.Output()), app.WithWorks(func(queue.Sender) []app.Work { return []app.Work{work} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bg sync.WaitGroup
+	bg.Go(func() { a.RunBackground(ctx, time.Hour) })
+	defer bg.Wait()
+	defer cancel()
+
+	const writers, each = 8, 40
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				sk := fmt.Sprintf("%s%d-%d", datamodel.SyncJobPrefix, w, i)
+				if err := st.Transact(ctx, store.Put(store.Item{PK: "VENDOR#ven_1", SK: sk, Version: 1}, store.IfAbsent())); err != nil {
+					t.Error(err)
+				}
+				// Stock-like writes that route nothing, between the jobs.
+				st.Transact(ctx, store.Put(store.Item{PK: "VENDOR#ven_1", SK: fmt.Sprintf("OTHER#%d", w), Version: int64(i + 1)}, store.Cond{}))
+			}
+		})
+	}
+	wg.Wait()
+	q := local.Queue.(*sqlitequeue.Queue)
+	deadline := time.After(60 * time.Second)
+	for {
+		h.mu.Lock()
+		n := len(h.got)
+		h.mu.Unlock()
+		pending, err := q.Pending(ctx, queue.SyncJobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= writers*each && pending == 0 {
+			break
+		}
+		select {
+		case <-h.done:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%d of %d jobs worked, %d messages pending", n, writers*each, pending)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]int{}
+	for _, sk := range h.got {
+		seen[sk]++
+	}
+	if len(seen) != writers*each || len(h.got) != writers*each {
+		t.Fatalf("%d jobs worked, %d distinct; want %d once each", len(h.got), len(seen), writers*each)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/queue"
@@ -18,11 +17,7 @@ import (
 )
 
 // Outgoing is a message a rule wants sent.
-type Outgoing struct {
-	Queue string
-	Body  []byte
-	Delay time.Duration
-}
+type Outgoing = queue.Outgoing
 
 // Rule makes the messages one change calls for; most changes call for none.
 type Rule func(ctx context.Context, c store.Change) ([]Outgoing, error)
@@ -62,30 +57,88 @@ func (r Router) Sees(c store.Change) bool {
 
 // Route handles changes in order. It stops at the first failure and
 // reports how many changes were fully routed, so the caller retries from
-// the failed one: work is sent at least once, never skipped.
+// the failed one: work is sent at least once, never skipped. On a
+// queue.BatchSender the messages of every change before the failure are
+// sent in one batch, all or none.
 func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) {
+	if b, ok := r.Queue.(queue.BatchSender); ok {
+		return r.routeBatch(ctx, b, changes)
+	}
 	for i, c := range changes {
 		if !r.Sees(c) {
 			continue
 		}
-		for _, rule := range r.Rules {
-			out, err := rule(ctx, c)
-			if err != nil {
-				return i, fmt.Errorf("pipeline: route %s/%s: %w", c.Key.PK, c.Key.SK, err)
-			}
-			for _, o := range out {
-				if err := r.Queue.Send(ctx, o.Queue, o.Body, o.Delay); err != nil {
-					return i, fmt.Errorf("pipeline: send to %s: %w", o.Queue, err)
-				}
+		out, err := r.messages(ctx, c)
+		for _, o := range out {
+			if err := r.Queue.Send(ctx, o.Queue, o.Body, o.Delay); err != nil {
+				return i, fmt.Errorf("pipeline: send to %s: %w", o.Queue, err)
 			}
 		}
-		if r.Pending != nil {
-			if err := r.Pending.Transact(ctx, store.Delete(datamodel.PendingKey(c.Key), store.Cond{})); err != nil {
-				return i, fmt.Errorf("pipeline: mark %s/%s routed: %w", c.Key.PK, c.Key.SK, err)
-			}
+		if err != nil {
+			return i, err
+		}
+		if err := r.routed(ctx, c); err != nil {
+			return i, err
 		}
 	}
 	return len(changes), nil
+}
+
+// routeBatch is Route on a queue that sends a batch at once.
+func (r Router) routeBatch(ctx context.Context, q queue.BatchSender, changes []store.Change) (int, error) {
+	var all []Outgoing
+	n, failed := len(changes), error(nil)
+	for i, c := range changes {
+		if !r.Sees(c) {
+			continue
+		}
+		out, err := r.messages(ctx, c)
+		if err != nil {
+			n, failed = i, err
+			break
+		}
+		all = append(all, out...)
+	}
+	if len(all) > 0 {
+		if err := q.SendBatch(ctx, all); err != nil {
+			return 0, fmt.Errorf("pipeline: send %d messages: %w", len(all), err)
+		}
+	}
+	for i, c := range changes[:n] {
+		if !r.Sees(c) {
+			continue
+		}
+		if err := r.routed(ctx, c); err != nil {
+			return i, err
+		}
+	}
+	return n, failed
+}
+
+// messages asks every rule what c calls for. On a rule's failure it
+// returns the messages of the rules before it with the error: they are
+// sent again when c is.
+func (r Router) messages(ctx context.Context, c store.Change) ([]Outgoing, error) {
+	var all []Outgoing
+	for _, rule := range r.Rules {
+		out, err := rule(ctx, c)
+		if err != nil {
+			return all, fmt.Errorf("pipeline: route %s/%s: %w", c.Key.PK, c.Key.SK, err)
+		}
+		all = append(all, out...)
+	}
+	return all, nil
+}
+
+// routed deletes c's pending marker, when the router keeps them.
+func (r Router) routed(ctx context.Context, c store.Change) error {
+	if r.Pending == nil {
+		return nil
+	}
+	if err := r.Pending.Transact(ctx, store.Delete(datamodel.PendingKey(c.Key), store.Cond{})); err != nil {
+		return fmt.Errorf("pipeline: mark %s/%s routed: %w", c.Key.PK, c.Key.SK, err)
+	}
+	return nil
 }
 
 // CursorName is the embedded router's position in the change log.
@@ -94,28 +147,38 @@ const CursorName = "router"
 // ChangeLog is a store's log of committed changes with named positions in
 // it (the embedded store, sqlite.Store, is one).
 type ChangeLog interface {
-	Changes(ctx context.Context, after int64, limit int) ([]store.Change, error)
+	// ChangesOf reads up to limit changes after a position and returns
+	// those keep accepts (shown their position, kind and key only), how
+	// many it read and the position of the last it read.
+	ChangesOf(ctx context.Context, after int64, limit int, keep func(store.Change) bool) (kept []store.Change, read int, last int64, err error)
 	Cursor(ctx context.Context, name string) (int64, error)
 	Advance(ctx context.Context, name string, seq int64) error
 }
 
 // Tail routes the embedded store's new changes once, up to batch of them,
-// and advances the router's cursor past what it routed. It returns how
-// many changes it routed.
+// and advances the router's cursor past what it routed and what the
+// router does not show its rules (Router.Sees). It returns how many
+// changes of the log it went past, or on a failure how many of those
+// shown to the rules it routed before the failed one.
 func Tail(ctx context.Context, s ChangeLog, r Router, batch int) (int, error) {
 	after, err := s.Cursor(ctx, CursorName)
 	if err != nil {
 		return 0, err
 	}
-	changes, err := s.Changes(ctx, after, batch)
-	if err != nil || len(changes) == 0 {
+	changes, read, last, err := s.ChangesOf(ctx, after, batch, r.Sees)
+	if err != nil || read == 0 {
 		return 0, err
 	}
 	n, rerr := r.Route(ctx, changes)
-	if n > 0 {
-		if err := s.Advance(ctx, CursorName, changes[n-1].Seq); err != nil {
+	if n < len(changes) {
+		// Up to the failed change: it is read again on the next pass.
+		last = changes[n].Seq - 1
+		read = n
+	}
+	if last > after {
+		if err := s.Advance(ctx, CursorName, last); err != nil {
 			return n, err
 		}
 	}
-	return n, rerr
+	return read, rerr
 }

@@ -47,6 +47,21 @@ type Sender interface {
 	Send(ctx context.Context, queue string, body []byte, delay time.Duration) error
 }
 
+// Outgoing is a message to send: its queue, its body and its delay.
+type Outgoing struct {
+	Queue string
+	Body  []byte
+	Delay time.Duration
+}
+
+// BatchSender is a Sender that also sends several messages at once, all
+// or none (the embedded queue, in one transaction): the router sends
+// what a pass of changes calls for with one write instead of one each.
+type BatchSender interface {
+	Sender
+	SendBatch(ctx context.Context, msgs []Outgoing) error
+}
+
 // Handler handles one message. A nil error deletes the message; any other
 // error leaves it for a retry after the queue's visibility timeout, or
 // after RetryAfter's delay when the error carries one. After the queue's

@@ -8,6 +8,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/blob"
@@ -18,6 +19,12 @@ import (
 	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
+
+// QueueFile is the work queue's database in the data directory, beside
+// the store's: the queue's writes (sends, receives, deletes: three per
+// unit of work) never wait for the store's write lock, nor the clients'
+// writes for them.
+const QueueFile = "queue.db"
 
 // TailBatch is how many changes the router reads from the change log at
 // a time.
@@ -43,11 +50,17 @@ func Open(dir string, c clock.Clock) (*sqlite.Store, app.Local, error) {
 }
 
 // Local is the background work over an opened embedded store: its change
-// log, its work queue (sqlitequeue, in the same database) and its sweep of
-// expired items. Without Open's signal the router runs on its tick.
+// log, its work queue (sqlitequeue, in its own file beside the store's,
+// QueueFile, closed with the store) and its sweep of expired items.
+// Without Open's signal the router runs on its tick.
 func Local(st *sqlite.Store, c clock.Clock) (app.Local, error) {
-	q, err := sqlitequeue.New(st.DB(), c.Now)
+	q, err := sqlitequeue.Open(filepath.Join(filepath.Dir(st.Path()), QueueFile), c.Now)
 	if err != nil {
+		return app.Local{}, fmt.Errorf("embedded: queue: %w", err)
+	}
+	st.CloseWith(q)
+	// Messages queued by a server from before the queue had its own file.
+	if _, err := q.Adopt(context.Background(), st.DB()); err != nil {
 		return app.Local{}, fmt.Errorf("embedded: queue: %w", err)
 	}
 	return app.Local{

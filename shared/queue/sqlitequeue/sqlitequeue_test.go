@@ -3,6 +3,7 @@ package sqlitequeue_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,18 +17,104 @@ import (
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
+// open opens a queue in its own file, as the local server does.
 func open(t *testing.T) (*sqlitequeue.Queue, *clock.Fake) {
 	fake := clocktest.Fake(2026, 1, 1, 0, 0, 0)
-	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(fake.Now))
+	q, err := sqlitequeue.Open(filepath.Join(t.TempDir(), "queue.db"), fake.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
-	q, err := sqlitequeue.New(s.DB(), fake.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { q.Close() })
 	return q, fake
+}
+
+// TestBatchesSendAndDeleteTogether sends a batch to two queues and deletes
+// several messages at once; an empty batch does nothing.
+func TestBatchesSendAndDeleteTogether(t *testing.T) {
+	ctx := context.Background()
+	q, fake := open(t)
+	if err := q.SendBatch(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := q.SendBatch(ctx, []queue.Outgoing{
+		{Queue: "work", Body: []byte("a")}, {Queue: "work", Body: []byte("b")},
+		{Queue: "work", Body: []byte("later"), Delay: time.Minute}, {Queue: "other", Body: []byte("x")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := q.Receive(ctx, "work", 10)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("received %+v, %v; want a and b", msgs, err)
+	}
+	if err := q.DeleteBatch(ctx, []string{msgs[0].ID, msgs[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(q.Visibility)
+	if again, _ := q.Receive(ctx, "work", 10); len(again) != 0 {
+		t.Fatalf("deleted messages came back: %+v", again)
+	}
+	if p, _ := q.Pending(ctx, "work"); p != 1 {
+		t.Fatalf("%d pending on work, want the delayed one", p)
+	}
+	if p, _ := q.Pending(ctx, "other"); p != 1 {
+		t.Fatalf("%d pending on other", p)
+	}
+}
+
+// TestAdoptMovesTheStoresQueuedMessages: a data directory from before the
+// queue had its own file keeps its messages in the store's database; the
+// queue's file takes them over with their state (receives, visibility,
+// dead letters), and the old table goes, so a second adoption moves none.
+func TestAdoptMovesTheStoresQueuedMessages(t *testing.T) {
+	ctx := context.Background()
+	fake := clocktest.Fake(2026, 1, 1, 0, 0, 0)
+	dir := t.TempDir()
+	st, err := sqlite.Open(dir, sqlite.WithClock(fake.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	old, err := sqlitequeue.New(st.DB(), fake.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.MaxReceives = 1
+	old.Send(ctx, "work", []byte("ready"), 0)
+	old.Send(ctx, "work", []byte("later"), time.Minute)
+	old.Send(ctx, "poison", []byte("p"), 0)
+	old.Receive(ctx, "poison", 1)
+	fake.Advance(old.Visibility)
+	old.Receive(ctx, "poison", 1) // a second receive: dead
+
+	q, err := sqlitequeue.Open(filepath.Join(dir, "queue.db"), fake.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if n, err := q.Adopt(ctx, st.DB()); err != nil || n != 3 {
+		t.Fatalf("adopted %d, %v; want 3", n, err)
+	}
+	if n, err := q.Adopt(ctx, st.DB()); err != nil || n != 0 {
+		t.Fatalf("adopted %d again, %v", n, err)
+	}
+	msgs, _ := q.Receive(ctx, "work", 10)
+	if len(msgs) != 1 || string(msgs[0].Body) != "ready" || msgs[0].Receives != 1 {
+		t.Fatalf("received %+v, want the ready message", msgs)
+	}
+	q.Delete(ctx, msgs[0].ID)
+	fake.Advance(time.Minute)
+	if later, _ := q.Receive(ctx, "work", 10); len(later) != 1 || string(later[0].Body) != "later" {
+		t.Fatalf("received %+v, want the delayed message once due", later)
+	}
+	if dead, _ := q.Dead(ctx, "poison"); len(dead) != 1 {
+		t.Fatalf("dead letters %+v", dead)
+	}
+	var tables int
+	st.DB().QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = 'queue_messages'`).Scan(&tables)
+	if tables != 0 {
+		t.Fatal("the store's database still has the old queue table")
+	}
 }
 
 func TestVisibilityRetryAndDeadLetter(t *testing.T) {

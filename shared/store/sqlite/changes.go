@@ -43,20 +43,35 @@ func (s *Store) logChange(ctx context.Context, tx *sql.Tx, k store.Key, written 
 // Changes reads the change log after seq, oldest first. Writes made by
 // Increment (rate windows and other counters) are not logged.
 func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	out, _, _, err := s.ChangesOf(ctx, after, limit, nil)
+	return out, err
+}
+
+// ChangesOf reads up to limit changes after seq, oldest first, and returns
+// those keep accepts, how many it read and the position of the last: keep
+// sees each change's position, kind and key only, and the changes it
+// refuses are read past without decoding their items (the change router
+// is shown inserts of events and jobs, a few of each adjustment's
+// changes). A nil keep accepts every change.
+func (s *Store) ChangesOf(ctx context.Context, after int64, limit int, keep func(store.Change) bool) (kept []store.Change, read int, last int64, err error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, pk, sk, new, old FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read changes: %w", err)
+		return nil, 0, after, fmt.Errorf("sqlite: read changes: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Change
+	last = after
 	for rows.Next() {
 		var c store.Change
 		var kind string
-		var newJSON, oldJSON []byte
+		var newJSON, oldJSON sql.RawBytes
 		if err := rows.Scan(&c.Seq, &kind, &c.Key.PK, &c.Key.SK, &newJSON, &oldJSON); err != nil {
-			return nil, fmt.Errorf("sqlite: read changes: %w", err)
+			return nil, 0, after, fmt.Errorf("sqlite: read changes: %w", err)
 		}
 		c.Kind = store.ChangeKind(kind)
+		read, last = read+1, c.Seq
+		if keep != nil && !keep(c) {
+			continue
+		}
 		for _, x := range []struct {
 			raw []byte
 			dst **store.Item
@@ -64,14 +79,17 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 			if len(x.raw) > 0 {
 				var it store.Item
 				if err := json.Unmarshal(x.raw, &it); err != nil {
-					return nil, fmt.Errorf("sqlite: decode change %d: %w", c.Seq, err)
+					return nil, 0, after, fmt.Errorf("sqlite: decode change %d: %w", c.Seq, err)
 				}
 				*x.dst = &it
 			}
 		}
-		out = append(out, c)
+		kept = append(kept, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, after, fmt.Errorf("sqlite: read changes: %w", err)
+	}
+	return kept, read, last, nil
 }
 
 // Cursor reads a named position in the change log (0 when unset).
@@ -90,11 +108,11 @@ func (s *Store) Cursor(ctx context.Context, name string) (int64, error) {
 // Advance moves a named cursor to seq and drops the changes every cursor
 // has passed, like a stream's retention.
 func (s *Store) Advance(ctx context.Context, name string, seq int64) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return err
 	}
-	defer tx.Rollback()
+	defer end()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`, name, seq); err != nil {
 		return fmt.Errorf("sqlite: advance %s: %w", name, err)
 	}
@@ -106,6 +124,11 @@ func (s *Store) Advance(ctx context.Context, name string, seq int64) error {
 
 // Sweep deletes expired items, as DynamoDB's TTL does eventually.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	end, err := s.turn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer end()
 	res, err := s.db.ExecContext(ctx, `DELETE FROM items WHERE ttl > 0 AND ttl <= ?`, s.now().Unix())
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: sweep: %w", err)

@@ -6,8 +6,11 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -52,8 +55,14 @@ type Store struct {
 	// The statements every request runs, prepared once: parsing SQL was a
 	// fifth of a read's CPU.
 	getStmt, putStmt, deleteStmt, logStmt *sql.Stmt
-	batchMu                               sync.Mutex
-	batchStmts                            [maxPreparedBatch + 1]*sql.Stmt
+	// writes holds the turn of the write in progress (beginWrite).
+	writes  chan struct{}
+	batchMu sync.Mutex
+	// path is the database file; also, what Close closes after it.
+	path       string
+	closeMu    sync.Mutex
+	also       []io.Closer
+	batchStmts [maxPreparedBatch + 1]*sql.Stmt
 }
 
 // Option configures Open.
@@ -76,12 +85,13 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
 	}
-	dsn := "file:" + filepath.Join(dir, "store.db") +
+	path := filepath.Join(dir, "store.db")
+	dsn := "file:" + path +
 		"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	return open(dsn, opts...)
+	return open(path, dsn, opts...)
 }
 
-func open(dsn string, opts ...Option) (*Store, error) {
+func open(path, dsn string, opts ...Option) (*Store, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -92,7 +102,7 @@ func open(dsn string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", err)
 	}
-	s := &Store{db: db, now: time.Now}
+	s := &Store{db: db, now: time.Now, path: path, writes: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -113,8 +123,59 @@ func open(dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// turn waits for the store's other writes in this process to end, in the
+// order they came, and returns the end of this one's turn. Writers wait
+// here rather than in SQLite's busy handler, whose sleeps (1 ms growing to
+// 100 ms) let a writer wait hundreds of milliseconds while later ones took
+// the lock: under load the change router and the webhook worker's claims
+// waited behind the clients' writes for up to a second. Another process
+// writing the same file is still waited for by the busy handler.
+func (s *Store) turn(ctx context.Context) (end func(), err error) {
+	select {
+	case s.writes <- struct{}{}:
+		return func() { <-s.writes }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sqlite: wait to write: %w", ctx.Err())
+	}
+}
+
+// beginWrite begins a write transaction in its turn (turn); end rolls it
+// back unless it was committed and ends the turn.
+func (s *Store) beginWrite(ctx context.Context) (tx *sql.Tx, end func(), err error) {
+	done, err := s.turn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+		done()
+		return nil, nil, fmt.Errorf("sqlite: begin: %w", err)
+	}
+	return tx, func() { tx.Rollback(); done() }, nil
+}
+
+// Close closes the database, then what CloseWith handed over.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.closeMu.Lock()
+	also := s.also
+	s.also = nil
+	s.closeMu.Unlock()
+	for _, c := range also {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// CloseWith has Close close c too: the embedded queue keeps its own file
+// in the data directory and lives as long as the store that opened it.
+func (s *Store) CloseWith(c io.Closer) {
+	s.closeMu.Lock()
+	s.also = append(s.also, c)
+	s.closeMu.Unlock()
+}
+
+// Path is the store's database file.
+func (s *Store) Path() string { return s.path }
 
 // DB exposes the database to sibling packages of the embedded mode (the
 // change-log tailer and the queues) that share its file.

@@ -58,11 +58,11 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 		return err
 	}
 	defer store.StartRoundTrip(ctx)()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return err
 	}
-	defer tx.Rollback()
+	defer end()
 
 	current := make([]store.Item, len(ops))
 	live := make([]bool, len(ops))
@@ -157,11 +157,11 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 		return 0, err
 	}
 	defer store.StartRoundTrip(ctx)()
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: begin: %w", err)
+		return 0, err
 	}
-	defer tx.Rollback()
+	defer end()
 	it, ok, err := s.get(ctx, tx, k)
 	if err != nil {
 		return 0, err
