@@ -21,6 +21,9 @@ type Service struct {
 	Store     store.Store
 	Clock     clock.Clock
 	Authority Authority
+	// Decoded, when set, keeps products decoded between the reads that
+	// only answer with them (ViewOf); see store.Decoded.
+	Decoded *store.Decoded[Product]
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }

@@ -109,6 +109,9 @@ type Service struct {
 	Store     store.Store
 	Clock     clock.Clock
 	Authority catalog.Authority
+	// Products, when set, keeps products decoded between list pages; see
+	// store.Decoded.
+	Products *store.Decoded[catalog.Product]
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "inventory item not found") }
@@ -184,7 +187,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 	// emit adds the items of one product after the start position; it
 	// reports whether the page is full.
 	emit := func(it store.Item) (full bool, err error) {
-		p, err := catalog.Decode(it)
+		p, err := s.Products.Decode(it, catalog.Decode)
 		if err != nil {
 			return false, errs.Unavailablef(err, "inventory could not be read")
 		}
