@@ -58,7 +58,7 @@ func TestDecodedStaysBounded(t *testing.T) {
 	c := store.NewDecoded[doc](3)
 	decode := func(it store.Item) (doc, error) { return doc{Name: it.SK}, nil }
 	for i := range 100 {
-		sk := string(rune('a' + i%26)) + string(rune('a'+i/26))
+		sk := string(rune('a'+i%26)) + string(rune('a'+i/26))
 		if d, _ := c.Decode(store.Item{PK: "P", SK: sk, Data: []byte(sk)}, decode); d.Name != sk {
 			t.Fatalf("got %q for %q", d.Name, sk)
 		}
