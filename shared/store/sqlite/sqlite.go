@@ -54,6 +54,7 @@ type Store struct {
 	getStmt, putStmt, deleteStmt, logStmt *sql.Stmt
 	batchMu                               sync.Mutex
 	batchStmts                            [maxPreparedBatch + 1]*sql.Stmt
+	cache                                 *cache
 }
 
 // Option configures Open.
@@ -86,8 +87,9 @@ func open(dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
+	// Eight for requests, one held by the cache's watch.
+	db.SetMaxOpenConns(9)
+	db.SetMaxIdleConns(9)
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", err)
@@ -110,11 +112,18 @@ func open(dsn string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
+	if s.cache, err = newCache(db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.cache.close()
+	return s.db.Close()
+}
 
 // DB exposes the database to sibling packages of the embedded mode (the
 // change-log tailer and the queues) that share its file.

@@ -1,0 +1,115 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// cache holds items the store has read, valid only while nothing has been
+// committed to the database since: before answering from it, a read asks
+// SQLite for the database's data version (PRAGMA data_version on the
+// store's own watch connection, which never writes), which changes with
+// every commit of any other connection, this process's or another's; on a
+// change the cache is emptied. So a read never sees less than a read of
+// the file would: a commit that finished before the read began, by this
+// process or another sharing the data directory, is always seen. The
+// check costs one trivial statement instead of the batch read.
+type cache struct {
+	mu      sync.Mutex
+	watch   *sql.Conn
+	version *sql.Stmt // PRAGMA data_version, on watch
+
+	// seen is the data version the entries are valid for.
+	seen    int64
+	items   map[store.Key]store.Item
+	bytes   int
+	maxSize int
+}
+
+// cacheBytes bounds the documents the cache holds; past it, it starts
+// again empty.
+const cacheBytes = 16 << 20
+
+func newCache(db *sql.DB) (*cache, error) {
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: watch connection: %w", err)
+	}
+	st, err := conn.PrepareContext(ctx, `PRAGMA data_version`)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("sqlite: prepare data_version: %w", err)
+	}
+	return &cache{watch: conn, version: st, seen: -1, items: map[store.Key]store.Item{}, maxSize: cacheBytes}, nil
+}
+
+func (c *cache) close() error {
+	c.version.Close()
+	return c.watch.Close()
+}
+
+// current asks the database's data version and empties the cache when it
+// moved; it returns the version the caller's reads will be valid for.
+func (c *cache) current(ctx context.Context) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var v int64
+	if err := c.version.QueryRowContext(ctx).Scan(&v); err != nil {
+		return 0, fmt.Errorf("sqlite: data version: %w", err)
+	}
+	if v != c.seen {
+		c.seen, c.items, c.bytes = v, map[store.Key]store.Item{}, 0
+	}
+	return v, nil
+}
+
+// lookup returns the cached items of keys (a zero PK where not held) and
+// how many it held, provided the data version is still v.
+func (c *cache) lookup(v int64, keys []store.Key, out []store.Item) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v != c.seen {
+		return 0
+	}
+	n := 0
+	for i, k := range keys {
+		if it, ok := c.items[k]; ok {
+			// The numeric attributes are a map: each reader gets its
+			// own, so that none can change what the next is answered.
+			it.Nums = maps.Clone(it.Nums)
+			out[i] = it
+			n++
+		}
+	}
+	return n
+}
+
+// fill remembers items read at data version v, unless a commit has been
+// seen since (then they may be older than what the next read must see).
+func (c *cache) fill(v int64, items []store.Item) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v != c.seen {
+		return
+	}
+	for _, it := range items {
+		if it.PK == "" {
+			continue
+		}
+		if c.bytes+len(it.Data) > c.maxSize {
+			c.items, c.bytes = map[store.Key]store.Item{}, 0
+		}
+		if old, ok := c.items[it.Key()]; ok {
+			c.bytes -= len(old.Data)
+		}
+		it.Nums = maps.Clone(it.Nums)
+		c.items[it.Key()] = it
+		c.bytes += len(it.Data)
+	}
+}
