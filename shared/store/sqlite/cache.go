@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"sync"
 
@@ -20,9 +23,13 @@ import (
 // process or another sharing the data directory, is always seen. The
 // check costs one trivial statement instead of the batch read.
 type cache struct {
-	mu      sync.Mutex
-	watch   *sql.Conn
-	version *sql.Stmt // PRAGMA data_version, on watch
+	mu    sync.Mutex
+	watch *sql.Conn
+	// version is PRAGMA data_version prepared on watch's driver
+	// connection, run without database/sql's bookkeeping (which cost as
+	// much again as the statement); row is its result.
+	version driver.StmtQueryContext
+	row     [1]driver.Value
 
 	// seen is the data version the entries are valid for.
 	seen    int64
@@ -41,16 +48,31 @@ func newCache(db *sql.DB) (*cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: watch connection: %w", err)
 	}
-	st, err := conn.PrepareContext(ctx, `PRAGMA data_version`)
+	c := &cache{watch: conn, seen: -1, items: map[store.Key]store.Item{}, maxSize: cacheBytes}
+	err = conn.Raw(func(dc any) error {
+		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, `PRAGMA data_version`)
+		if err != nil {
+			return err
+		}
+		q, ok := st.(driver.StmtQueryContext)
+		if !ok {
+			st.Close()
+			return errors.New("the driver's statements take no context")
+		}
+		c.version = q
+		return nil
+	})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sqlite: prepare data_version: %w", err)
 	}
-	return &cache{watch: conn, version: st, seen: -1, items: map[store.Key]store.Item{}, maxSize: cacheBytes}, nil
+	return c, nil
 }
 
 func (c *cache) close() error {
-	c.version.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watch.Raw(func(any) error { return c.version.(driver.Stmt).Close() })
 	return c.watch.Close()
 }
 
@@ -60,7 +82,32 @@ func (c *cache) current(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var v int64
-	if err := c.version.QueryRowContext(ctx).Scan(&v); err != nil {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("sqlite: data version: %w", err)
+	}
+	err := c.watch.Raw(func(any) error {
+		// Not under ctx: the statement takes microseconds and never waits
+		// for a writer (WAL), and a cancellable statement costs the
+		// driver a goroutine.
+		rows, err := c.version.QueryContext(context.Background(), nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if err := rows.Next(c.row[:]); err != nil {
+			if err == io.EOF {
+				return errors.New("no row")
+			}
+			return err
+		}
+		n, ok := c.row[0].(int64)
+		if !ok {
+			return fmt.Errorf("a %T", c.row[0])
+		}
+		v = n
+		return nil
+	})
+	if err != nil {
 		return 0, fmt.Errorf("sqlite: data version: %w", err)
 	}
 	if v != c.seen {
