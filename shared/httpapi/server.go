@@ -286,7 +286,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	defer c.finish()
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.ErrorContext(c.Ctx, "panic", "panic", p)
+			c.logger().ErrorContext(c.Ctx, "panic", "panic", p)
 			c.fail(errs.E(errs.CodeInternal, "An unexpected error occurred."))
 		}
 	}()
@@ -319,6 +319,6 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 	return &Call{
 		W: rec, R: r.WithContext(ctx), Ctx: ctx, RequestID: rid, Route: rt,
 		s: s, rec: rec, cancel: cancel, start: time.Now(), roundTrips: rts,
-		log: s.deps.Log.With("request_id", rid),
+		logAttrs: append(make([]any, 0, 22), "request_id", rid),
 	}
 }
