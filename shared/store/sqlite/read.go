@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,7 +21,8 @@ func scan(r scanner) (store.Item, error) {
 		return store.Item{}, err
 	}
 	if nums.Valid && nums.String != "" {
-		if err := json.Unmarshal([]byte(nums.String), &it.Nums); err != nil {
+		var err error
+		if it.Nums, err = decodeNums(nums.String); err != nil {
 			return store.Item{}, fmt.Errorf("sqlite: numeric attributes of %s/%s: %w", it.PK, it.SK, err)
 		}
 	}
@@ -177,6 +177,23 @@ func (s *Store) getManyStmt(n int) (*sql.Stmt, string, error) {
 	return st, "", nil
 }
 
+// queryStmt is the prepared statement of a query's SQL: a query takes one
+// of eight shapes (a prefix or not, a start or not, either order), each
+// prepared once.
+func (s *Store) queryStmt(q string) (*sql.Stmt, error) {
+	s.batchMu.Lock()
+	defer s.batchMu.Unlock()
+	if st := s.queryStmts[q]; st != nil {
+		return st, nil
+	}
+	st, err := s.db.Prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	s.queryStmts[q] = st
+	return st, nil
+}
+
 // prefixEnd is an upper bound above every key that starts with prefix.
 func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
 
@@ -205,7 +222,11 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 		order = "DESC"
 	}
 	args = append(args, q.Limit)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+cols+` FROM items WHERE `+where+` ORDER BY sk `+order+` LIMIT ?`, args...)
+	st, err := s.queryStmt(`SELECT ` + cols + ` FROM items WHERE ` + where + ` ORDER BY sk ` + order + ` LIMIT ?`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query %s: %w", q.PK, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: query %s: %w", q.PK, err)
 	}

@@ -54,6 +54,7 @@ type Store struct {
 	getStmt, putStmt, deleteStmt, logStmt *sql.Stmt
 	batchMu                               sync.Mutex
 	batchStmts                            [maxPreparedBatch + 1]*sql.Stmt
+	queryStmts                            map[string]*sql.Stmt
 	cache                                 *cache
 }
 
@@ -94,7 +95,7 @@ func open(dsn string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", err)
 	}
-	s := &Store{db: db, now: time.Now}
+	s := &Store{db: db, now: time.Now, queryStmts: map[string]*sql.Stmt{}}
 	for _, o := range opts {
 		o(s)
 	}
