@@ -34,8 +34,17 @@ type cache struct {
 	// seen is the data version the entries are valid for.
 	seen    int64
 	items   map[store.Key]store.Item
+	pages   map[store.Query]page
 	bytes   int
 	maxSize int
+}
+
+// page is a query's result and when (Unix seconds) it was read: it holds
+// while none of its items has expired and the clock has not gone back
+// (either could change which items the query finds).
+type page struct {
+	items []store.Item
+	at    int64
 }
 
 // cacheBytes bounds the documents the cache holds; past it, it starts
@@ -48,7 +57,8 @@ func newCache(db *sql.DB) (*cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: watch connection: %w", err)
 	}
-	c := &cache{watch: conn, seen: -1, items: map[store.Key]store.Item{}, maxSize: cacheBytes}
+	c := &cache{watch: conn, seen: -1, maxSize: cacheBytes}
+	c.empty()
 	err = conn.Raw(func(dc any) error {
 		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, `PRAGMA data_version`)
 		if err != nil {
@@ -111,9 +121,65 @@ func (c *cache) current(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("sqlite: data version: %w", err)
 	}
 	if v != c.seen {
-		c.seen, c.items, c.bytes = v, map[store.Key]store.Item{}, 0
+		c.seen = v
+		c.empty()
 	}
 	return v, nil
+}
+
+func (c *cache) empty() {
+	c.items, c.pages, c.bytes = map[store.Key]store.Item{}, map[store.Query]page{}, 0
+}
+
+// own is a copy of items a reader can change without changing the cache.
+func own(items []store.Item) []store.Item {
+	out := make([]store.Item, len(items))
+	for i, it := range items {
+		it.Nums = maps.Clone(it.Nums)
+		out[i] = it
+	}
+	return out
+}
+
+// room makes room for n more bytes of documents.
+func (c *cache) room(n int) {
+	if c.bytes+n > c.maxSize {
+		c.empty()
+	}
+	c.bytes += n
+}
+
+// lookupPage returns the cached result of q at now, when the data version
+// is still v.
+func (c *cache) lookupPage(v int64, q store.Query, now int64) ([]store.Item, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.pages[q]
+	if v != c.seen || !ok || now < p.at {
+		return nil, false
+	}
+	for _, it := range p.items {
+		if it.ExpiresAt != 0 && it.ExpiresAt <= now {
+			return nil, false
+		}
+	}
+	return own(p.items), true
+}
+
+// fillPage remembers q's result read at now and data version v, unless a
+// commit has been seen since.
+func (c *cache) fillPage(v int64, q store.Query, now int64, items []store.Item) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v != c.seen {
+		return
+	}
+	n := 0
+	for _, it := range items {
+		n += len(it.Data)
+	}
+	c.room(n)
+	c.pages[q] = page{items: own(items), at: now}
 }
 
 // lookup returns the cached items of keys (a zero PK where not held) and
@@ -149,14 +215,11 @@ func (c *cache) fill(v int64, items []store.Item) {
 		if it.PK == "" {
 			continue
 		}
-		if c.bytes+len(it.Data) > c.maxSize {
-			c.items, c.bytes = map[store.Key]store.Item{}, 0
-		}
 		if old, ok := c.items[it.Key()]; ok {
 			c.bytes -= len(old.Data)
 		}
+		c.room(len(it.Data))
 		it.Nums = maps.Clone(it.Nums)
 		c.items[it.Key()] = it
-		c.bytes += len(it.Data)
 	}
 }

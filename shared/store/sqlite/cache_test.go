@@ -31,6 +31,19 @@ func read(t *testing.T, s *sqlite.Store, k store.Key) string {
 	if string(many[1].Data) != string(it.Data) || many[1].Version != it.Version {
 		t.Fatalf("Get answered %q v%d, GetMany %q v%d", it.Data, it.Version, many[1].Data, many[1].Version)
 	}
+	page, err := s.Query(ctx, store.Query{PK: k.PK, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found store.Item
+	for _, p := range page {
+		if p.SK == k.SK {
+			found = p
+		}
+	}
+	if string(found.Data) != string(it.Data) || found.Version != it.Version {
+		t.Fatalf("Get answered %q v%d, Query %q v%d", it.Data, it.Version, found.Data, found.Version)
+	}
 	return string(it.Data)
 }
 
@@ -112,6 +125,11 @@ func TestReadsSeeEveryFinishedCommit(t *testing.T) {
 	if got := read(t, a, e); got != "" {
 		t.Fatalf("an expired item was read: %s", got)
 	}
+	// A clock set back finds the item live again, as the database would.
+	c.Advance(-time.Minute)
+	if got := read(t, a, e); got != `"x"` {
+		t.Fatalf("after the clock went back: %s", got)
+	}
 }
 
 // TestCachedItemsAreTheirReadersOwn: a reader changing the numeric
@@ -134,6 +152,12 @@ func TestCachedItemsAreTheirReadersOwn(t *testing.T) {
 			t.Fatalf("%+v %v", it, err)
 		}
 		it.Nums["n"] = 99
+		page, err := s.Query(ctx, store.Query{PK: k.PK, Limit: 10})
+		if err != nil || len(page) != 1 || page[0].Nums["n"] != 1 {
+			t.Fatalf("%+v %v", page, err)
+		}
+		page[0].Nums["n"] = 99
+		page[0].Version = 99
 	}
 }
 

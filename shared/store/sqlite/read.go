@@ -203,8 +203,26 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 	if q.Limit <= 0 {
 		return nil, errors.New("sqlite: query needs a positive limit")
 	}
+	v, err := s.cache.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().Unix()
+	if items, ok := s.cache.lookupPage(v, q, now); ok {
+		return items, nil
+	}
+	out, err := s.query(ctx, q, now)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.fillPage(v, q, now, out)
+	return out, nil
+}
+
+// query reads the items q finds at now from the database.
+func (s *Store) query(ctx context.Context, q store.Query, now int64) ([]store.Item, error) {
 	where := `pk = ? AND (ttl = 0 OR ttl > ?)`
-	args := []any{q.PK, s.now().Unix()}
+	args := []any{q.PK, now}
 	if q.Prefix != "" {
 		where += ` AND sk >= ? AND sk < ?`
 		args = append(args, q.Prefix, prefixEnd(q.Prefix))
