@@ -129,7 +129,8 @@ func (s Service) load(ctx context.Context, vendorID, itemID string) (catalog.Pro
 	if !ok {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
-	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, productID)
+	// Shared: the product is only read here and by every caller of load.
+	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock, Decoded: s.Products}.GetShared(ctx, vendorID, productID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
