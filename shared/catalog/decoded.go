@@ -13,6 +13,11 @@ import (
 // decoded from s.Decoded when the item read is the one decoded before, so
 // it is shared and must not be modified (nor its slices and maps).
 func (s Service) GetShared(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
+	return s.get(ctx, vendorID, productID, func(it store.Item) (Product, error) { return s.Decoded.Decode(it, Decode) })
+}
+
+// get reads a product and its store item, decoded by decode.
+func (s Service) get(ctx context.Context, vendorID, productID string, decode func(store.Item) (Product, error)) (Product, store.Item, error) {
 	if !ValidProductID(productID) {
 		return Product{}, store.Item{}, notFound()
 	}
@@ -23,7 +28,7 @@ func (s Service) GetShared(ctx context.Context, vendorID, productID string) (Pro
 	if err != nil {
 		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
 	}
-	p, err := s.Decoded.Decode(it, Decode)
+	p, err := decode(it)
 	if err != nil {
 		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
 	}

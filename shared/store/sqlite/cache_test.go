@@ -54,6 +54,22 @@ func put(t *testing.T, s *sqlite.Store, k store.Key, v int64, data string) {
 	}
 }
 
+// openTwo opens two stores on one data directory, as two processes do.
+func openTwo(t *testing.T, now func() time.Time) (*sqlite.Store, *sqlite.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	var out [2]*sqlite.Store
+	for i := range out {
+		s, err := sqlite.Open(dir, sqlite.WithClock(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out[i] = s
+	}
+	return out[0], out[1]
+}
+
 // TestReadsSeeEveryFinishedCommit: whatever the store keeps of items it
 // read, a read that starts after a commit finished sees that commit,
 // whether this store made it (a transaction, an increment, a statement on
@@ -61,17 +77,7 @@ func put(t *testing.T, s *sqlite.Store, k store.Key, v int64, data string) {
 // process (the CLI beside the local server) would.
 func TestReadsSeeEveryFinishedCommit(t *testing.T) {
 	c := clocktest.Fake(2026, 3, 1, 12, 0, 0)
-	dir := t.TempDir()
-	a, err := sqlite.Open(dir, sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := sqlite.Open(dir, sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwo(t, c.Now)
 	ctx := context.Background()
 	k := store.Key{PK: "P", SK: "k"}
 
@@ -166,17 +172,7 @@ func TestCachedItemsAreTheirReadersOwn(t *testing.T) {
 // a version older than one whose commit finished before their read began.
 func TestConcurrentReadersSeeWritesInOrder(t *testing.T) {
 	c := clocktest.Fake(2026, 3, 1, 12, 0, 0)
-	dir := t.TempDir()
-	reader, err := sqlite.Open(dir, sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	writer, err := sqlite.Open(dir, sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer writer.Close()
+	reader, writer := openTwo(t, c.Now)
 	ctx := context.Background()
 	k := store.Key{PK: "P", SK: "rising"}
 	put(t, writer, k, 1, `1`)
