@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -51,10 +50,22 @@ func Any(ctx context.Context, st store.Store) (bool, error) {
 	return len(items) > 0, nil
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-// ValidID reports whether id can be a vendor id.
-func ValidID(id string) bool { return idPattern.MatchString(id) }
+// ValidID reports whether id can be a vendor id: 1 to 128 of A-Z, a-z,
+// 0-9, ".", "_", ":" and "-". (A loop: the regexp it replaced was a
+// twentieth of a cached read's CPU.)
+func ValidID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch b := id[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == ':', b == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Decode reads a vendor from its store item.
 func Decode(it store.Item) (Vendor, error) {

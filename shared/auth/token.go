@@ -81,6 +81,35 @@ type Principal struct {
 type Service struct {
 	Store store.Store
 	Clock clock.Clock
+	// Decoded, when set, keeps the tokens and vendors that requests
+	// presented decoded between requests; every request still reads them
+	// (store.Decoded answers only for the bytes just read).
+	Decoded *Decoded
+}
+
+// Decoded holds a process's decoded tokens and vendors.
+type Decoded struct {
+	tokens  *store.Decoded[Token]
+	vendors *store.Decoded[account.Vendor]
+}
+
+// NewDecoded returns caches of up to n tokens and n vendors.
+func NewDecoded(n int) *Decoded {
+	return &Decoded{tokens: store.NewDecoded[Token](n), vendors: store.NewDecoded[account.Vendor](n)}
+}
+
+func (d *Decoded) token(it store.Item) (Token, error) {
+	if d == nil {
+		return decodeToken(it)
+	}
+	return d.tokens.Decode(it, decodeToken)
+}
+
+func (d *Decoded) vendor(it store.Item) (account.Vendor, error) {
+	if d == nil {
+		return account.Decode(it)
+	}
+	return d.vendors.Decode(it, account.Decode)
 }
 
 // Issue creates a token for the vendor's current owner. ttl zero means the
@@ -207,7 +236,7 @@ func (s Service) AuthenticateWith(ctx context.Context, raw, pathVendorID string,
 	if tItem.PK == "" {
 		return Principal{}, nil, unauthenticated()
 	}
-	t, err := decodeToken(tItem)
+	t, err := s.Decoded.token(tItem)
 	if err != nil {
 		return Principal{}, nil, errs.Unavailablef(err, "credentials could not be checked")
 	}
@@ -250,7 +279,7 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 		}
 		vItem = &it
 	}
-	v, err := account.Decode(*vItem)
+	v, err := s.Decoded.vendor(*vItem)
 	if err != nil {
 		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
 	}

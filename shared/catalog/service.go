@@ -21,27 +21,16 @@ type Service struct {
 	Store     store.Store
 	Clock     clock.Clock
 	Authority Authority
+	// Decoded, when set, keeps products decoded between the reads that
+	// only answer with them (ViewOf); see store.Decoded.
+	Decoded *store.Decoded[Product]
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }
 
 // Get reads a product and its store item.
 func (s Service) Get(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
-	if !ValidProductID(productID) {
-		return Product{}, store.Item{}, notFound()
-	}
-	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, productID))
-	if errors.Is(err, store.ErrNotFound) {
-		return Product{}, store.Item{}, notFound()
-	}
-	if err != nil {
-		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
-	}
-	p, err := Decode(it)
-	if err != nil {
-		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
-	}
-	return p, it, nil
+	return s.get(ctx, vendorID, productID, Decode)
 }
 
 // List reads up to limit products after the sort key after, in creation

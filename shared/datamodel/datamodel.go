@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"time"
 
 	"github.com/moku/sellerapi/shared/store"
@@ -37,7 +38,7 @@ func TokenKey(tokenID string) store.Key { return store.Key{PK: "TOKEN#" + tokenI
 // starting at start, in partition pk (a vendor's, a pairing's or a
 // client's).
 func RateKey(pk, class string, start time.Time) store.Key {
-	return store.Key{PK: pk, SK: fmt.Sprintf("RATE#%s#%d", class, start.Unix())}
+	return store.Key{PK: pk, SK: "RATE#" + class + "#" + strconv.FormatInt(start.Unix(), 10)}
 }
 
 // RateCountAttr counts the requests a rate window admitted.
@@ -67,10 +68,20 @@ func ProductSlugKey(vendorID, slug string) store.Key {
 
 // Bucket attributes of inventory item seq on its product's item: on hand,
 // reserved, available and the item's version.
-func OnHandAttr(seq int) string      { return fmt.Sprintf("oh_%03d", seq) }
-func ReservedAttr(seq int) string    { return fmt.Sprintf("rs_%03d", seq) }
-func AvailableAttr(seq int) string   { return fmt.Sprintf("av_%03d", seq) }
-func ItemVersionAttr(seq int) string { return fmt.Sprintf("iv_%03d", seq) }
+func OnHandAttr(seq int) string      { return seqAttr("oh_", seq) }
+func ReservedAttr(seq int) string    { return seqAttr("rs_", seq) }
+func AvailableAttr(seq int) string   { return seqAttr("av_", seq) }
+func ItemVersionAttr(seq int) string { return seqAttr("iv_", seq) }
+
+// seqAttr is prefix and seq in at least three digits, as "%s%03d" writes
+// it, without fmt: list pages name four attributes per item.
+func seqAttr(prefix string, seq int) string {
+	if seq < 0 || seq > 999 {
+		return fmt.Sprintf("%s%03d", prefix, seq)
+	}
+	d := [3]byte{'0' + byte(seq/100), '0' + byte(seq/10%10), '0' + byte(seq%10)}
+	return prefix + string(d[:])
+}
 
 // ConnectionPrefix starts connection sort keys in the vendor partition.
 const ConnectionPrefix = "CONN#"

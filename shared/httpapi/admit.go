@@ -52,7 +52,7 @@ func (s *Server) admit(c *Call, rt Route) error {
 		return err
 	}
 	c.Principal = p
-	c.log = c.log.With("vendor_id", p.Vendor.ID, "token_id", p.Token.ID)
+	c.logWith("vendor_id", p.Vendor.ID, "token_id", p.Token.ID)
 	if !early {
 		s.spendRate(c, rt, p.Vendor.ID)
 	}
@@ -80,7 +80,7 @@ func (s *Server) giveBack(c *Call, rt Route, vendorID string) {
 		return // nothing was spent
 	}
 	if err := s.limiter.GiveBack(c.Ctx, vendorID, classOf(rt), c.gate.status); err != nil {
-		c.log.WarnContext(c.Ctx, "rate window unit not given back", "error", err)
+		c.logger().WarnContext(c.Ctx, "rate window unit not given back", "error", err)
 	}
 }
 
@@ -90,7 +90,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	if err != nil {
 		return err
 	}
-	c.log = c.log.With("vendor_id", d.VendorID, "pairing_id", d.PairingID)
+	c.logWith("vendor_id", d.VendorID, "pairing_id", d.PairingID)
 	if rt.Credential != DiscoveryCredential {
 		c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope"`)
 		return errs.E(errs.CodeInsufficientScope, "A store-plugin discovery credential reaches only the /store-pairings/current routes of its own pairing.")
@@ -140,9 +140,16 @@ func classOf(rt Route) ratelimit.Class {
 	return ratelimit.Read
 }
 
-// spendRate starts the vendor's rate decision for the request.
+// spendRate starts the vendor's rate decision for the request; a unit of
+// the process's lease decides it at once.
 func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 	class := classOf(rt)
+	if st, ok := s.limiter.TakeLeased(vendorID, class); ok {
+		g := &rateGate{done: make(chan struct{}), status: st}
+		close(g.done)
+		s.setGate(c, g)
+		return
+	}
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
 		return s.limiter.Take(store.Beside(ctx), vendorID, class)
 	})
@@ -150,7 +157,11 @@ func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 
 // startRate starts the request's rate decision beside its handler.
 func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status, error)) {
-	g := startGate(c.Ctx, take)
+	s.setGate(c, startGate(c.Ctx, take))
+}
+
+// setGate makes g the request's rate decision.
+func (s *Server) setGate(c *Call, g *rateGate) {
 	c.Ctx = context.WithValue(c.Ctx, gateKey{}, g)
 	c.R = c.R.WithContext(c.Ctx)
 	c.gate = g

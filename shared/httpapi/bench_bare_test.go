@@ -13,7 +13,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
@@ -143,4 +145,13 @@ func reportRSS(b *testing.B) {
 			b.ReportMetric(kb/1024, "rss-MB")
 		}
 	}
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -31,8 +31,12 @@ type Call struct {
 	// credential.
 	Discovery pairing.Principal
 
-	s          *Server
-	rec        *recorder
+	s   *Server
+	rec *recorder
+	// logAttrs are the attributes every log line of the request carries
+	// (its id, then who it acts as); log is the logger with them, made
+	// only when something besides the request's own line is logged.
+	logAttrs   []any
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	start      time.Time
@@ -78,10 +82,24 @@ func (c *Call) finish() {
 	if c.rec.status >= 500 {
 		level = slog.LevelError
 	}
-	c.log.Log(c.Ctx, level, "request",
+	c.s.deps.Log.Log(c.Ctx, level, "request", append(c.logAttrs,
 		"method", c.R.Method, "path", c.R.URL.Path, "operation", c.Route.Operation,
 		"status", c.rec.status, "duration_ms", float64(time.Since(c.start).Microseconds())/1000,
-		"round_trips", c.roundTrips.N())
+		"round_trips", c.roundTrips.N())...)
+}
+
+// logWith adds attributes to the request's log lines.
+func (c *Call) logWith(args ...any) {
+	c.logAttrs = append(c.logAttrs, args...)
+	c.log = nil
+}
+
+// logger is the request's logger, with its attributes.
+func (c *Call) logger() *slog.Logger {
+	if c.log == nil {
+		c.log = c.s.deps.Log.With(c.logAttrs...)
+	}
+	return c.log
 }
 
 // JSON writes a success body.
@@ -173,7 +191,7 @@ func (c *Call) fail(err error) {
 	e := errs.As(err)
 	status := statusOf[e.Kind]
 	if e.Kind == errs.Internal || e.Kind == errs.Unavailable {
-		c.log.ErrorContext(c.Ctx, "request failed", "code", e.Code, "error", err)
+		c.logger().ErrorContext(c.Ctx, "request failed", "code", e.Code, "error", err)
 	}
 	h := c.W.Header()
 	if e.Kind == errs.Unauthenticated {

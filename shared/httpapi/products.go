@@ -43,11 +43,11 @@ func (s *Server) listProducts(c *Call) error {
 }
 
 func (s *Server) getProduct(c *Call) error {
-	p, _, err := s.catalog.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
+	v, err := s.catalog.ViewOf(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, p.View())
+	return c.Data(http.StatusOK, v)
 }
 
 func (s *Server) createProduct(c *Call) error {

@@ -155,6 +155,11 @@ type Server struct {
 	discovery pairing.Service
 }
 
+// decodedDocs is how many tokens, vendors and products a server keeps
+// decoded between requests (store.Decoded): each entry is a document's
+// bytes and its decoded value, a few KiB at most.
+const decodedDocs = 4096
+
 // New builds a server for the given groups.
 func New(d Deps, groups ...Group) (*Server, error) {
 	codec, err := cursor.NewCodec(d.CursorKey)
@@ -174,7 +179,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		deps:     d,
 		mux:      http.NewServeMux(),
 		basePath: d.Config.BasePath(),
-		auth:     auth.Service{Store: d.Store, Clock: d.Clock},
+		auth:     auth.Service{Store: d.Store, Clock: d.Clock, Decoded: auth.NewDecoded(decodedDocs)},
 		vendors:  account.Service{Store: gated, Clock: d.Clock},
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
 		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock},
@@ -195,6 +200,8 @@ func New(d Deps, groups ...Group) (*Server, error) {
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
 			Gate:   media.NewGate(d.Config.MediaDecodeBytes, runtime.GOMAXPROCS(0)), StoreTimeout: d.Config.StoreTimeout},
 	}
+	products := store.NewDecoded[catalog.Product](decodedDocs)
+	s.catalog.Decoded, s.inventory.Products = products, products
 	if d.RateLeases {
 		s.limiter.Leases = ratelimit.NewLeases()
 	}
@@ -279,7 +286,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	defer c.finish()
 	defer func() {
 		if p := recover(); p != nil {
-			c.log.ErrorContext(c.Ctx, "panic", "panic", p)
+			c.logger().ErrorContext(c.Ctx, "panic", "panic", p)
 			c.fail(errs.E(errs.CodeInternal, "An unexpected error occurred."))
 		}
 	}()
@@ -312,6 +319,6 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 	return &Call{
 		W: rec, R: r.WithContext(ctx), Ctx: ctx, RequestID: rid, Route: rt,
 		s: s, rec: rec, cancel: cancel, start: time.Now(), roundTrips: rts,
-		log: s.deps.Log.With("request_id", rid),
+		logAttrs: append(make([]any, 0, 22), "request_id", rid),
 	}
 }

@@ -109,6 +109,9 @@ type Service struct {
 	Store     store.Store
 	Clock     clock.Clock
 	Authority catalog.Authority
+	// Products, when set, keeps products decoded between list pages; see
+	// store.Decoded.
+	Products *store.Decoded[catalog.Product]
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "inventory item not found") }
@@ -126,7 +129,8 @@ func (s Service) load(ctx context.Context, vendorID, itemID string) (catalog.Pro
 	if !ok {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
-	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, productID)
+	// Shared: the product is only read here and by every caller of load.
+	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock, Decoded: s.Products}.GetShared(ctx, vendorID, productID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return catalog.Product{}, store.Item{}, 0, notFound()
 	}
@@ -184,7 +188,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 	// emit adds the items of one product after the start position; it
 	// reports whether the page is full.
 	emit := func(it store.Item) (full bool, err error) {
-		p, err := catalog.Decode(it)
+		p, err := s.Products.Decode(it, catalog.Decode)
 		if err != nil {
 			return false, errs.Unavailablef(err, "inventory could not be read")
 		}

@@ -76,6 +76,18 @@ func (l Limiter) Take(ctx context.Context, vendorID string, c Class) (Status, er
 	return l.TakeFrom(ctx, datamodel.VendorPartition(vendorID), "vendor's", c, l.Limit(c))
 }
 
+// TakeLeased spends one unit of the vendor's current window for class
+// from this process's lease, without the store, when the lease holds one;
+// ok is false otherwise (no leases, or the lease is spent), and the
+// caller then Takes.
+func (l Limiter) TakeLeased(vendorID string, c Class) (st Status, ok bool) {
+	if l.Leases == nil {
+		return Status{}, false
+	}
+	k := datamodel.RateKey(datamodel.VendorPartition(vendorID), string(c), l.Clock.Now().Truncate(Window))
+	return l.Leases.take(k, l.Limit(c))
+}
+
 // TakeFrom spends one unit of the current window of class kept in the
 // partition pk, whose allowance is limit per window: a store-plugin
 // pairing's own (its partition), an unauthenticated client's (see

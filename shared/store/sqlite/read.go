@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,7 +21,8 @@ func scan(r scanner) (store.Item, error) {
 		return store.Item{}, err
 	}
 	if nums.Valid && nums.String != "" {
-		if err := json.Unmarshal([]byte(nums.String), &it.Nums); err != nil {
+		var err error
+		if it.Nums, err = decodeNums(nums.String); err != nil {
 			return store.Item{}, fmt.Errorf("sqlite: numeric attributes of %s/%s: %w", it.PK, it.SK, err)
 		}
 	}
@@ -51,9 +51,21 @@ func (s *Store) get(ctx context.Context, tx *sql.Tx, k store.Key) (store.Item, b
 	return it, true, nil
 }
 
-// Get reads one live item.
+// Get reads one live item, from the store's cache when nothing has been
+// committed since it was read (see cache).
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	defer store.StartRoundTrip(ctx)()
+	v, err := s.cache.current(ctx)
+	if err != nil {
+		return store.Item{}, err
+	}
+	var held [1]store.Item
+	if s.cache.lookup(v, []store.Key{k}, held[:]) == 1 {
+		if held[0].Expired(s.now()) {
+			return store.Item{}, store.ErrNotFound
+		}
+		return held[0], nil
+	}
 	it, ok, err := s.get(ctx, nil, k)
 	if err != nil {
 		return store.Item{}, err
@@ -61,17 +73,43 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	if !ok {
 		return store.Item{}, store.ErrNotFound
 	}
+	s.cache.fill(v, []store.Item{it})
 	return it, nil
 }
 
-// GetMany reads several items in one statement. Like DynamoDB's
-// BatchGetItem it is not a snapshot: each item is read live on its own.
+// GetMany reads several items in one statement, or from the store's
+// cache when it holds them all and nothing has been committed since they
+// were read (see cache). Like DynamoDB's BatchGetItem it is not a
+// snapshot: each item is read live on its own.
 func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
 	defer store.StartRoundTrip(ctx)()
 	out := make([]store.Item, len(keys))
 	if len(keys) == 0 {
 		return out, nil
 	}
+	v, err := s.cache.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.cache.lookup(v, keys, out) == len(keys) {
+		now := s.now()
+		for i := range out {
+			if out[i].Expired(now) {
+				out[i] = store.Item{}
+			}
+		}
+		return out, nil
+	}
+	clear(out)
+	if err := s.readMany(ctx, keys, out); err != nil {
+		return nil, err
+	}
+	s.cache.fill(v, out)
+	return out, nil
+}
+
+// readMany reads keys into out, leaving absent and expired items zero.
+func (s *Store) readMany(ctx context.Context, keys []store.Key, out []store.Item) error {
 	args := make([]any, 0, 2*len(keys))
 	for _, k := range keys {
 		args = append(args, k.PK, k.SK)
@@ -84,7 +122,7 @@ func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, er
 		rows, err = s.db.QueryContext(ctx, q, args...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get many: %w", err)
+		return fmt.Errorf("sqlite: get many: %w", err)
 	}
 	defer rows.Close()
 	found := make(map[store.Key]store.Item, len(keys))
@@ -92,19 +130,19 @@ func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, er
 	for rows.Next() {
 		it, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: get many: %w", err)
+			return fmt.Errorf("sqlite: get many: %w", err)
 		}
 		if !it.Expired(now) {
 			found[it.Key()] = it
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: get many: %w", err)
+		return fmt.Errorf("sqlite: get many: %w", err)
 	}
 	for i, k := range keys {
 		out[i] = found[k]
 	}
-	return out, nil
+	return nil
 }
 
 // maxPreparedBatch is the largest batch whose statement is kept prepared;
@@ -139,6 +177,23 @@ func (s *Store) getManyStmt(n int) (*sql.Stmt, string, error) {
 	return st, "", nil
 }
 
+// queryStmt is the prepared statement of a query's SQL: a query takes one
+// of eight shapes (a prefix or not, a start or not, either order), each
+// prepared once.
+func (s *Store) queryStmt(q string) (*sql.Stmt, error) {
+	s.batchMu.Lock()
+	defer s.batchMu.Unlock()
+	if st := s.queryStmts[q]; st != nil {
+		return st, nil
+	}
+	st, err := s.db.Prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	s.queryStmts[q] = st
+	return st, nil
+}
+
 // prefixEnd is an upper bound above every key that starts with prefix.
 func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
 
@@ -148,8 +203,26 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 	if q.Limit <= 0 {
 		return nil, errors.New("sqlite: query needs a positive limit")
 	}
+	v, err := s.cache.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().Unix()
+	if items, ok := s.cache.lookupPage(v, q, now); ok {
+		return items, nil
+	}
+	out, err := s.query(ctx, q, now)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.fillPage(v, q, now, out)
+	return out, nil
+}
+
+// query reads the items q finds at now from the database.
+func (s *Store) query(ctx context.Context, q store.Query, now int64) ([]store.Item, error) {
 	where := `pk = ? AND (ttl = 0 OR ttl > ?)`
-	args := []any{q.PK, s.now().Unix()}
+	args := []any{q.PK, now}
 	if q.Prefix != "" {
 		where += ` AND sk >= ? AND sk < ?`
 		args = append(args, q.Prefix, prefixEnd(q.Prefix))
@@ -167,7 +240,11 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) 
 		order = "DESC"
 	}
 	args = append(args, q.Limit)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+cols+` FROM items WHERE `+where+` ORDER BY sk `+order+` LIMIT ?`, args...)
+	st, err := s.queryStmt(`SELECT ` + cols + ` FROM items WHERE ` + where + ` ORDER BY sk ` + order + ` LIMIT ?`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query %s: %w", q.PK, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: query %s: %w", q.PK, err)
 	}

@@ -63,6 +63,8 @@ type Store struct {
 	closeMu    sync.Mutex
 	also       []io.Closer
 	batchStmts [maxPreparedBatch + 1]*sql.Stmt
+	queryStmts map[string]*sql.Stmt
+	cache      *cache
 }
 
 // Option configures Open.
@@ -96,13 +98,14 @@ func open(path, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
+	// Eight for requests, one held by the cache's watch.
+	db.SetMaxOpenConns(9)
+	db.SetMaxIdleConns(9)
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", err)
 	}
-	s := &Store{db: db, now: time.Now, path: path, writes: make(chan struct{}, 1)}
+	s := &Store{db: db, now: time.Now, path: path, writes: make(chan struct{}, 1), queryStmts: map[string]*sql.Stmt{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -119,6 +122,10 @@ func open(path, dsn string, opts ...Option) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
+	}
+	if s.cache, err = newCache(db); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -155,6 +162,7 @@ func (s *Store) beginWrite(ctx context.Context) (tx *sql.Tx, end func(), err err
 
 // Close closes the database, then what CloseWith handed over.
 func (s *Store) Close() error {
+	s.cache.close()
 	err := s.db.Close()
 	s.closeMu.Lock()
 	also := s.also

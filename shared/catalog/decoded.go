@@ -1,0 +1,45 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+
+	"github.com/moku/sellerapi/shared/datamodel"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/store"
+)
+
+// GetShared is Get for callers that only read the product: it may come
+// decoded from s.Decoded when the item read is the one decoded before, so
+// it is shared and must not be modified (nor its slices and maps).
+func (s Service) GetShared(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
+	return s.get(ctx, vendorID, productID, func(it store.Item) (Product, error) { return s.Decoded.Decode(it, Decode) })
+}
+
+// get reads a product and its store item, decoded by decode.
+func (s Service) get(ctx context.Context, vendorID, productID string, decode func(store.Item) (Product, error)) (Product, store.Item, error) {
+	if !ValidProductID(productID) {
+		return Product{}, store.Item{}, notFound()
+	}
+	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, productID))
+	if errors.Is(err, store.ErrNotFound) {
+		return Product{}, store.Item{}, notFound()
+	}
+	if err != nil {
+		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
+	}
+	p, err := decode(it)
+	if err != nil {
+		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
+	}
+	return p, it, nil
+}
+
+// ViewOf reads a product to answer with it (GetShared).
+func (s Service) ViewOf(ctx context.Context, vendorID, productID string) (View, error) {
+	p, _, err := s.GetShared(ctx, vendorID, productID)
+	if err != nil {
+		return View{}, err
+	}
+	return p.View(), nil
+}
