@@ -8,38 +8,21 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, and the Lambda's
-// handler over that store.
-type fixture struct {
-	lt.Fixture
-	handler lambdaapi.Handler
-}
-
-// newFixture builds the handler exactly as main does, on f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
-	t.Helper()
-	return fixture{Fixture: f, handler: f.Handler(t, cfg, group())}
-}
-
-func sqliteFixture(t *testing.T) fixture {
-	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
-}
+// fixture is the function main builds, over a store with one vendor and a
+// token for it.
+type fixture struct{ lt.Function }
 
 // invoke sends the sample event path (under events/) with the fixture's
 // vendor and token, and connectionID when the event names one.
 func (f fixture) invoke(t *testing.T, path, connectionID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return f.Invoke(t, f.handler, path, map[string]string{"CONNECTION_ID": connectionID})
+	return f.Call(t, path, map[string]string{"CONNECTION_ID": connectionID})
 }
+
+func sqliteFixture(t *testing.T) fixture { return fixture{lt.OnSQLite(t, group())} }
 
 // roles are a connection's five roles.
 type roles struct {
@@ -245,25 +228,16 @@ func TestReportHealth(t *testing.T) {
 	}
 }
 
-// TestServesOnlyConnections: the function mounts the Connections group
-// alone; API Gateway routes the other groups' paths to their own functions.
-func TestServesOnlyConnections(t *testing.T) {
-	f := sqliteFixture(t)
-	for _, path := range []string{"products/list-products.json", "reservations/list-reservations.json"} {
-		t.Run(path, func(t *testing.T) {
-			lt.WantProblem(t, f.invoke(t, path, ""), http.StatusNotFound)
-		})
-	}
+// TestServesItsGroup: the function mounts the Connections group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "connections/list-connections.json", http.StatusOK, nil)
 }
 
 // TestDynamoDB runs the connection's events against DynamoDB Local, the
 // store the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
+	f := fixture{lt.OnDynamoDB(t, group())}
 	_, created := f.create(t)
 	f.wantAuthority(t, "")
 	wantRolesReplaced(t, f, created)

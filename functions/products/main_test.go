@@ -8,38 +8,21 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, and the Lambda's
-// handler over that store.
-type fixture struct {
-	lt.Fixture
-	handler lambdaapi.Handler
-}
-
-// newFixture builds the handler exactly as main does, on f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
-	t.Helper()
-	return fixture{Fixture: f, handler: f.Handler(t, cfg, group())}
-}
-
-func sqliteFixture(t *testing.T) fixture {
-	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
-}
+// fixture is the function main builds, over a store with one vendor and a
+// token for it.
+type fixture struct{ lt.Function }
 
 // invoke sends the sample event path (under events/) with the fixture's
 // vendor and token, and productID when the event names one.
 func (f fixture) invoke(t *testing.T, path, productID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return f.Invoke(t, f.handler, path, map[string]string{"PRODUCT_ID": productID})
+	return f.Call(t, path, map[string]string{"PRODUCT_ID": productID})
 }
+
+func sqliteFixture(t *testing.T) fixture { return fixture{lt.OnSQLite(t, group())} }
 
 // product is the part of a product view these tests look at.
 type product struct {
@@ -146,25 +129,16 @@ func wantPublished(t *testing.T, f fixture, created product) {
 	}
 }
 
-// TestServesOnlyProducts: the function mounts the Products group alone;
-// API Gateway routes the other groups' paths to their own functions.
-func TestServesOnlyProducts(t *testing.T) {
-	f := sqliteFixture(t)
-	for _, path := range []string{"inventory/list-inventory-items.json", "vendors/list-vendors.json"} {
-		t.Run(path, func(t *testing.T) {
-			lt.WantProblem(t, f.invoke(t, path, ""), http.StatusNotFound)
-		})
-	}
+// TestServesItsGroup: the function mounts the Products group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "products/list-products.json", http.StatusOK, nil)
 }
 
 // TestDynamoDB runs the product's events against DynamoDB Local, the store
 // the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
+	f := fixture{lt.OnDynamoDB(t, group())}
 	first, created := f.create(t)
 	replay := f.invoke(t, "products/create-product.json", "")
 	lt.WantStatus(t, replay, http.StatusCreated)

@@ -10,43 +10,29 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, the Lambda's
-// handler over that store, and the Connections, Products and Inventory
-// Lambdas' handlers over the same store to make what a reservation holds:
-// an active connection and an item with stock.
+// fixture is the function main builds, over a store with one vendor and a
+// token for it, and the Connections, Products and Inventory Lambdas over the
+// same store to make what a reservation holds: an active connection and an
+// item with stock.
 type fixture struct {
-	lt.Fixture
-	handler     lambdaapi.Handler
-	connections lambdaapi.Handler
-	products    lambdaapi.Handler
-	inventory   lambdaapi.Handler
+	lt.Function
+	connections, products, inventory lt.Function
 
 	// connectionID and itemID fill the events' placeholders once made.
 	connectionID, itemID string
 }
 
-// newFixture builds the handlers exactly as each function's main does, on
-// f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) *fixture {
+func newFixture(t *testing.T, fn lt.Function) *fixture {
 	t.Helper()
-	build := func(g httpapi.Group) lambdaapi.Handler { return f.Handler(t, cfg, g) }
-	return &fixture{Fixture: f, handler: build(group()), connections: build(httpapi.Connections),
-		products: build(httpapi.Products), inventory: build(httpapi.Inventory)}
+	return &fixture{Function: fn, connections: fn.Other(t, httpapi.Connections),
+		products: fn.Other(t, httpapi.Products), inventory: fn.Other(t, httpapi.Inventory)}
 }
 
-func sqliteFixture(t *testing.T) *fixture {
-	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
-}
+func sqliteFixture(t *testing.T) *fixture { return newFixture(t, lt.OnSQLite(t, group())) }
 
 // event reads the sample event path (under events/) with the fixture's
 // vendor, token, connection and item, and reservationID when the event
@@ -67,10 +53,10 @@ func (f *fixture) ids(reservationID string) map[string]string {
 	return map[string]string{"CONNECTION_ID": f.connectionID, "INVENTORY_ITEM_ID": f.itemID, "RESERVATION_ID": reservationID}
 }
 
-// invoke sends the sample event path to h.
-func (f *fixture) invoke(t *testing.T, h lambdaapi.Handler, path, reservationID string) events.APIGatewayV2HTTPResponse {
+// invoke sends the sample event path to fn.
+func (f *fixture) invoke(t *testing.T, fn lt.Function, path, reservationID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return f.Invoke(t, h, path, f.ids(reservationID))
+	return fn.Call(t, path, f.ids(reservationID))
 }
 
 // dataID is the id of the resource a response carries.
@@ -174,7 +160,7 @@ func (f *fixture) create(t *testing.T, idempotencyKey string) reservation {
 	if got, want := ev.Headers["content-length"], strconv.Itoa(len(ev.Body)); got != want {
 		t.Errorf("create-reservation.json: content-length %s, body with real ids is %s bytes", got, want)
 	}
-	resp := lt.Invoke(t, f.handler, ev)
+	resp := lt.Invoke(t, f.Serve, ev)
 	lt.WantStatus(t, resp, http.StatusCreated)
 	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
 		t.Errorf("Idempotent-Replayed = %q on the first request", v)
@@ -193,7 +179,7 @@ func (f *fixture) create(t *testing.T, idempotencyKey string) reservation {
 // and wants it at status, version 2, with the time it was settled.
 func (f *fixture) settle(t *testing.T, r reservation, path, status string) reservation {
 	t.Helper()
-	resp := f.invoke(t, f.handler, path, r.ID)
+	resp := f.invoke(t, f.Function, path, r.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	got := decodeReservation(t, resp)
 	settledAt := got.CommittedAt
@@ -218,13 +204,13 @@ func TestReservationLifecycle(t *testing.T) {
 	first := f.create(t, "")
 	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
 
-	resp := f.invoke(t, f.handler, "reservations/get-reservation.json", first.ID)
+	resp := f.invoke(t, f.Function, "reservations/get-reservation.json", first.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	if got := decodeReservation(t, resp); !reflect.DeepEqual(got, first) {
 		t.Errorf("got %+v, want %+v", got, first)
 	}
 
-	resp = f.invoke(t, f.handler, "reservations/list-reservations.json", "")
+	resp = f.invoke(t, f.Function, "reservations/list-reservations.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
 	var list struct {
 		Data []reservation `json:"data"`
@@ -246,7 +232,7 @@ func TestReservationLifecycle(t *testing.T) {
 	f.wantItem(t, item{ID: f.itemID, OnHand: 10, Available: 10})
 
 	// Nothing is held any more.
-	resp = f.invoke(t, f.handler, "reservations/list-reservations.json", "")
+	resp = f.invoke(t, f.Function, "reservations/list-reservations.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
 	lt.Decode(t, resp.Body, &list)
 	if len(list.Data) != 0 {
@@ -261,7 +247,7 @@ func TestRenewReservation(t *testing.T) {
 	f.stock(t)
 	r := f.create(t, "")
 	before := time.Now()
-	resp := f.invoke(t, f.handler, "reservations/renew-reservation.json", r.ID)
+	resp := f.invoke(t, f.Function, "reservations/renew-reservation.json", r.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	got := decodeReservation(t, resp)
 	want := r
@@ -281,26 +267,16 @@ func TestRenewReservation(t *testing.T) {
 	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
 }
 
-// TestServesOnlyReservations: the function mounts the Reservations group
-// alone; API Gateway routes the other groups' paths to their own functions.
-func TestServesOnlyReservations(t *testing.T) {
-	f := sqliteFixture(t)
-	f.stock(t)
-	for _, path := range []string{"inventory/get-inventory-item.json", "connections/list-connections.json"} {
-		t.Run(path, func(t *testing.T) {
-			lt.WantProblem(t, f.invoke(t, f.handler, path, ""), http.StatusNotFound)
-		})
-	}
+// TestServesItsGroup: the function mounts the Reservations group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "reservations/list-reservations.json", http.StatusOK, nil)
 }
 
 // TestDynamoDB runs the reservation's events against DynamoDB Local, the
 // store the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
+	f := newFixture(t, lt.OnDynamoDB(t, group()))
 	f.stock(t)
 	r := f.create(t, "")
 	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
