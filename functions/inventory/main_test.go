@@ -68,29 +68,17 @@ func (f fixture) listOne(t *testing.T, productID string) item {
 	t.Helper()
 	resp := f.invoke(t, "inventory/list-inventory-items.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var list struct {
-		Data []item `json:"data"`
+	list := lt.Data[[]item](t, resp)
+	if len(list) != 1 {
+		t.Fatalf("listed %d items, want the product's one: %s", len(list), resp.Body)
 	}
-	lt.Decode(t, resp.Body, &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("listed %d items, want the product's one: %s", len(list.Data), resp.Body)
-	}
-	got := list.Data[0]
+	got := list[0]
 	want := item{ID: got.ID, VendorID: f.Vendor.ID, ProductID: productID, ProductName: "Sample Shirt",
 		Version: 1, Status: "out_of_stock"}
 	if got.ID == "" || !reflect.DeepEqual(got, want) {
 		t.Errorf("listed %+v, want %+v with an id", got, want)
 	}
 	return got
-}
-
-func decodeItem(t *testing.T, resp events.APIGatewayV2HTTPResponse) item {
-	t.Helper()
-	var got struct {
-		Data item `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data
 }
 
 func TestListInventoryItems(t *testing.T) {
@@ -103,7 +91,7 @@ func TestGetInventoryItem(t *testing.T) {
 	listed := f.listOne(t, f.createProduct(t))
 	resp := f.invoke(t, "inventory/get-inventory-item.json", listed.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeItem(t, resp); !reflect.DeepEqual(got, listed) || got.Version != 1 {
+	if got := lt.Data[item](t, resp); !reflect.DeepEqual(got, listed) || got.Version != 1 {
 		t.Errorf("got %+v, want %+v at version 1", got, listed)
 	}
 }
@@ -122,12 +110,12 @@ func wantAdjusted(t *testing.T, f fixture, before item) {
 
 	resp := f.invoke(t, "inventory/adjust-inventory-item.json", before.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeItem(t, resp); !reflect.DeepEqual(got, want) {
+	if got := lt.Data[item](t, resp); !reflect.DeepEqual(got, want) {
 		t.Errorf("adjusted %+v, want %+v", got, want)
 	}
 	resp = f.invoke(t, "inventory/get-inventory-item.json", before.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeItem(t, resp); !reflect.DeepEqual(got, want) {
+	if got := lt.Data[item](t, resp); !reflect.DeepEqual(got, want) {
 		t.Errorf("read back %+v, want %+v", got, want)
 	}
 }

@@ -87,14 +87,11 @@ func (f *fixture) stock(t *testing.T) {
 
 	resp = f.invoke(t, f.inventory, "inventory/list-inventory-items.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var list struct {
-		Data []item `json:"data"`
+	list := lt.Data[[]item](t, resp)
+	if len(list) != 1 {
+		t.Fatalf("listed %d items, want the product's one: %s", len(list), resp.Body)
 	}
-	lt.Decode(t, resp.Body, &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("listed %d items, want the product's one: %s", len(list.Data), resp.Body)
-	}
-	f.itemID = list.Data[0].ID
+	f.itemID = list[0].ID
 
 	resp = f.invoke(t, f.inventory, "inventory/adjust-inventory-item.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
@@ -114,12 +111,9 @@ func (f *fixture) wantItem(t *testing.T, want item) {
 	t.Helper()
 	resp := f.invoke(t, f.inventory, "inventory/get-inventory-item.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data item `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	if got.Data != want {
-		t.Errorf("item %+v, want %+v", got.Data, want)
+	got := lt.Data[item](t, resp)
+	if got != want {
+		t.Errorf("item %+v, want %+v", got, want)
 	}
 }
 
@@ -136,15 +130,6 @@ type reservation struct {
 	Version         int64   `json:"version"`
 	CommittedAt     *string `json:"committed_at"`
 	ReleasedAt      *string `json:"released_at"`
-}
-
-func decodeReservation(t *testing.T, resp events.APIGatewayV2HTTPResponse) reservation {
-	t.Helper()
-	var got struct {
-		Data reservation `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data
 }
 
 // create sends create-reservation.json, with idempotencyKey in place of the
@@ -165,7 +150,7 @@ func (f *fixture) create(t *testing.T, idempotencyKey string) reservation {
 	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
 		t.Errorf("Idempotent-Replayed = %q on the first request", v)
 	}
-	r := decodeReservation(t, resp)
+	r := lt.Data[reservation](t, resp)
 	ref := "cart-7731"
 	want := reservation{ID: r.ID, VendorID: f.Vendor.ID, ConnectionID: f.connectionID, InventoryItemID: f.itemID,
 		Quantity: 2, Status: "active", Owner: "moku", Reference: &ref, Version: 1}
@@ -181,7 +166,7 @@ func (f *fixture) settle(t *testing.T, r reservation, path, status string) reser
 	t.Helper()
 	resp := f.invoke(t, f.Function, path, r.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	got := decodeReservation(t, resp)
+	got := lt.Data[reservation](t, resp)
 	settledAt := got.CommittedAt
 	if status == "released" {
 		settledAt = got.ReleasedAt
@@ -206,18 +191,15 @@ func TestReservationLifecycle(t *testing.T) {
 
 	resp := f.invoke(t, f.Function, "reservations/get-reservation.json", first.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeReservation(t, resp); !reflect.DeepEqual(got, first) {
+	if got := lt.Data[reservation](t, resp); !reflect.DeepEqual(got, first) {
 		t.Errorf("got %+v, want %+v", got, first)
 	}
 
 	resp = f.invoke(t, f.Function, "reservations/list-reservations.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var list struct {
-		Data []reservation `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &list)
-	if want := []reservation{first}; !reflect.DeepEqual(list.Data, want) {
-		t.Errorf("active reservations %+v, want %+v", list.Data, want)
+	list := lt.Data[[]reservation](t, resp)
+	if want := []reservation{first}; !reflect.DeepEqual(list, want) {
+		t.Errorf("active reservations %+v, want %+v", list, want)
 	}
 
 	f.settle(t, first, "reservations/commit-reservation.json", "committed")
@@ -234,9 +216,9 @@ func TestReservationLifecycle(t *testing.T) {
 	// Nothing is held any more.
 	resp = f.invoke(t, f.Function, "reservations/list-reservations.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	lt.Decode(t, resp.Body, &list)
-	if len(list.Data) != 0 {
-		t.Errorf("active reservations after settling both: %+v", list.Data)
+	list = lt.Data[[]reservation](t, resp)
+	if len(list) != 0 {
+		t.Errorf("active reservations after settling both: %+v", list)
 	}
 }
 
@@ -249,7 +231,7 @@ func TestRenewReservation(t *testing.T) {
 	before := time.Now()
 	resp := f.invoke(t, f.Function, "reservations/renew-reservation.json", r.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	got := decodeReservation(t, resp)
+	got := lt.Data[reservation](t, resp)
 	want := r
 	want.Version = 2
 	if !reflect.DeepEqual(got, want) {

@@ -39,13 +39,10 @@ func (f fixture) invoke(t *testing.T, ev events.APIGatewayV2HTTPRequest) events.
 func wantVendorList(t *testing.T, f fixture, resp events.APIGatewayV2HTTPResponse) {
 	t.Helper()
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data []map[string]any `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
+	got := lt.Data[[]map[string]any](t, resp)
 	want := []map[string]any{{"id": f.Vendor.ID, "name": "Fjord Outfitters", "slug": "fjord-outfitters"}}
-	if !reflect.DeepEqual(got.Data, want) {
-		t.Errorf("data = %v, want %v", got.Data, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("data = %v, want %v", got, want)
 	}
 	for _, h := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} {
 		if lt.Header(resp, h) == "" {
@@ -63,13 +60,10 @@ func TestGetVendor(t *testing.T) {
 	f := sqliteFixture(t)
 	resp := f.invoke(t, f.event(t, "get-vendor.json"))
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data map[string]any `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
+	got := lt.Data[map[string]any](t, resp)
 	want := map[string]any{"id": f.Vendor.ID, "name": "Fjord Outfitters", "slug": "fjord-outfitters"}
-	if !reflect.DeepEqual(got.Data, want) {
-		t.Errorf("data = %v, want %v", got.Data, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("data = %v, want %v", got, want)
 	}
 }
 

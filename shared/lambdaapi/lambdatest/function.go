@@ -67,3 +67,31 @@ func (fn Function) Call(t testing.TB, path string, extra map[string]string) even
 	t.Helper()
 	return fn.Invoke(t, fn.Serve, path, extra)
 }
+
+// Data decodes the data member of resp's JSON body into a T.
+func Data[T any](t testing.TB, resp events.APIGatewayV2HTTPResponse) T {
+	t.Helper()
+	var got struct {
+		Data T `json:"data"`
+	}
+	Decode(t, resp.Body, &got)
+	return got.Data
+}
+
+// WantReplayed sends the sample at path again, as a client retrying with
+// the same Idempotency-Key, and wants first replayed: the same status and
+// body, marked Idempotent-Replayed: true, where first was not marked.
+func (fn Function) WantReplayed(t testing.TB, path string, first events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	if v := Header(first, "Idempotent-Replayed"); v != "" {
+		t.Errorf("Idempotent-Replayed = %q on the first request", v)
+	}
+	replay := fn.Call(t, path, nil)
+	WantStatus(t, replay, first.StatusCode)
+	if v := Header(replay, "Idempotent-Replayed"); v != "true" {
+		t.Errorf("Idempotent-Replayed = %q, want true", v)
+	}
+	if replay.Body != first.Body {
+		t.Errorf("replayed body differs:\n got %s\nwant %s", replay.Body, first.Body)
+	}
+}
