@@ -11,18 +11,12 @@ import (
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 )
 
-// fixture is the function main builds, over a store with one vendor and a
-// token for it.
-type fixture struct{ lt.Function }
-
-// invoke sends the sample event path (under events/) with the fixture's
-// vendor and token, and connectionID when the event names one.
-func (f fixture) invoke(t *testing.T, path, connectionID string) events.APIGatewayV2HTTPResponse {
+// invoke sends f the sample event path (under events/) with its vendor and
+// token, and connectionID when the event names one.
+func invoke(t *testing.T, f lt.Function, path, connectionID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	return f.Call(t, path, map[string]string{"CONNECTION_ID": connectionID})
 }
-
-func sqliteFixture(t *testing.T) fixture { return fixture{lt.OnSQLite(t, group())} }
 
 // roles are a connection's five roles.
 type roles struct {
@@ -63,9 +57,9 @@ type connection struct {
 // create sends create-connection.json and checks the new connection it
 // answers: active, at version 1, with the service_source roles and no
 // health report yet.
-func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, connection) {
+func create(t *testing.T, f lt.Function) (events.APIGatewayV2HTTPResponse, connection) {
 	t.Helper()
-	resp := f.invoke(t, "connections/create-connection.json", "")
+	resp := invoke(t, f, "connections/create-connection.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
 	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
@@ -98,9 +92,9 @@ type authority struct {
 // wantAuthority sends get-authority.json and wants catalog and base price
 // mastered by catalog (the service when empty) and the default Stock Pool by
 // the service.
-func (f fixture) wantAuthority(t *testing.T, catalog string) {
+func wantAuthority(t *testing.T, f lt.Function, catalog string) {
 	t.Helper()
-	resp := f.invoke(t, "connections/get-authority.json", "")
+	resp := invoke(t, f, "connections/get-authority.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
 	got := lt.Data[authority](t, resp)
 	a := got
@@ -118,15 +112,15 @@ func (f fixture) wantAuthority(t *testing.T, catalog string) {
 
 // TestCreateConnection: a new connection, and the same request again replays it.
 func TestCreateConnection(t *testing.T) {
-	f := sqliteFixture(t)
-	first, _ := f.create(t)
+	f := lt.OnSQLite(t, group())
+	first, _ := create(t, f)
 	f.WantReplayed(t, "connections/create-connection.json", first)
 }
 
 func TestGetConnection(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "connections/get-connection.json", created.ID)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "connections/get-connection.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	if got := lt.Data[connection](t, resp); !reflect.DeepEqual(got, created) {
 		t.Errorf("got %+v, want %+v", got, created)
@@ -134,9 +128,9 @@ func TestGetConnection(t *testing.T) {
 }
 
 func TestListConnections(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "connections/list-connections.json", "")
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "connections/list-connections.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
 	got := lt.Data[[]connection](t, resp)
 	if want := []connection{created}; !reflect.DeepEqual(got, want) {
@@ -148,18 +142,18 @@ func TestListConnections(t *testing.T) {
 // are replaced by store_catalog_source, it masters catalog and base price
 // while the service keeps the Stock Pool.
 func TestAuthority(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	f.wantAuthority(t, "")
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	wantAuthority(t, f, "")
 	wantRolesReplaced(t, f, created)
-	f.wantAuthority(t, created.ID)
+	wantAuthority(t, f, created.ID)
 }
 
 // wantRolesReplaced pauses created (pause-connection.json, version 1 → 2),
 // then replaces its roles (replace-roles.json, at version 2).
-func wantRolesReplaced(t *testing.T, f fixture, created connection) {
+func wantRolesReplaced(t *testing.T, f lt.Function, created connection) {
 	t.Helper()
-	resp := f.invoke(t, "connections/pause-connection.json", created.ID)
+	resp := invoke(t, f, "connections/pause-connection.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	want := created
 	want.Status, want.Version = "paused", 2
@@ -167,7 +161,7 @@ func wantRolesReplaced(t *testing.T, f fixture, created connection) {
 		t.Errorf("paused %+v, want %+v", got, want)
 	}
 
-	resp = f.invoke(t, "connections/replace-roles.json", created.ID)
+	resp = invoke(t, f, "connections/replace-roles.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	want.Roles, want.Version = storeCatalogSource, 3
 	if got := lt.Data[connection](t, resp); !reflect.DeepEqual(got, want) {
@@ -176,9 +170,9 @@ func wantRolesReplaced(t *testing.T, f fixture, created connection) {
 }
 
 func TestReportHealth(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "connections/report-health.json", created.ID)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "connections/report-health.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	got := lt.Data[health](t, resp)
 	at := "2026-11-22T05:12:40Z"
@@ -187,7 +181,7 @@ func TestReportHealth(t *testing.T) {
 		t.Errorf("reported %s, want %+v", resp.Body, want)
 	}
 	// The report is telemetry: the connection shows it, at the same version.
-	resp = f.invoke(t, "connections/get-connection.json", created.ID)
+	resp = invoke(t, f, "connections/get-connection.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	after := created
 	after.Health = want
@@ -205,9 +199,9 @@ func TestServesItsGroup(t *testing.T) {
 // store the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	f := fixture{lt.OnDynamoDB(t, group())}
-	_, created := f.create(t)
-	f.wantAuthority(t, "")
+	f := lt.OnDynamoDB(t, group())
+	_, created := create(t, f)
+	wantAuthority(t, f, "")
 	wantRolesReplaced(t, f, created)
-	f.wantAuthority(t, created.ID)
+	wantAuthority(t, f, created.ID)
 }

@@ -11,18 +11,12 @@ import (
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 )
 
-// fixture is the function main builds, over a store with one vendor and a
-// token for it.
-type fixture struct{ lt.Function }
-
-// invoke sends the sample event path (under events/) with the fixture's
-// vendor and token, and productID when the event names one.
-func (f fixture) invoke(t *testing.T, path, productID string) events.APIGatewayV2HTTPResponse {
+// invoke sends f the sample event path (under events/) with its vendor and
+// token, and productID when the event names one.
+func invoke(t *testing.T, f lt.Function, path, productID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	return f.Call(t, path, map[string]string{"PRODUCT_ID": productID})
 }
-
-func sqliteFixture(t *testing.T) fixture { return fixture{lt.OnSQLite(t, group())} }
 
 // product is the part of a product view these tests look at.
 type product struct {
@@ -38,9 +32,9 @@ type product struct {
 }
 
 // create sends create-product.json and checks the new draft it answers.
-func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, product) {
+func create(t *testing.T, f lt.Function) (events.APIGatewayV2HTTPResponse, product) {
 	t.Helper()
-	resp := f.invoke(t, "products/create-product.json", "")
+	resp := invoke(t, f, "products/create-product.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
 	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
@@ -56,15 +50,15 @@ func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, product)
 
 // TestCreateProduct: a new product, and the same request again replays it.
 func TestCreateProduct(t *testing.T) {
-	f := sqliteFixture(t)
-	first, _ := f.create(t)
+	f := lt.OnSQLite(t, group())
+	first, _ := create(t, f)
 	f.WantReplayed(t, "products/create-product.json", first)
 }
 
 func TestGetProduct(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "products/get-product.json", created.ID)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "products/get-product.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	if got := lt.Data[product](t, resp); !reflect.DeepEqual(got, created) {
 		t.Errorf("got %+v, want %+v", got, created)
@@ -72,14 +66,14 @@ func TestGetProduct(t *testing.T) {
 }
 
 func TestListProducts(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
 	wantList(t, f, created)
 }
 
-func wantList(t *testing.T, f fixture, want ...product) {
+func wantList(t *testing.T, f lt.Function, want ...product) {
 	t.Helper()
-	resp := f.invoke(t, "products/list-products.json", "")
+	resp := invoke(t, f, "products/list-products.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
 	got := lt.Data[[]product](t, resp)
 	if !reflect.DeepEqual(got, want) {
@@ -88,14 +82,14 @@ func wantList(t *testing.T, f fixture, want ...product) {
 }
 
 func TestPublishProduct(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
 	wantPublished(t, f, created)
 }
 
-func wantPublished(t *testing.T, f fixture, created product) {
+func wantPublished(t *testing.T, f lt.Function, created product) {
 	t.Helper()
-	resp := f.invoke(t, "products/publish-product.json", created.ID)
+	resp := invoke(t, f, "products/publish-product.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	got := lt.Data[product](t, resp)
 	if got.ID != created.ID || got.Status != "published" || got.Revision != 2 {
@@ -112,8 +106,8 @@ func TestServesItsGroup(t *testing.T) {
 // the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	f := fixture{lt.OnDynamoDB(t, group())}
-	first, created := f.create(t)
+	f := lt.OnDynamoDB(t, group())
+	first, created := create(t, f)
 	f.WantReplayed(t, "products/create-product.json", first)
 	wantList(t, f, created)
 	wantPublished(t, f, created)
