@@ -18,7 +18,7 @@ import (
 func TestConcurrentImports(t *testing.T) {
 	f := newFixture(t)
 	conn := f.connection(t, connection.Enabled, connection.Moku)
-	keeper := idempotency.Keeper{Store: f.store, Clock: f.clock}
+	keeper := idempotency.Keeper{Store: f.Store, Clock: f.Clock}
 	const n = 12
 	var wg sync.WaitGroup
 	ids := make([]string, n)

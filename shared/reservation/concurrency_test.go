@@ -16,7 +16,7 @@ import (
 // holds succeed, the rest see INSUFFICIENT_STOCK, and every counter agrees.
 func TestConcurrentCreatesNeverOversell(t *testing.T) {
 	f := newFixture(t)
-	keeper := idempotency.Keeper{Store: f.store, Clock: f.clock}
+	keeper := idempotency.Keeper{Store: f.Store, Clock: f.Clock}
 	const buyers = 20
 	var wg sync.WaitGroup
 	results := make([]error, buyers)
