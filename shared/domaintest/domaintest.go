@@ -7,6 +7,7 @@ package domaintest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -146,4 +147,26 @@ func WantCode(t testing.TB, err error, code errs.Code) {
 	if !errs.Is(err, code) {
 		t.Fatalf("got %v, want %s", err, code)
 	}
+}
+
+// Set replaces m's fields named in set, a nil value deleting its field,
+// and returns m: a request body varied a field at a time.
+func Set(m, set map[string]any) map[string]any {
+	for k, v := range set {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Body is the JSON of Set(m, set).
+func Body(m, set map[string]any) []byte {
+	b, err := json.Marshal(Set(m, set))
+	if err != nil {
+		panic(err) // maps of JSON values always marshal
+	}
+	return b
 }
