@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
@@ -198,31 +197,14 @@ func TestConcurrentClosesOfOneConflict(t *testing.T) {
 		mustXO(t, moveXO(e, o.Data.ID, "cancel", 1), 200, "cancelled")
 		importXO(e, "cfl-race-2", f.conn, "EXT-R", xoLine("a", f.item, 2)).WantProblem(t, 409, "EXTERNAL_ORDER_DUPLICATE")
 		id := listConflicts(t, e, "status=open")[0].ID
-		var wg sync.WaitGroup
-		statuses := make([]int, 6)
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				action := "resolve"
-				if i%2 == 1 {
-					action = "dismiss"
-				}
-				statuses[i] = closeConflict(e, id, action, map[string]any{"expected_version": 1, "reason": "race"}).Status
-			}()
-		}
-		wg.Wait()
-		wins := 0
-		for _, s := range statuses {
-			switch s {
-			case 200:
-				wins++
-			case 409:
-			default:
-				t.Fatalf("statuses %v", statuses)
+		statuses := apitest.Statuses(apitest.Race(6, func(i int) *apitest.Resp {
+			action := "resolve"
+			if i%2 == 1 {
+				action = "dismiss"
 			}
-		}
-		if wins != 1 {
+			return closeConflict(e, id, action, map[string]any{"expected_version": 1, "reason": "race"})
+		}))
+		if wins := statuses[200]; wins != 1 || statuses[409] != 5 {
 			t.Fatalf("%d closes won, want 1: %v", wins, statuses)
 		}
 		// The count went to zero exactly once: the connection disconnects.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -281,26 +280,15 @@ func TestReservationExpiry(t *testing.T) {
 func TestReserveLastUnits(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		f := newStock(t, kind, 10)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		statuses := map[int]int{}
-		codes := map[string]int{}
-		for i := 0; i < 50; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r := f.reserve(fmt.Sprintf("last-unit-%02d", i), 1)
-				mu.Lock()
-				defer mu.Unlock()
-				statuses[r.Status]++
-				if r.Status != 201 {
-					var p struct{ Code string }
-					r.JSON(t, &p)
-					codes[p.Code]++
-				}
-			}(i)
+		rs := apitest.Race(50, func(i int) *apitest.Resp { return f.reserve(fmt.Sprintf("last-unit-%02d", i), 1) })
+		statuses, codes := apitest.Statuses(rs), map[string]int{}
+		for _, r := range rs {
+			if r.Status != 201 {
+				var p struct{ Code string }
+				r.JSON(t, &p)
+				codes[p.Code]++
+			}
 		}
-		wg.Wait()
 		if statuses[201] != 10 || statuses[409] != 40 {
 			t.Fatalf("statuses %v (codes %v), want 10 created and 40 conflicts", statuses, codes)
 		}
