@@ -83,22 +83,12 @@ type productBody struct {
 
 func create(t *testing.T, e *apitest.Env, key string, body any) (*apitest.Resp, productBody) {
 	t.Helper()
-	r := e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/products", Token: e.Token, Body: body,
-		Headers: map[string]string{"Idempotency-Key": key}})
-	var p productBody
-	if r.Status == 201 {
-		r.JSON(t, &p)
-	}
-	return r, p
+	return apitest.Create[productBody](t, e, "/vendors/"+e.Vendor.ID+"/products", key, body)
 }
 
 func mustCreate(t *testing.T, e *apitest.Env, key string, body any) productBody {
 	t.Helper()
-	r, p := create(t, e, key, body)
-	if r.Status != 201 {
-		t.Fatalf("create: %d %s", r.Status, r.Body)
-	}
-	return p
+	return apitest.MustCreate[productBody](t, e, "/vendors/"+e.Vendor.ID+"/products", key, body)
 }
 
 func post(e *apitest.Env, path string, body any) *apitest.Resp {

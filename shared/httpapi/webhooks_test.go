@@ -62,13 +62,7 @@ func subsPath(e *apitest.Env) string { return "/vendors/" + e.Vendor.ID + "/webh
 
 func createSubscription(t *testing.T, e *apitest.Env, key string, body any) (*apitest.Resp, subscriptionBody) {
 	t.Helper()
-	r := e.Do(apitest.Req{Method: http.MethodPost, Path: subsPath(e), Token: e.Token, Body: body,
-		Headers: map[string]string{"Idempotency-Key": key}})
-	var s subscriptionBody
-	if r.Status == 201 {
-		r.JSON(t, &s)
-	}
-	return r, s
+	return apitest.Create[subscriptionBody](t, e, subsPath(e), key, body)
 }
 
 func mustSubscribe(t *testing.T, e *apitest.Env, url string, types ...string) subscriptionBody {

@@ -364,3 +364,27 @@ func keys(m map[string]any) []string {
 // Stores lists the stores to run HTTP suites on: the embedded one always,
 // DynamoDB Local when the emulator runs (see ddbtest).
 func Stores() []StoreKind { return []StoreKind{SQLite, DynamoDB} }
+
+// Create POSTs body to path with the default token and Idempotency-Key
+// key, retried as DoRetrying retries, and decodes a 201's body into a T (the
+// zero T otherwise).
+func Create[T any](t testing.TB, e *Env, path, key string, body any) (*Resp, T) {
+	t.Helper()
+	r := e.DoRetrying(Req{Method: http.MethodPost, Path: path, Token: e.Token, Body: body,
+		Headers: map[string]string{"Idempotency-Key": key}})
+	var v T
+	if r.Status == http.StatusCreated {
+		r.JSON(t, &v)
+	}
+	return r, v
+}
+
+// MustCreate is Create failing the test unless the answer is 201.
+func MustCreate[T any](t testing.TB, e *Env, path, key string, body any) T {
+	t.Helper()
+	r, v := Create[T](t, e, path, key, body)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", path, r.Status, r.Body)
+	}
+	return v
+}
