@@ -91,13 +91,7 @@ func TestAdjustments(t *testing.T) {
 		adjust(e, "inv_nope_000", "adjust-key-404", map[string]any{"target_on_hand": 3, "expected_version": 1}).WantProblem(t, 404, "NOT_FOUND")
 		e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/"+strings.Repeat("i", 1001)).WantProblem(t, 404, "NOT_FOUND")
 		e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/inv_"+strings.Repeat("i", 990)+"_000").WantProblem(t, 404, "NOT_FOUND")
-		adjusted := 0
-		for _, ty := range eventTypes(t, e) {
-			if ty == "inventory_item.adjusted" {
-				adjusted++
-			}
-		}
-		if adjusted != 6 {
+		if adjusted := countEvents(t, e, "inventory_item.adjusted"); adjusted != 6 {
 			t.Fatalf("%d inventory_item.adjusted events, want 6", adjusted)
 		}
 	})

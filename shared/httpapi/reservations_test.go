@@ -263,13 +263,7 @@ func TestReservationExpiry(t *testing.T) {
 			t.Fatalf("renewed hold not expired at its time: %+v", run)
 		}
 		f.want(t, 10, 0, 10, 0)
-		expired := 0
-		for _, ty := range eventTypes(t, f.e) {
-			if ty == "reservation.expired" {
-				expired++
-			}
-		}
-		if expired != 2 {
+		if expired := countEvents(t, f.e, "reservation.expired"); expired != 2 {
 			t.Fatalf("%d reservation.expired events", expired)
 		}
 	})
