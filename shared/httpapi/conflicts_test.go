@@ -59,6 +59,11 @@ func replaceRoles(e *apitest.Env, connID string, version int64, roles any) *apit
 		Body: map[string]any{"expected_version": version, "roles": roles}})
 }
 
+func disconnect(e *apitest.Env, connID string, version int64) *apitest.Resp {
+	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + connID + "/disconnect", Token: e.Token,
+		Body: map[string]any{"expected_version": version}})
+}
+
 func connectionVersion(t *testing.T, e *apitest.Env, connID string) int64 {
 	t.Helper()
 	var c connBody
@@ -102,8 +107,7 @@ func TestDuplicateImportOpensAConflictThatBlocksTheConnection(t *testing.T) {
 		if !strings.Contains(busy.Detail, "1 open conflicts") {
 			t.Fatalf("the 409 does not say why: %s", busy.Detail)
 		}
-		e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
-			Body: map[string]any{"expected_version": ver}}).WantProblem(t, 409, "CONNECTION_BUSY")
+		disconnect(e, f.conn, ver).WantProblem(t, 409, "CONNECTION_BUSY")
 
 		// Bad closings change nothing.
 		closeConflict(e, id, "dismiss", map[string]any{"expected_version": 1}).WantProblem(t, 400, "INVALID_REQUEST")
@@ -179,8 +183,7 @@ func TestUnreservableOrderConflictClosesWithTheOrder(t *testing.T) {
 		}
 		// Nothing left on the connection: it disconnects.
 		ver := connectionVersion(t, e, f.conn)
-		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
-			Body: map[string]any{"expected_version": ver}}); r.Status != 200 {
+		if r := disconnect(e, f.conn, ver); r.Status != 200 {
 			t.Fatalf("disconnect: %d %s", r.Status, r.Body)
 		}
 		wantEvents(t, e, "conflict.opened", "conflict.resolved")
@@ -208,8 +211,7 @@ func TestConcurrentClosesOfOneConflict(t *testing.T) {
 			t.Fatalf("%d closes won, want 1: %v", wins, statuses)
 		}
 		// The count went to zero exactly once: the connection disconnects.
-		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
-			Body: map[string]any{"expected_version": connectionVersion(t, e, f.conn)}}); r.Status != 200 {
+		if r := disconnect(e, f.conn, connectionVersion(t, e, f.conn)); r.Status != 200 {
 			t.Fatalf("disconnect: %d %s", r.Status, r.Body)
 		}
 	})
