@@ -525,33 +525,14 @@ func TestCursorPages(t *testing.T) {
 		}
 		base := "/vendors/" + e.Vendor.ID + "/widgets"
 		walk := func(query string, limit int) (ids []string, cursors []string) {
-			path := base + "?limit=" + fmt.Sprint(limit) + query
-			for pages := 0; pages < 50; pages++ {
-				r := e.Get(path)
-				if r.Status != 200 {
-					t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
+			pages, cursors := e.Walk(t, base+"?limit="+fmt.Sprint(limit)+query)
+			for _, page := range pages {
+				if len(page) > limit {
+					t.Fatalf("page of %d items for limit %d", len(page), limit)
 				}
-				var page struct {
-					Data []struct{ ID string } `json:"data"`
-					Page struct {
-						NextCursor *string `json:"next_cursor"`
-					} `json:"page"`
-				}
-				r.JSON(t, &page)
-				if len(page.Data) > limit {
-					t.Fatalf("page of %d items for limit %d", len(page.Data), limit)
-				}
-				for _, d := range page.Data {
-					ids = append(ids, d.ID)
-				}
-				if page.Page.NextCursor == nil {
-					return ids, cursors
-				}
-				cursors = append(cursors, *page.Page.NextCursor)
-				path = base + "?limit=" + fmt.Sprint(limit) + query + "&page_after=" + *page.Page.NextCursor
+				ids = append(ids, page...)
 			}
-			t.Fatal("too many pages")
-			return nil, nil
+			return ids, cursors
 		}
 		got, cursors := walk("", 5)
 		if len(got) != 23 || got[0] != "w00" || got[22] != "w22" || len(cursors) != 4 {

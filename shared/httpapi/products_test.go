@@ -102,7 +102,9 @@ func post(e *apitest.Env, path string, body any) *apitest.Resp {
 	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + path, Token: e.Token, Body: body})
 }
 
-func eventTypes(t *testing.T, e *apitest.Env) []string {
+// eventTypes are the types of the vendor's events about resourceID, or
+// of all its events when none is given, oldest first.
+func eventTypes(t *testing.T, e *apitest.Env, resourceID ...string) []string {
 	t.Helper()
 	items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: datamodel.EventPrefix, Limit: 1000})
 	if err != nil {
@@ -114,7 +116,9 @@ func eventTypes(t *testing.T, e *apitest.Env) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, ev.Type)
+		if len(resourceID) == 0 || ev.Resource.ID == resourceID[0] {
+			out = append(out, ev.Type)
+		}
 	}
 	return out
 }

@@ -388,3 +388,41 @@ func MustCreate[T any](t testing.TB, e *Env, path, key string, body any) T {
 	}
 	return v
 }
+
+// Walk GETs the list at path (with its query: a limit, filters) and follows
+// each page's next_cursor, as page_after, to the end; it fails on an answer
+// other than 200 and after 100 pages. It returns each page's item ids and
+// the cursors that led past them.
+func (e *Env) Walk(t testing.TB, path string) (pages [][]string, cursors []string) {
+	t.Helper()
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	next := path
+	for range 100 {
+		r := e.Get(next)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", next, r.Status, r.Body)
+		}
+		var page struct {
+			Data []struct{ ID string } `json:"data"`
+			Page struct {
+				NextCursor *string `json:"next_cursor"`
+			} `json:"page"`
+		}
+		r.JSON(t, &page)
+		ids := []string{}
+		for _, d := range page.Data {
+			ids = append(ids, d.ID)
+		}
+		pages = append(pages, ids)
+		if page.Page.NextCursor == nil {
+			return pages, cursors
+		}
+		cursors = append(cursors, *page.Page.NextCursor)
+		next = path + sep + "page_after=" + url.QueryEscape(*page.Page.NextCursor)
+	}
+	t.Fatalf("GET %s: the list does not end after 100 pages", path)
+	return nil, nil
+}
