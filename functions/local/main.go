@@ -24,9 +24,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	adminpkg "github.com/moku/sellerapi/shared/admin"
@@ -35,31 +32,17 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+func main() { runner().Main() }
+
+func runner() cmdline.Runner {
+	return cmdline.Runner{Serve: serve, Admin: admin, More: map[string]cmdline.Command{
+		"listen":  func(ctx context.Context, args []string, stdout, _ io.Writer) error { return listen(ctx, args, stdout) },
+		"trigger": func(ctx context.Context, args []string, stdout, _ io.Writer) error { return trigger(ctx, args, stdout) },
+	}}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
-		return serve(ctx, args, stdout, stderr)
-	}
-	if c, rest, ok := cmdline.FindAdmin(args); ok {
-		return admin(ctx, c, rest, stdout)
-	}
-	switch args[0] {
-	case "serve":
-		return serve(ctx, args[1:], stdout, stderr)
-	case "listen":
-		return listen(ctx, args[1:], stdout)
-	case "trigger":
-		return trigger(ctx, args[1:], stdout)
-	}
-	return fmt.Errorf("unknown command %q; use serve, %s, listen or trigger", args, strings.Join(cmdline.AdminNames(), ", "))
+	return runner().Run(ctx, args, stdout, stderr)
 }
 
 // storeFlags are the flags every subcommand takes to find its store.

@@ -37,37 +37,21 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/moku/sellerapi/shared/cmdline"
 	"github.com/moku/sellerapi/shared/config"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
-}
+func main() { runner().Main() }
+
+func runner() cmdline.Runner { return cmdline.Runner{Serve: serve, Admin: admin} }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
-		return serve(ctx, args, stdout, stderr)
-	}
-	if args[0] == "serve" {
-		return serve(ctx, args[1:], stdout, stderr)
-	}
-	if c, rest, ok := cmdline.FindAdmin(args); ok {
-		return admin(ctx, c, rest, stdout)
-	}
-	return fmt.Errorf("unknown command %q; use serve, %s", args, strings.Join(cmdline.AdminNames(), ", "))
+	return runner().Run(ctx, args, stdout, stderr)
 }
 
 // common are the flags every command takes (functions/local's store flags;

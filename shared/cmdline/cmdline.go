@@ -1,8 +1,8 @@
 // Package cmdline is the command line functions/local (the embedded
 // runner) and scripts/cloud (the deployed shape on one machine) share, so
-// that whatever drives one drives the other unchanged: the administrative
-// commands and their flags, the {"data": …} answer they print, and serving
-// HTTP until interrupted. How each runner carries out a command (the store
+// that whatever drives one drives the other unchanged: which command runs
+// (Runner), the administrative commands and their flags, the {"data": …}
+// answer they print, and serving HTTP until interrupted. How each runner carries out a command (the store
 // directly, or the template's admin function) stays with the runner.
 package cmdline
 
@@ -11,14 +11,66 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moku/sellerapi/shared/admin"
 )
+
+// Command is a subcommand run with the arguments after its name.
+type Command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// Runner is a runner's command line: serve, the administrative commands,
+// and commands of its own.
+type Runner struct {
+	Serve Command
+	// Admin carries out an administrative command with the arguments
+	// after its words.
+	Admin func(ctx context.Context, c Admin, args []string, stdout io.Writer) error
+	More  map[string]Command
+}
+
+// Run runs the command args name: serve when they are empty or start with
+// a flag.
+func (r Runner) Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return r.Serve(ctx, args, stdout, stderr)
+	}
+	if args[0] == "serve" {
+		return r.Serve(ctx, args[1:], stdout, stderr)
+	}
+	if c, rest, ok := FindAdmin(args); ok {
+		return r.Admin(ctx, c, rest, stdout)
+	}
+	if cmd, ok := r.More[args[0]]; ok {
+		return cmd(ctx, args[1:], stdout, stderr)
+	}
+	names := append([]string{"serve"}, AdminNames()...)
+	names = append(names, slices.Sorted(maps.Keys(r.More))...)
+	return fmt.Errorf("unknown command %q; use %s", args, strings.Join(names, ", "))
+}
+
+// Main is a runner's whole main: Run with the process's arguments and
+// standard streams, under a context an interrupt or SIGTERM ends; a
+// failure is printed as "error: …" and exits with status 1.
+func (r Runner) Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := r.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		stop()
+		os.Exit(1)
+	}
+}
 
 // Admin is an administrative command: its words on the command line
 // ("vendor create"), the admin action it asks for, and its own flags.

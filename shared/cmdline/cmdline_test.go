@@ -1,7 +1,9 @@
 package cmdline_test
 
 import (
+	"context"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 
@@ -51,5 +53,38 @@ func TestUnknownFlag(t *testing.T) {
 	c, rest, _ := cmdline.FindAdmin([]string{"token", "revoke", "--vendor", "v"})
 	if _, err := c.Parse(rest, func(*flag.FlagSet) {}); err == nil {
 		t.Fatal("token revoke took --vendor")
+	}
+}
+
+// Run picks serve for no arguments, a leading flag or "serve", the
+// administrative commands by their words, and the runner's own by name.
+func TestRun(t *testing.T) {
+	var ran string
+	cmd := func(name string) cmdline.Command {
+		return func(_ context.Context, args []string, _, _ io.Writer) error {
+			ran = name + " " + strings.Join(args, " ")
+			return nil
+		}
+	}
+	r := cmdline.Runner{Serve: cmd("serve"), More: map[string]cmdline.Command{"listen": cmd("listen")},
+		Admin: func(_ context.Context, c cmdline.Admin, args []string, _ io.Writer) error {
+			ran = c.Action + " " + strings.Join(args, " ")
+			return nil
+		}}
+	for _, c := range []struct{ args, want string }{
+		{"", "serve "},
+		{"--addr :0", "serve --addr :0"},
+		{"serve --addr :0", "serve --addr :0"},
+		{"token revoke --id t", admin.TokenRevoke + " --id t"},
+		{"listen --events *", "listen --events *"},
+	} {
+		ran = ""
+		if err := r.Run(context.Background(), strings.Fields(c.args), io.Discard, io.Discard); err != nil || ran != c.want {
+			t.Errorf("%q ran %q (%v), want %q", c.args, ran, err, c.want)
+		}
+	}
+	err := r.Run(context.Background(), []string{"trigger"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "use serve, vendor create, vendor set-owner, token issue, token revoke, pairing review, listen") {
+		t.Errorf("unknown command: %v", err)
 	}
 }
