@@ -53,13 +53,7 @@ func (f fixture) createProduct(t *testing.T) string {
 	t.Helper()
 	resp := f.products.Call(t, "products/create-product.json", nil)
 	lt.WantStatus(t, resp, http.StatusCreated)
-	var created struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &created)
-	return created.Data.ID
+	return lt.DataID(t, resp)
 }
 
 // listOne sends list-inventory-items.json and wants the one item of the

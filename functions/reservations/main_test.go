@@ -59,18 +59,6 @@ func (f *fixture) invoke(t *testing.T, fn lt.Function, path, reservationID strin
 	return fn.Call(t, path, f.ids(reservationID))
 }
 
-// dataID is the id of the resource a response carries.
-func dataID(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
-	t.Helper()
-	var got struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data.ID
-}
-
 // stock makes what the reservation events need through the other groups'
 // Lambdas: an active service_source connection (create-connection.json),
 // the simple product of create-product.json and 12 units of its item
@@ -79,11 +67,11 @@ func (f *fixture) stock(t *testing.T) {
 	t.Helper()
 	resp := f.invoke(t, f.connections, "connections/create-connection.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
-	f.connectionID = dataID(t, resp)
+	f.connectionID = lt.DataID(t, resp)
 
 	resp = f.invoke(t, f.products, "products/create-product.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
-	dataID(t, resp)
+	lt.DataID(t, resp)
 
 	resp = f.invoke(t, f.inventory, "inventory/list-inventory-items.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)

@@ -95,3 +95,11 @@ func (fn Function) WantReplayed(t testing.TB, path string, first events.APIGatew
 		t.Errorf("replayed body differs:\n got %s\nwant %s", replay.Body, first.Body)
 	}
 }
+
+// DataID is the id of the resource resp's data carries.
+func DataID(t testing.TB, resp events.APIGatewayV2HTTPResponse) string {
+	t.Helper()
+	return Data[struct {
+		ID string `json:"id"`
+	}](t, resp).ID
+}
