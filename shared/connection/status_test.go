@@ -4,10 +4,9 @@ import (
 	"context"
 	"testing"
 
-	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/fields"
 )

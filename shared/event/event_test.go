@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/store"

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/inventory"
 )

@@ -4,9 +4,8 @@ import (
 	"context"
 	"testing"
 
-	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 )

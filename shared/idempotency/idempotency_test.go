@@ -9,7 +9,6 @@ import (
 	"time"
 
 	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"

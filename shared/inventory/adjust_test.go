@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"

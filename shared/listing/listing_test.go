@@ -4,10 +4,9 @@ import (
 	"context"
 	"testing"
 
-	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/store"

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
-	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/reservation"

@@ -4,11 +4,10 @@ import (
 	"context"
 	"testing"
 
-	dt "github.com/moku/sellerapi/shared/domaintest"
-
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
