@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,4 +195,38 @@ func Walk[T any](t testing.TB, list func(after string) ([]T, string, bool, error
 	}
 	t.Fatal("the list does not end after 1000 pages")
 	return nil
+}
+
+// Race runs do(0) … do(n-1) at once from n goroutines and returns their
+// errors in the order of i: the shape of every test of concurrent writers
+// against the real store.
+func Race(n int, do func(i int) error) []error {
+	out := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = do(i)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Succeeded is the indexes of the nil errors of a race; an error that is
+// not of one of codes (the refusals the race may end in) fails the test.
+func Succeeded(t testing.TB, errors []error, codes ...errs.Code) []int {
+	t.Helper()
+	var ok []int
+	for i, err := range errors {
+		if err == nil {
+			ok = append(ok, i)
+			continue
+		}
+		if !slices.ContainsFunc(codes, func(c errs.Code) bool { return errs.Is(err, c) }) {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	return ok
 }
