@@ -49,11 +49,7 @@ func TestBulkOperationThroughTheHandler(t *testing.T) {
 				t.Fatalf("submit: %d %s", r.Status, r.Body)
 			}
 
-			stored, err := e.Store.Get(ctx, datamodel.BulkKey(e.Vendor.ID, job.Data.ID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			lambdatest.Work(t, e.App, stored, work)
+			lambdatest.WorkStored(t, e.App, datamodel.BulkKey(e.Vendor.ID, job.Data.ID), work)
 			var done struct{ Data struct{ Status string } }
 			e.Get("/vendors/"+e.Vendor.ID+"/bulk-operations/"+job.Data.ID).JSON(t, &done)
 			var after struct {

@@ -65,11 +65,7 @@ func TestReplayThroughTheHandler(t *testing.T) {
 				t.Fatalf("replay: %d %s", r.Status, r.Body)
 			}
 
-			stored, err := e.Store.Get(ctx, datamodel.ReplayKey(e.Vendor.ID, ev.ID, rp.Data.ID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := lambdatest.Work(t, e.App, stored, work)
+			q := lambdatest.WorkStored(t, e.App, datamodel.ReplayKey(e.Vendor.ID, ev.ID, rp.Data.ID), work)
 			deliveries := q.Take(queue.WebhookDeliveries)
 			to := map[string]bool{}
 			for _, d := range deliveries {

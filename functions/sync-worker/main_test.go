@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -24,7 +23,6 @@ func TestSampleEvent(t *testing.T) {
 func TestSyncJobThroughTheHandler(t *testing.T) {
 	for _, kind := range apitest.Stores() {
 		t.Run(string(kind), func(t *testing.T) {
-			ctx := context.Background()
 			e := apitest.New(t, apitest.Options{Store: kind})
 			r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections", Token: e.Token,
 				Headers: map[string]string{"Idempotency-Key": "sync-worker-conn"},
@@ -46,11 +44,7 @@ func TestSyncJobThroughTheHandler(t *testing.T) {
 				t.Fatalf("submit: %d %s", r.Status, r.Body)
 			}
 
-			stored, err := e.Store.Get(ctx, datamodel.SyncJobKey(e.Vendor.ID, job.Data.ID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			lambdatest.Work(t, e.App, stored, work)
+			lambdatest.WorkStored(t, e.App, datamodel.SyncJobKey(e.Vendor.ID, job.Data.ID), work)
 			var done struct {
 				Data struct {
 					Status string

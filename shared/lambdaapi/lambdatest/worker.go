@@ -56,3 +56,13 @@ func Work(t testing.TB, a *app.App, item store.Item, queueName string) *Queues {
 	}
 	return q
 }
+
+// WorkStored is Work on the item stored at k in a's store.
+func WorkStored(t testing.TB, a *app.App, k store.Key, queueName string) *Queues {
+	t.Helper()
+	it, err := a.Store.Get(t.Context(), k)
+	if err != nil {
+		t.Fatalf("get %v: %v", k, err)
+	}
+	return Work(t, a, it, queueName)
+}
