@@ -12,4 +12,8 @@ import (
 	"github.com/moku/sellerapi/shared/queue"
 )
 
-func main() { lambdaapi.WorkerMain("bulk-worker", queue.BulkOperations) }
+// work is the queue this function drains: main names it and the tests run
+// it, so a wrong queue here fails them.
+const work = queue.BulkOperations
+
+func main() { lambdaapi.WorkerMain("bulk-worker", work) }

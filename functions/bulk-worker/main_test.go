@@ -2,32 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/queue"
-	"github.com/moku/sellerapi/shared/store"
 )
 
 // TestSampleEvent keeps events/bulk-worker/bulk-operation.json a batch as the queue's event
 // source mapping delivers it, whose body is the work's JSON message.
 func TestSampleEvent(t *testing.T) {
-	ev := lambdatest.SQSEvent(t, "bulk-worker/bulk-operation.json", queue.BulkOperations)
-	var body map[string]any
-	if err := json.Unmarshal([]byte(ev.Records[0].Body), &body); err != nil {
-		t.Fatalf("body: %v", err)
-	}
-	for _, k := range []string{"vendor_id", "bulk_operation_id"} {
-		if body[k] == nil {
-			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
-		}
-	}
+	lambdatest.SQSSample(t, "bulk-worker/bulk-operation.json", work, "vendor_id", "bulk_operation_id")
 }
 
 // A bulk operation runs end to end through the worker's Lambda handler, on
@@ -62,26 +49,7 @@ func TestBulkOperationThroughTheHandler(t *testing.T) {
 				t.Fatalf("submit: %d %s", r.Status, r.Body)
 			}
 
-			q := &lambdatest.Queues{}
-			stored, err := e.Store.Get(ctx, datamodel.BulkKey(e.Vendor.ID, job.Data.ID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n, err := e.App.Router(q).Route(ctx, []store.Change{{Kind: store.Inserted, Key: stored.Key(), New: &stored}}); err != nil || n != 1 {
-				t.Fatalf("route: %d, %v", n, err)
-			}
-			msgs := q.Take(queue.BulkOperations)
-			if len(msgs) != 1 {
-				t.Fatalf("routed %d bulk messages, want 1", len(msgs))
-			}
-			h, err := lambdaapi.NewWorker(e.App, q, queue.BulkOperations)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := h(ctx, lambdatest.SQSBatch(queue.BulkOperations, msgs...))
-			if err != nil || len(resp.BatchItemFailures) != 0 {
-				t.Fatalf("handler: %+v, %v", resp, err)
-			}
+			lambdatest.WorkStored(t, e.App, datamodel.BulkKey(e.Vendor.ID, job.Data.ID), work)
 			var done struct{ Data struct{ Status string } }
 			e.Get("/vendors/"+e.Vendor.ID+"/bulk-operations/"+job.Data.ID).JSON(t, &done)
 			var after struct {

@@ -8,37 +8,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, and the Lambda's
-// handler over that store.
-type fixture struct {
-	lt.Fixture
-	handler lambdaapi.Handler
-}
-
-// newFixture builds the handler exactly as main does, on f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
+// invoke sends f the sample event path (under events/) with its vendor and
+// token, and connectionID when the event names one.
+func invoke(t *testing.T, f lt.Function, path, connectionID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return fixture{Fixture: f, handler: f.Handler(t, cfg, group())}
-}
-
-func sqliteFixture(t *testing.T) fixture {
-	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
-}
-
-// invoke sends the sample event path (under events/) with the fixture's
-// vendor and token, and connectionID when the event names one.
-func (f fixture) invoke(t *testing.T, path, connectionID string) events.APIGatewayV2HTTPResponse {
-	t.Helper()
-	return f.Invoke(t, f.handler, path, map[string]string{"CONNECTION_ID": connectionID})
+	return f.Call(t, path, map[string]string{"CONNECTION_ID": connectionID})
 }
 
 // roles are a connection's five roles.
@@ -77,26 +54,17 @@ type connection struct {
 	Version           int64  `json:"version"`
 }
 
-func decodeConnection(t *testing.T, resp events.APIGatewayV2HTTPResponse) connection {
-	t.Helper()
-	var got struct {
-		Data connection `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data
-}
-
 // create sends create-connection.json and checks the new connection it
 // answers: active, at version 1, with the service_source roles and no
 // health report yet.
-func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, connection) {
+func create(t *testing.T, f lt.Function) (events.APIGatewayV2HTTPResponse, connection) {
 	t.Helper()
-	resp := f.invoke(t, "connections/create-connection.json", "")
+	resp := invoke(t, f, "connections/create-connection.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
 	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
-	c := decodeConnection(t, resp)
+	c := lt.Data[connection](t, resp)
 	want := connection{ID: c.ID, VendorID: f.Vendor.ID, Provider: "store_plugin", ExternalAccountID: "shop-4411",
 		DisplayName: "Main web store", Status: "active", Roles: serviceSource, Health: health{State: "unknown", Blockers: []string{}}, Version: 1}
 	if !strings.HasPrefix(c.ID, "conn_") || !reflect.DeepEqual(c, want) {
@@ -124,15 +92,12 @@ type authority struct {
 // wantAuthority sends get-authority.json and wants catalog and base price
 // mastered by catalog (the service when empty) and the default Stock Pool by
 // the service.
-func (f fixture) wantAuthority(t *testing.T, catalog string) {
+func wantAuthority(t *testing.T, f lt.Function, catalog string) {
 	t.Helper()
-	resp := f.invoke(t, "connections/get-authority.json", "")
+	resp := invoke(t, f, "connections/get-authority.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data authority `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	a := got.Data
+	got := lt.Data[authority](t, resp)
+	a := got
 	want := master{Type: "moku"}
 	if catalog != "" {
 		want = master{Type: "connection", ConnectionID: &catalog}
@@ -145,48 +110,31 @@ func (f fixture) wantAuthority(t *testing.T, catalog string) {
 	}
 }
 
+// TestCreateConnection: a new connection, and the same request again replays it.
 func TestCreateConnection(t *testing.T) {
-	f := sqliteFixture(t)
-	resp, _ := f.create(t)
-	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
-		t.Errorf("Idempotent-Replayed = %q on the first request", v)
-	}
-}
-
-func TestCreateConnectionReplay(t *testing.T) {
-	f := sqliteFixture(t)
-	first, _ := f.create(t)
-	replay := f.invoke(t, "connections/create-connection.json", "")
-	lt.WantStatus(t, replay, http.StatusCreated)
-	if v := lt.Header(replay, "Idempotent-Replayed"); v != "true" {
-		t.Errorf("Idempotent-Replayed = %q, want true", v)
-	}
-	if replay.Body != first.Body {
-		t.Errorf("replayed body differs:\n got %s\nwant %s", replay.Body, first.Body)
-	}
+	f := lt.OnSQLite(t, group())
+	first, _ := create(t, f)
+	f.WantReplayed(t, "connections/create-connection.json", first)
 }
 
 func TestGetConnection(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "connections/get-connection.json", created.ID)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "connections/get-connection.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeConnection(t, resp); !reflect.DeepEqual(got, created) {
+	if got := lt.Data[connection](t, resp); !reflect.DeepEqual(got, created) {
 		t.Errorf("got %+v, want %+v", got, created)
 	}
 }
 
 func TestListConnections(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "connections/list-connections.json", "")
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "connections/list-connections.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data []connection `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	if want := []connection{created}; !reflect.DeepEqual(got.Data, want) {
-		t.Errorf("data = %+v, want %+v", got.Data, want)
+	got := lt.Data[[]connection](t, resp)
+	if want := []connection{created}; !reflect.DeepEqual(got, want) {
+		t.Errorf("data = %+v, want %+v", got, want)
 	}
 }
 
@@ -194,78 +142,66 @@ func TestListConnections(t *testing.T) {
 // are replaced by store_catalog_source, it masters catalog and base price
 // while the service keeps the Stock Pool.
 func TestAuthority(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	f.wantAuthority(t, "")
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	wantAuthority(t, f, "")
 	wantRolesReplaced(t, f, created)
-	f.wantAuthority(t, created.ID)
+	wantAuthority(t, f, created.ID)
 }
 
 // wantRolesReplaced pauses created (pause-connection.json, version 1 → 2),
 // then replaces its roles (replace-roles.json, at version 2).
-func wantRolesReplaced(t *testing.T, f fixture, created connection) {
+func wantRolesReplaced(t *testing.T, f lt.Function, created connection) {
 	t.Helper()
-	resp := f.invoke(t, "connections/pause-connection.json", created.ID)
+	resp := invoke(t, f, "connections/pause-connection.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	want := created
 	want.Status, want.Version = "paused", 2
-	if got := decodeConnection(t, resp); !reflect.DeepEqual(got, want) {
+	if got := lt.Data[connection](t, resp); !reflect.DeepEqual(got, want) {
 		t.Errorf("paused %+v, want %+v", got, want)
 	}
 
-	resp = f.invoke(t, "connections/replace-roles.json", created.ID)
+	resp = invoke(t, f, "connections/replace-roles.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	want.Roles, want.Version = storeCatalogSource, 3
-	if got := decodeConnection(t, resp); !reflect.DeepEqual(got, want) {
+	if got := lt.Data[connection](t, resp); !reflect.DeepEqual(got, want) {
 		t.Errorf("roles replaced: %+v, want %+v", got, want)
 	}
 }
 
 func TestReportHealth(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "connections/report-health.json", created.ID)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "connections/report-health.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data health `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
+	got := lt.Data[health](t, resp)
 	at := "2026-11-22T05:12:40Z"
 	want := health{State: "healthy", LastObservedAt: &at, LastSuccessAt: &at, Blockers: []string{}}
-	if !reflect.DeepEqual(got.Data, want) {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("reported %s, want %+v", resp.Body, want)
 	}
 	// The report is telemetry: the connection shows it, at the same version.
-	resp = f.invoke(t, "connections/get-connection.json", created.ID)
+	resp = invoke(t, f, "connections/get-connection.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
 	after := created
 	after.Health = want
-	if c := decodeConnection(t, resp); !reflect.DeepEqual(c, after) {
+	if c := lt.Data[connection](t, resp); !reflect.DeepEqual(c, after) {
 		t.Errorf("read back %+v, want %+v", c, after)
 	}
 }
 
-// TestServesOnlyConnections: the function mounts the Connections group
-// alone; API Gateway routes the other groups' paths to their own functions.
-func TestServesOnlyConnections(t *testing.T) {
-	f := sqliteFixture(t)
-	for _, path := range []string{"products/list-products.json", "reservations/list-reservations.json"} {
-		t.Run(path, func(t *testing.T) {
-			lt.WantProblem(t, f.invoke(t, path, ""), http.StatusNotFound)
-		})
-	}
+// TestServesItsGroup: the function mounts the Connections group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "connections/list-connections.json", http.StatusOK, nil)
 }
 
 // TestDynamoDB runs the connection's events against DynamoDB Local, the
 // store the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
-	_, created := f.create(t)
-	f.wantAuthority(t, "")
+	f := lt.OnDynamoDB(t, group())
+	_, created := create(t, f)
+	wantAuthority(t, f, "")
 	wantRolesReplaced(t, f, created)
-	f.wantAuthority(t, created.ID)
+	wantAuthority(t, f, created.ID)
 }

@@ -7,43 +7,31 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, the Lambda's
-// handler over that store, and the Products Lambda's handler over the same
-// store to create the products whose items this one serves.
+// fixture is the function main builds, over a store with one vendor and a
+// token for it, and the Products Lambda over the same store to create the
+// products whose items this one serves.
 type fixture struct {
-	lt.Fixture
-	handler  lambdaapi.Handler
-	products lambdaapi.Handler
+	lt.Function
+	products lt.Function
 }
 
-// newFixture builds the handlers exactly as each function's main does, on
-// f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
+func newFixture(t *testing.T, fn lt.Function) fixture {
 	t.Helper()
-	build := func(g httpapi.Group) lambdaapi.Handler { return f.Handler(t, cfg, g) }
-	return fixture{Fixture: f, handler: build(group()), products: build(httpapi.Products)}
+	return fixture{Function: fn, products: fn.Other(t, httpapi.Products)}
 }
 
-func sqliteFixture(t *testing.T) fixture {
+// invoke sends the sample event path (under events/) with the fixture's
+// vendor and token, and itemID when the event names one.
+func (f fixture) invoke(t *testing.T, path, itemID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
+	return f.Call(t, path, map[string]string{"INVENTORY_ITEM_ID": itemID})
 }
 
-// invoke sends the sample event path (under events/) to h with the
-// fixture's vendor and token, and itemID when the event names one.
-func (f fixture) invoke(t *testing.T, h lambdaapi.Handler, path, itemID string) events.APIGatewayV2HTTPResponse {
-	t.Helper()
-	return f.Invoke(t, h, path, map[string]string{"INVENTORY_ITEM_ID": itemID})
-}
+func sqliteFixture(t *testing.T) fixture { return newFixture(t, lt.OnSQLite(t, group())) }
 
 // item is the part of an inventory item view these tests look at.
 type item struct {
@@ -63,46 +51,28 @@ type item struct {
 // the Products Lambda and returns its id.
 func (f fixture) createProduct(t *testing.T) string {
 	t.Helper()
-	resp := f.invoke(t, f.products, "products/create-product.json", "")
+	resp := f.products.Call(t, "products/create-product.json", nil)
 	lt.WantStatus(t, resp, http.StatusCreated)
-	var created struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &created)
-	return created.Data.ID
+	return lt.DataID(t, resp)
 }
 
 // listOne sends list-inventory-items.json and wants the one item of the
 // simple product productID, new and empty.
 func (f fixture) listOne(t *testing.T, productID string) item {
 	t.Helper()
-	resp := f.invoke(t, f.handler, "inventory/list-inventory-items.json", "")
+	resp := f.invoke(t, "inventory/list-inventory-items.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var list struct {
-		Data []item `json:"data"`
+	list := lt.Data[[]item](t, resp)
+	if len(list) != 1 {
+		t.Fatalf("listed %d items, want the product's one: %s", len(list), resp.Body)
 	}
-	lt.Decode(t, resp.Body, &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("listed %d items, want the product's one: %s", len(list.Data), resp.Body)
-	}
-	got := list.Data[0]
+	got := list[0]
 	want := item{ID: got.ID, VendorID: f.Vendor.ID, ProductID: productID, ProductName: "Sample Shirt",
 		Version: 1, Status: "out_of_stock"}
 	if got.ID == "" || !reflect.DeepEqual(got, want) {
 		t.Errorf("listed %+v, want %+v with an id", got, want)
 	}
 	return got
-}
-
-func decodeItem(t *testing.T, resp events.APIGatewayV2HTTPResponse) item {
-	t.Helper()
-	var got struct {
-		Data item `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data
 }
 
 func TestListInventoryItems(t *testing.T) {
@@ -113,9 +83,9 @@ func TestListInventoryItems(t *testing.T) {
 func TestGetInventoryItem(t *testing.T) {
 	f := sqliteFixture(t)
 	listed := f.listOne(t, f.createProduct(t))
-	resp := f.invoke(t, f.handler, "inventory/get-inventory-item.json", listed.ID)
+	resp := f.invoke(t, "inventory/get-inventory-item.json", listed.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeItem(t, resp); !reflect.DeepEqual(got, listed) || got.Version != 1 {
+	if got := lt.Data[item](t, resp); !reflect.DeepEqual(got, listed) || got.Version != 1 {
 		t.Errorf("got %+v, want %+v at version 1", got, listed)
 	}
 }
@@ -132,39 +102,27 @@ func wantAdjusted(t *testing.T, f fixture, before item) {
 	want := before
 	want.OnHand, want.Available, want.Version, want.Status = 12, 12, 2, "in_stock"
 
-	resp := f.invoke(t, f.handler, "inventory/adjust-inventory-item.json", before.ID)
+	resp := f.invoke(t, "inventory/adjust-inventory-item.json", before.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeItem(t, resp); !reflect.DeepEqual(got, want) {
+	if got := lt.Data[item](t, resp); !reflect.DeepEqual(got, want) {
 		t.Errorf("adjusted %+v, want %+v", got, want)
 	}
-	resp = f.invoke(t, f.handler, "inventory/get-inventory-item.json", before.ID)
+	resp = f.invoke(t, "inventory/get-inventory-item.json", before.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeItem(t, resp); !reflect.DeepEqual(got, want) {
+	if got := lt.Data[item](t, resp); !reflect.DeepEqual(got, want) {
 		t.Errorf("read back %+v, want %+v", got, want)
 	}
 }
 
-// TestEachLambdaServesOnlyItsGroup: each function mounts its own group
-// alone, so the other's paths are unknown to it; API Gateway routes them to
-// their own functions.
-func TestEachLambdaServesOnlyItsGroup(t *testing.T) {
-	f := sqliteFixture(t)
-	listed := f.listOne(t, f.createProduct(t))
-	t.Run("inventory answers no products path", func(t *testing.T) {
-		lt.WantProblem(t, f.invoke(t, f.handler, "products/list-products.json", ""), http.StatusNotFound)
-	})
-	t.Run("products answers no inventory path", func(t *testing.T) {
-		lt.WantProblem(t, f.invoke(t, f.products, "inventory/get-inventory-item.json", listed.ID), http.StatusNotFound)
-	})
+// TestServesItsGroup: the function mounts the Inventory group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "inventory/list-inventory-items.json", http.StatusOK, nil)
 }
 
 // TestDynamoDB runs the inventory events against DynamoDB Local, the store
 // the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
+	f := newFixture(t, lt.OnDynamoDB(t, group()))
 	wantAdjusted(t, f, f.listOne(t, f.createProduct(t)))
 }

@@ -19,55 +19,30 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	adminpkg "github.com/moku/sellerapi/shared/admin"
 	"github.com/moku/sellerapi/shared/app"
+	"github.com/moku/sellerapi/shared/cmdline"
 	"github.com/moku/sellerapi/shared/config"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+func main() { runner().Main() }
+
+func runner() cmdline.Runner {
+	return cmdline.Runner{Serve: serve, Admin: admin, More: map[string]cmdline.Command{
+		"listen":  func(ctx context.Context, args []string, stdout, _ io.Writer) error { return listen(ctx, args, stdout) },
+		"trigger": func(ctx context.Context, args []string, stdout, _ io.Writer) error { return trigger(ctx, args, stdout) },
+	}}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
-		return serve(ctx, args, stdout, stderr)
-	}
-	switch cmd := args[0]; {
-	case cmd == "serve":
-		return serve(ctx, args[1:], stdout, stderr)
-	case cmd == "vendor" && len(args) > 1 && args[1] == "create":
-		return vendorCreate(ctx, args[2:], stdout)
-	case cmd == "vendor" && len(args) > 1 && args[1] == "set-owner":
-		return vendorSetOwner(ctx, args[2:], stdout)
-	case cmd == "token" && len(args) > 1 && args[1] == "issue":
-		return tokenIssue(ctx, args[2:], stdout)
-	case cmd == "token" && len(args) > 1 && args[1] == "revoke":
-		return tokenRevoke(ctx, args[2:], stdout)
-	case cmd == "pairing" && len(args) > 1 && args[1] == "review":
-		return pairingReview(ctx, args[2:], stdout)
-	case cmd == "listen":
-		return listen(ctx, args[1:], stdout)
-	case cmd == "trigger":
-		return trigger(ctx, args[1:], stdout)
-	}
-	return fmt.Errorf("unknown command %q; use serve, vendor create, vendor set-owner, token issue, token revoke, pairing review, listen or trigger", args)
+	return runner().Run(ctx, args, stdout, stderr)
 }
 
 // storeFlags are the flags every subcommand takes to find its store.
@@ -83,12 +58,6 @@ func baseConfig() (config.Config, error) {
 		return cfg, err
 	}
 	return cfg, nil
-}
-
-func printData(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{"data": v})
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -133,24 +102,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
 	a.Log.Info("serving", "addr", ln.Addr().String(), "base_url", a.Config.BaseURL, "store", a.Config.Store)
 	fmt.Fprintf(stdout, "Seller Platform API listening on %s\n", a.Config.BaseURL)
 
 	go a.RunBackground(ctx, time.Second)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return cmdline.Serve(ctx, ln, h)
 }
 
 func printDemo(w io.Writer, baseURL string, d app.Demo) {
@@ -165,18 +121,15 @@ Try it:
 `, d.Vendor.ID, d.Token.Token, d.Token.Token, baseURL, d.Token.Token, baseURL, d.Vendor.ID)
 }
 
-// admin runs one administrative action, as the admin Lambda does, on the
-// store the flags name; define adds the action's own flags.
-func admin(ctx context.Context, name, action string, args []string, stdout io.Writer, define func(*flag.FlagSet, *adminpkg.Request)) error {
+// admin runs one administrative command, as the admin Lambda does, on the
+// store the flags name.
+func admin(ctx context.Context, c cmdline.Admin, args []string, stdout io.Writer) error {
 	cfg, err := baseConfig()
 	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	storeFlags(fs, &cfg)
-	req := adminpkg.Request{Action: action}
-	define(fs, &req)
-	if err := fs.Parse(args); err != nil {
+	req, err := c.Parse(args, func(fs *flag.FlagSet) { storeFlags(fs, &cfg) })
+	if err != nil {
 		return err
 	}
 	a, err := open(ctx, cfg, io.Discard, false)
@@ -191,40 +144,5 @@ func admin(ctx context.Context, name, action string, args []string, stdout io.Wr
 	if res.Error != nil {
 		return fmt.Errorf("%s: %s", res.Error.Code, res.Error.Detail)
 	}
-	return printData(stdout, res.Data)
-}
-
-func vendorCreate(ctx context.Context, args []string, stdout io.Writer) error {
-	return admin(ctx, "vendor create", adminpkg.VendorCreate, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-		fs.StringVar(&r.Name, "name", "", "vendor name")
-		fs.StringVar(&r.Slug, "slug", "", "vendor slug")
-	})
-}
-
-func vendorSetOwner(ctx context.Context, args []string, stdout io.Writer) error {
-	return admin(ctx, "vendor set-owner", adminpkg.VendorSetOwner, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-		fs.StringVar(&r.ID, "id", "", "vendor id")
-		fs.StringVar(&r.Owner, "owner", "", "new owner id (default: a fresh one)")
-	})
-}
-
-func tokenIssue(ctx context.Context, args []string, stdout io.Writer) error {
-	return admin(ctx, "token issue", adminpkg.TokenIssue, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-		fs.StringVar(&r.Vendor, "vendor", "", "vendor id")
-		fs.StringVar(&r.Scopes, "scopes", "all", "comma-separated scopes, or all")
-		fs.StringVar(&r.ExpiresIn, "expires-in", "", "lifetime, e.g. 1h (default: no expiry)")
-	})
-}
-
-func tokenRevoke(ctx context.Context, args []string, stdout io.Writer) error {
-	return admin(ctx, "token revoke", adminpkg.TokenRevoke, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-		fs.StringVar(&r.ID, "id", "", "token id")
-	})
-}
-
-func pairingReview(ctx context.Context, args []string, stdout io.Writer) error {
-	return admin(ctx, "pairing review", adminpkg.PairingReview, args, stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-		fs.StringVar(&r.ID, "id", "", "store pairing id")
-		fs.StringVar(&r.Reviewer, "reviewer", "", "who reviewed the activation (default: admin)")
-	})
+	return cmdline.PrintData(stdout, res.Data)
 }

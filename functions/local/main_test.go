@@ -8,27 +8,14 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a goroutine-safe sink for a serve's output.
+type syncBuffer = apitest.SyncBuffer
 
 // cli runs a subcommand in-process and decodes its {"data": ...} output.
 func cli(t *testing.T, v any, args ...string) {

@@ -13,14 +13,11 @@ import (
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/blob/fsblob"
 	"github.com/moku/sellerapi/shared/blob/s3blob/s3test"
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/media/mediatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
 func handler(t *testing.T, cfg config.Config, f lt.Fixture, b blob.Store) lambdaapi.Handler {
@@ -136,10 +133,7 @@ func TestServesOnlyMedia(t *testing.T) {
 // TestAWS runs the sample on the Lambda's AWS stores: DynamoDB Local and
 // S3 (gofakes3). It skips without the emulator unless REQUIRE_EMULATORS=1.
 func TestAWS(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now)))
+	cfg, f := lt.DynamoDB(t)
 	h := handler(t, cfg, f, s3test.New(t))
 	rec := putSample(t, h, f)
 	if again := putSample(t, h, f); again != rec {

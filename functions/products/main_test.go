@@ -8,37 +8,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, and the Lambda's
-// handler over that store.
-type fixture struct {
-	lt.Fixture
-	handler lambdaapi.Handler
-}
-
-// newFixture builds the handler exactly as main does, on f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
+// invoke sends f the sample event path (under events/) with its vendor and
+// token, and productID when the event names one.
+func invoke(t *testing.T, f lt.Function, path, productID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return fixture{Fixture: f, handler: f.Handler(t, cfg, group())}
-}
-
-func sqliteFixture(t *testing.T) fixture {
-	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
-}
-
-// invoke sends the sample event path (under events/) with the fixture's
-// vendor and token, and productID when the event names one.
-func (f fixture) invoke(t *testing.T, path, productID string) events.APIGatewayV2HTTPResponse {
-	t.Helper()
-	return f.Invoke(t, f.handler, path, map[string]string{"PRODUCT_ID": productID})
+	return f.Call(t, path, map[string]string{"PRODUCT_ID": productID})
 }
 
 // product is the part of a product view these tests look at.
@@ -54,24 +31,15 @@ type product struct {
 	ImageURLs []string `json:"image_urls"`
 }
 
-func decodeProduct(t *testing.T, resp events.APIGatewayV2HTTPResponse) product {
-	t.Helper()
-	var got struct {
-		Data product `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data
-}
-
 // create sends create-product.json and checks the new draft it answers.
-func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, product) {
+func create(t *testing.T, f lt.Function) (events.APIGatewayV2HTTPResponse, product) {
 	t.Helper()
-	resp := f.invoke(t, "products/create-product.json", "")
+	resp := invoke(t, f, "products/create-product.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
 	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
-	p := decodeProduct(t, resp)
+	p := lt.Data[product](t, resp)
 	want := product{ID: p.ID, VendorID: f.Vendor.ID, Status: "draft", Revision: 1, Kind: "simple", Name: "Sample Shirt",
 		Slug: "sample-shirt", Price: 4500, ImageURLs: []string{"https://cdn.example.com/shirt.jpg"}}
 	if !strings.HasPrefix(p.ID, "prd_") || !reflect.DeepEqual(p, want) {
@@ -80,97 +48,67 @@ func (f fixture) create(t *testing.T) (events.APIGatewayV2HTTPResponse, product)
 	return resp, p
 }
 
+// TestCreateProduct: a new product, and the same request again replays it.
 func TestCreateProduct(t *testing.T) {
-	f := sqliteFixture(t)
-	resp, _ := f.create(t)
-	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
-		t.Errorf("Idempotent-Replayed = %q on the first request", v)
-	}
-}
-
-func TestCreateProductReplay(t *testing.T) {
-	f := sqliteFixture(t)
-	first, _ := f.create(t)
-	replay := f.invoke(t, "products/create-product.json", "")
-	lt.WantStatus(t, replay, http.StatusCreated)
-	if v := lt.Header(replay, "Idempotent-Replayed"); v != "true" {
-		t.Errorf("Idempotent-Replayed = %q, want true", v)
-	}
-	if replay.Body != first.Body {
-		t.Errorf("replayed body differs:\n got %s\nwant %s", replay.Body, first.Body)
-	}
+	f := lt.OnSQLite(t, group())
+	first, _ := create(t, f)
+	f.WantReplayed(t, "products/create-product.json", first)
 }
 
 func TestGetProduct(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
-	resp := f.invoke(t, "products/get-product.json", created.ID)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
+	resp := invoke(t, f, "products/get-product.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeProduct(t, resp); !reflect.DeepEqual(got, created) {
+	if got := lt.Data[product](t, resp); !reflect.DeepEqual(got, created) {
 		t.Errorf("got %+v, want %+v", got, created)
 	}
 }
 
 func TestListProducts(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
 	wantList(t, f, created)
 }
 
-func wantList(t *testing.T, f fixture, want ...product) {
+func wantList(t *testing.T, f lt.Function, want ...product) {
 	t.Helper()
-	resp := f.invoke(t, "products/list-products.json", "")
+	resp := invoke(t, f, "products/list-products.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data []product `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	if !reflect.DeepEqual(got.Data, want) {
-		t.Errorf("data = %+v, want %+v", got.Data, want)
+	got := lt.Data[[]product](t, resp)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("data = %+v, want %+v", got, want)
 	}
 }
 
 func TestPublishProduct(t *testing.T) {
-	f := sqliteFixture(t)
-	_, created := f.create(t)
+	f := lt.OnSQLite(t, group())
+	_, created := create(t, f)
 	wantPublished(t, f, created)
 }
 
-func wantPublished(t *testing.T, f fixture, created product) {
+func wantPublished(t *testing.T, f lt.Function, created product) {
 	t.Helper()
-	resp := f.invoke(t, "products/publish-product.json", created.ID)
+	resp := invoke(t, f, "products/publish-product.json", created.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	got := decodeProduct(t, resp)
+	got := lt.Data[product](t, resp)
 	if got.ID != created.ID || got.Status != "published" || got.Revision != 2 {
 		t.Errorf("published %+v, want %s at status published, revision 2", got, created.ID)
 	}
 }
 
-// TestServesOnlyProducts: the function mounts the Products group alone;
-// API Gateway routes the other groups' paths to their own functions.
-func TestServesOnlyProducts(t *testing.T) {
-	f := sqliteFixture(t)
-	for _, path := range []string{"inventory/list-inventory-items.json", "vendors/list-vendors.json"} {
-		t.Run(path, func(t *testing.T) {
-			lt.WantProblem(t, f.invoke(t, path, ""), http.StatusNotFound)
-		})
-	}
+// TestServesItsGroup: the function mounts the Products group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "products/list-products.json", http.StatusOK, nil)
 }
 
 // TestDynamoDB runs the product's events against DynamoDB Local, the store
 // the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
-	first, created := f.create(t)
-	replay := f.invoke(t, "products/create-product.json", "")
-	lt.WantStatus(t, replay, http.StatusCreated)
-	if lt.Header(replay, "Idempotent-Replayed") != "true" || replay.Body != first.Body {
-		t.Errorf("replay: Idempotent-Replayed %q, body %s; want true and the first body", lt.Header(replay, "Idempotent-Replayed"), replay.Body)
-	}
+	f := lt.OnDynamoDB(t, group())
+	first, created := create(t, f)
+	f.WantReplayed(t, "products/create-product.json", first)
 	wantList(t, f, created)
 	wantPublished(t, f, created)
 }

@@ -11,4 +11,8 @@ import (
 	"github.com/moku/sellerapi/shared/queue"
 )
 
-func main() { lambdaapi.WorkerMain("replay-worker", queue.EventReplays) }
+// work is the queue this function drains: main names it and the tests run
+// it, so a wrong queue here fails them.
+const work = queue.EventReplays
+
+func main() { lambdaapi.WorkerMain("replay-worker", work) }

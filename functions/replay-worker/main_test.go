@@ -11,26 +11,15 @@ import (
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
 	"github.com/moku/sellerapi/shared/queue"
-	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // TestSampleEvent keeps events/replay-worker/replay.json a batch as the queue's event
 // source mapping delivers it, whose body is the work's JSON message.
 func TestSampleEvent(t *testing.T) {
-	ev := lambdatest.SQSEvent(t, "replay-worker/replay.json", queue.EventReplays)
-	var body map[string]any
-	if err := json.Unmarshal([]byte(ev.Records[0].Body), &body); err != nil {
-		t.Fatalf("body: %v", err)
-	}
-	for _, k := range []string{"vendor_id", "event_id", "replay_id"} {
-		if body[k] == nil {
-			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
-		}
-	}
+	lambdatest.SQSSample(t, "replay-worker/replay.json", work, "vendor_id", "event_id", "replay_id")
 }
 
 // A replay runs end to end through the worker's Lambda handler, on each
@@ -76,26 +65,7 @@ func TestReplayThroughTheHandler(t *testing.T) {
 				t.Fatalf("replay: %d %s", r.Status, r.Body)
 			}
 
-			q := &lambdatest.Queues{}
-			stored, err := e.Store.Get(ctx, datamodel.ReplayKey(e.Vendor.ID, ev.ID, rp.Data.ID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.App.Router(q).Route(ctx, []store.Change{{Kind: store.Inserted, Key: stored.Key(), New: &stored}}); err != nil {
-				t.Fatal(err)
-			}
-			msgs := q.Take(queue.EventReplays)
-			if len(msgs) != 1 {
-				t.Fatalf("routed %d replay messages, want 1", len(msgs))
-			}
-			h, err := lambdaapi.NewWorker(e.App, q, queue.EventReplays)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := h(ctx, lambdatest.SQSBatch(queue.EventReplays, msgs...))
-			if err != nil || len(resp.BatchItemFailures) != 0 {
-				t.Fatalf("handler: %+v, %v", resp, err)
-			}
+			q := lambdatest.WorkStored(t, e.App, datamodel.ReplayKey(e.Vendor.ID, ev.ID, rp.Data.ID), work)
 			deliveries := q.Take(queue.WebhookDeliveries)
 			to := map[string]bool{}
 			for _, d := range deliveries {

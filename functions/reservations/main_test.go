@@ -10,43 +10,29 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	lt "github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, the Lambda's
-// handler over that store, and the Connections, Products and Inventory
-// Lambdas' handlers over the same store to make what a reservation holds:
-// an active connection and an item with stock.
+// fixture is the function main builds, over a store with one vendor and a
+// token for it, and the Connections, Products and Inventory Lambdas over the
+// same store to make what a reservation holds: an active connection and an
+// item with stock.
 type fixture struct {
-	lt.Fixture
-	handler     lambdaapi.Handler
-	connections lambdaapi.Handler
-	products    lambdaapi.Handler
-	inventory   lambdaapi.Handler
+	lt.Function
+	connections, products, inventory lt.Function
 
 	// connectionID and itemID fill the events' placeholders once made.
 	connectionID, itemID string
 }
 
-// newFixture builds the handlers exactly as each function's main does, on
-// f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) *fixture {
+func newFixture(t *testing.T, fn lt.Function) *fixture {
 	t.Helper()
-	build := func(g httpapi.Group) lambdaapi.Handler { return f.Handler(t, cfg, g) }
-	return &fixture{Fixture: f, handler: build(group()), connections: build(httpapi.Connections),
-		products: build(httpapi.Products), inventory: build(httpapi.Inventory)}
+	return &fixture{Function: fn, connections: fn.Other(t, httpapi.Connections),
+		products: fn.Other(t, httpapi.Products), inventory: fn.Other(t, httpapi.Inventory)}
 }
 
-func sqliteFixture(t *testing.T) *fixture {
-	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
-}
+func sqliteFixture(t *testing.T) *fixture { return newFixture(t, lt.OnSQLite(t, group())) }
 
 // event reads the sample event path (under events/) with the fixture's
 // vendor, token, connection and item, and reservationID when the event
@@ -67,22 +53,10 @@ func (f *fixture) ids(reservationID string) map[string]string {
 	return map[string]string{"CONNECTION_ID": f.connectionID, "INVENTORY_ITEM_ID": f.itemID, "RESERVATION_ID": reservationID}
 }
 
-// invoke sends the sample event path to h.
-func (f *fixture) invoke(t *testing.T, h lambdaapi.Handler, path, reservationID string) events.APIGatewayV2HTTPResponse {
+// invoke sends the sample event path to fn.
+func (f *fixture) invoke(t *testing.T, fn lt.Function, path, reservationID string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return f.Invoke(t, h, path, f.ids(reservationID))
-}
-
-// dataID is the id of the resource a response carries.
-func dataID(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
-	t.Helper()
-	var got struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data.ID
+	return fn.Call(t, path, f.ids(reservationID))
 }
 
 // stock makes what the reservation events need through the other groups'
@@ -93,22 +67,19 @@ func (f *fixture) stock(t *testing.T) {
 	t.Helper()
 	resp := f.invoke(t, f.connections, "connections/create-connection.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
-	f.connectionID = dataID(t, resp)
+	f.connectionID = lt.DataID(t, resp)
 
 	resp = f.invoke(t, f.products, "products/create-product.json", "")
 	lt.WantStatus(t, resp, http.StatusCreated)
-	dataID(t, resp)
+	lt.DataID(t, resp)
 
 	resp = f.invoke(t, f.inventory, "inventory/list-inventory-items.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var list struct {
-		Data []item `json:"data"`
+	list := lt.Data[[]item](t, resp)
+	if len(list) != 1 {
+		t.Fatalf("listed %d items, want the product's one: %s", len(list), resp.Body)
 	}
-	lt.Decode(t, resp.Body, &list)
-	if len(list.Data) != 1 {
-		t.Fatalf("listed %d items, want the product's one: %s", len(list.Data), resp.Body)
-	}
-	f.itemID = list.Data[0].ID
+	f.itemID = list[0].ID
 
 	resp = f.invoke(t, f.inventory, "inventory/adjust-inventory-item.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
@@ -128,12 +99,9 @@ func (f *fixture) wantItem(t *testing.T, want item) {
 	t.Helper()
 	resp := f.invoke(t, f.inventory, "inventory/get-inventory-item.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data item `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	if got.Data != want {
-		t.Errorf("item %+v, want %+v", got.Data, want)
+	got := lt.Data[item](t, resp)
+	if got != want {
+		t.Errorf("item %+v, want %+v", got, want)
 	}
 }
 
@@ -152,15 +120,6 @@ type reservation struct {
 	ReleasedAt      *string `json:"released_at"`
 }
 
-func decodeReservation(t *testing.T, resp events.APIGatewayV2HTTPResponse) reservation {
-	t.Helper()
-	var got struct {
-		Data reservation `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
-	return got.Data
-}
-
 // create sends create-reservation.json, with idempotencyKey in place of the
 // file's key when it is not empty, and checks the hold it answers: two
 // units, active at version 1.
@@ -174,12 +133,12 @@ func (f *fixture) create(t *testing.T, idempotencyKey string) reservation {
 	if got, want := ev.Headers["content-length"], strconv.Itoa(len(ev.Body)); got != want {
 		t.Errorf("create-reservation.json: content-length %s, body with real ids is %s bytes", got, want)
 	}
-	resp := lt.Invoke(t, f.handler, ev)
+	resp := lt.Invoke(t, f.Serve, ev)
 	lt.WantStatus(t, resp, http.StatusCreated)
 	if v := lt.Header(resp, "Idempotent-Replayed"); v != "" {
 		t.Errorf("Idempotent-Replayed = %q on the first request", v)
 	}
-	r := decodeReservation(t, resp)
+	r := lt.Data[reservation](t, resp)
 	ref := "cart-7731"
 	want := reservation{ID: r.ID, VendorID: f.Vendor.ID, ConnectionID: f.connectionID, InventoryItemID: f.itemID,
 		Quantity: 2, Status: "active", Owner: "moku", Reference: &ref, Version: 1}
@@ -193,9 +152,9 @@ func (f *fixture) create(t *testing.T, idempotencyKey string) reservation {
 // and wants it at status, version 2, with the time it was settled.
 func (f *fixture) settle(t *testing.T, r reservation, path, status string) reservation {
 	t.Helper()
-	resp := f.invoke(t, f.handler, path, r.ID)
+	resp := f.invoke(t, f.Function, path, r.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	got := decodeReservation(t, resp)
+	got := lt.Data[reservation](t, resp)
 	settledAt := got.CommittedAt
 	if status == "released" {
 		settledAt = got.ReleasedAt
@@ -218,20 +177,17 @@ func TestReservationLifecycle(t *testing.T) {
 	first := f.create(t, "")
 	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
 
-	resp := f.invoke(t, f.handler, "reservations/get-reservation.json", first.ID)
+	resp := f.invoke(t, f.Function, "reservations/get-reservation.json", first.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	if got := decodeReservation(t, resp); !reflect.DeepEqual(got, first) {
+	if got := lt.Data[reservation](t, resp); !reflect.DeepEqual(got, first) {
 		t.Errorf("got %+v, want %+v", got, first)
 	}
 
-	resp = f.invoke(t, f.handler, "reservations/list-reservations.json", "")
+	resp = f.invoke(t, f.Function, "reservations/list-reservations.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	var list struct {
-		Data []reservation `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &list)
-	if want := []reservation{first}; !reflect.DeepEqual(list.Data, want) {
-		t.Errorf("active reservations %+v, want %+v", list.Data, want)
+	list := lt.Data[[]reservation](t, resp)
+	if want := []reservation{first}; !reflect.DeepEqual(list, want) {
+		t.Errorf("active reservations %+v, want %+v", list, want)
 	}
 
 	f.settle(t, first, "reservations/commit-reservation.json", "committed")
@@ -246,11 +202,11 @@ func TestReservationLifecycle(t *testing.T) {
 	f.wantItem(t, item{ID: f.itemID, OnHand: 10, Available: 10})
 
 	// Nothing is held any more.
-	resp = f.invoke(t, f.handler, "reservations/list-reservations.json", "")
+	resp = f.invoke(t, f.Function, "reservations/list-reservations.json", "")
 	lt.WantStatus(t, resp, http.StatusOK)
-	lt.Decode(t, resp.Body, &list)
-	if len(list.Data) != 0 {
-		t.Errorf("active reservations after settling both: %+v", list.Data)
+	list = lt.Data[[]reservation](t, resp)
+	if len(list) != 0 {
+		t.Errorf("active reservations after settling both: %+v", list)
 	}
 }
 
@@ -261,9 +217,9 @@ func TestRenewReservation(t *testing.T) {
 	f.stock(t)
 	r := f.create(t, "")
 	before := time.Now()
-	resp := f.invoke(t, f.handler, "reservations/renew-reservation.json", r.ID)
+	resp := f.invoke(t, f.Function, "reservations/renew-reservation.json", r.ID)
 	lt.WantStatus(t, resp, http.StatusOK)
-	got := decodeReservation(t, resp)
+	got := lt.Data[reservation](t, resp)
 	want := r
 	want.Version = 2
 	if !reflect.DeepEqual(got, want) {
@@ -281,26 +237,16 @@ func TestRenewReservation(t *testing.T) {
 	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})
 }
 
-// TestServesOnlyReservations: the function mounts the Reservations group
-// alone; API Gateway routes the other groups' paths to their own functions.
-func TestServesOnlyReservations(t *testing.T) {
-	f := sqliteFixture(t)
-	f.stock(t)
-	for _, path := range []string{"inventory/get-inventory-item.json", "connections/list-connections.json"} {
-		t.Run(path, func(t *testing.T) {
-			lt.WantProblem(t, f.invoke(t, f.handler, path, ""), http.StatusNotFound)
-		})
-	}
+// TestServesItsGroup: the function mounts the Reservations group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "reservations/list-reservations.json", http.StatusOK, nil)
 }
 
 // TestDynamoDB runs the reservation's events against DynamoDB Local, the
 // store the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
+	f := newFixture(t, lt.OnDynamoDB(t, group()))
 	f.stock(t)
 	r := f.create(t, "")
 	f.wantItem(t, item{ID: f.itemID, OnHand: 12, Reserved: 2, Available: 10})

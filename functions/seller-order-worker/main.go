@@ -10,4 +10,8 @@ import (
 	"github.com/moku/sellerapi/shared/queue"
 )
 
-func main() { lambdaapi.WorkerMain("seller-order-worker", queue.SellerOrders) }
+// work is the queue this function drains: main names it and the tests run
+// it, so a wrong queue here fails them.
+const work = queue.SellerOrders
+
+func main() { lambdaapi.WorkerMain("seller-order-worker", work) }

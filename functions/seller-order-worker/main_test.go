@@ -13,7 +13,6 @@ import (
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/sellerorder"
 )
 
@@ -29,11 +28,11 @@ func TestSampleBatchProjectsASellerOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := lambdaapi.NewWorker(a, &lambdatest.Queues{}, queue.SellerOrders)
+	h, err := lambdaapi.NewWorker(a, &lambdatest.Queues{}, work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch := lambdatest.SQSEvent(t, "seller-order-worker/committed.json", queue.SellerOrders)
+	batch := lambdatest.SQSEvent(t, "seller-order-worker/committed.json", work)
 	var e event.Event
 	if err := json.Unmarshal([]byte(batch.Records[0].Body), &e); err != nil {
 		t.Fatalf("body: %v", err)

@@ -10,4 +10,8 @@ import (
 	"github.com/moku/sellerapi/shared/queue"
 )
 
-func main() { lambdaapi.WorkerMain("sync-worker", queue.SyncJobs) }
+// work is the queue this function drains: main names it and the tests run
+// it, so a wrong queue here fails them.
+const work = queue.SyncJobs
+
+func main() { lambdaapi.WorkerMain("sync-worker", work) }

@@ -1,33 +1,19 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/queue"
-	"github.com/moku/sellerapi/shared/store"
 )
 
 // TestSampleEvent keeps events/sync-worker/sync-job.json a batch as the
 // queue's event source mapping delivers it, whose body is the work's JSON
 // message.
 func TestSampleEvent(t *testing.T) {
-	ev := lambdatest.SQSEvent(t, "sync-worker/sync-job.json", queue.SyncJobs)
-	var body map[string]any
-	if err := json.Unmarshal([]byte(ev.Records[0].Body), &body); err != nil {
-		t.Fatalf("body: %v", err)
-	}
-	for _, k := range []string{"vendor_id", "sync_job_id"} {
-		if body[k] == nil {
-			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
-		}
-	}
+	lambdatest.SQSSample(t, "sync-worker/sync-job.json", work, "vendor_id", "sync_job_id")
 }
 
 // A sync job runs end to end through the worker's Lambda handler, on each
@@ -37,7 +23,6 @@ func TestSampleEvent(t *testing.T) {
 func TestSyncJobThroughTheHandler(t *testing.T) {
 	for _, kind := range apitest.Stores() {
 		t.Run(string(kind), func(t *testing.T) {
-			ctx := context.Background()
 			e := apitest.New(t, apitest.Options{Store: kind})
 			r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections", Token: e.Token,
 				Headers: map[string]string{"Idempotency-Key": "sync-worker-conn"},
@@ -59,26 +44,7 @@ func TestSyncJobThroughTheHandler(t *testing.T) {
 				t.Fatalf("submit: %d %s", r.Status, r.Body)
 			}
 
-			q := &lambdatest.Queues{}
-			stored, err := e.Store.Get(ctx, datamodel.SyncJobKey(e.Vendor.ID, job.Data.ID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n, err := e.App.Router(q).Route(ctx, []store.Change{{Kind: store.Inserted, Key: stored.Key(), New: &stored}}); err != nil || n != 1 {
-				t.Fatalf("route: %d, %v", n, err)
-			}
-			msgs := q.Take(queue.SyncJobs)
-			if len(msgs) != 1 {
-				t.Fatalf("routed %d sync messages, want 1", len(msgs))
-			}
-			h, err := lambdaapi.NewWorker(e.App, q, queue.SyncJobs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := h(ctx, lambdatest.SQSBatch(queue.SyncJobs, msgs...))
-			if err != nil || len(resp.BatchItemFailures) != 0 {
-				t.Fatalf("handler: %+v, %v", resp, err)
-			}
+			lambdatest.WorkStored(t, e.App, datamodel.SyncJobKey(e.Vendor.ID, job.Data.ID), work)
 			var done struct {
 				Data struct {
 					Status string

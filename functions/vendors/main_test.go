@@ -17,24 +17,12 @@ import (
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 )
 
-// fixture is a store with one vendor and a token for it, and the Lambda's
-// handler over that store.
-type fixture struct {
-	lt.Fixture
-	handler lambdaapi.Handler
-}
-
-// newFixture builds the handler exactly as main does, on f's store.
-func newFixture(t *testing.T, cfg config.Config, f lt.Fixture) fixture {
-	t.Helper()
-	return fixture{Fixture: f, handler: f.Handler(t, cfg, group())}
-}
+// fixture is the function main builds, over a store with one vendor and a
+// token for it.
+type fixture struct{ lt.Function }
 
 // sqliteFixture is the embedded store in a fresh directory.
-func sqliteFixture(t *testing.T) fixture {
-	t.Helper()
-	return newFixture(t, config.Default(), lt.SQLite(t))
-}
+func sqliteFixture(t *testing.T) fixture { return fixture{lt.OnSQLite(t, group())} }
 
 // event reads a sample event from events/vendors/ with the fixture's
 // vendor and token filled in.
@@ -45,19 +33,16 @@ func (f fixture) event(t *testing.T, name string) events.APIGatewayV2HTTPRequest
 
 func (f fixture) invoke(t *testing.T, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	return lt.Invoke(t, f.handler, ev)
+	return lt.Invoke(t, f.Serve, ev)
 }
 
 func wantVendorList(t *testing.T, f fixture, resp events.APIGatewayV2HTTPResponse) {
 	t.Helper()
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data []map[string]any `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
+	got := lt.Data[[]map[string]any](t, resp)
 	want := []map[string]any{{"id": f.Vendor.ID, "name": "Fjord Outfitters", "slug": "fjord-outfitters"}}
-	if !reflect.DeepEqual(got.Data, want) {
-		t.Errorf("data = %v, want %v", got.Data, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("data = %v, want %v", got, want)
 	}
 	for _, h := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} {
 		if lt.Header(resp, h) == "" {
@@ -75,13 +60,10 @@ func TestGetVendor(t *testing.T) {
 	f := sqliteFixture(t)
 	resp := f.invoke(t, f.event(t, "get-vendor.json"))
 	lt.WantStatus(t, resp, http.StatusOK)
-	var got struct {
-		Data map[string]any `json:"data"`
-	}
-	lt.Decode(t, resp.Body, &got)
+	got := lt.Data[map[string]any](t, resp)
 	want := map[string]any{"id": f.Vendor.ID, "name": "Fjord Outfitters", "slug": "fjord-outfitters"}
-	if !reflect.DeepEqual(got.Data, want) {
-		t.Errorf("data = %v, want %v", got.Data, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("data = %v, want %v", got, want)
 	}
 }
 
@@ -99,6 +81,11 @@ func TestOpenAPIIsPublic(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "1.0.0-beta.2" {
 		t.Errorf("openapi %q, info.version %q; want 3.1.0 and 1.0.0-beta.2", doc.OpenAPI, doc.Info.Version)
 	}
+}
+
+// TestServesItsGroup: the function mounts the Vendors group alone.
+func TestServesItsGroup(t *testing.T) {
+	lt.ServesOnly(t, group(), "vendors/list-vendors.json", http.StatusOK, nil)
 }
 
 func TestUnknownPathIsProblem(t *testing.T) {
@@ -144,10 +131,7 @@ func wrongSecret(tok string) string {
 // Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	client, table := ddbtest.NewTable(t)
-	cfg := config.Default()
-	cfg.Store, cfg.Table = config.StoreDynamoDB, table
-	f := newFixture(t, cfg, lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now))))
+	f := fixture{lt.OnDynamoDB(t, group())}
 	wantVendorList(t, f, f.invoke(t, f.event(t, "list-vendors.json")))
 }
 
@@ -171,6 +155,6 @@ func TestDynamoDBFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)
 	}
-	f := fixture{Fixture: seeded, handler: h}
+	f := fixture{lt.Function{Fixture: seeded, Serve: h}}
 	wantVendorList(t, f, f.invoke(t, f.event(t, "list-vendors.json")))
 }

@@ -12,4 +12,8 @@ import (
 	"github.com/moku/sellerapi/shared/queue"
 )
 
-func main() { lambdaapi.WorkerMain("webhook-worker", queue.WebhookDeliveries) }
+// work is the queue this function drains: main names it and the tests run
+// it, so a wrong queue here fails them.
+const work = queue.WebhookDeliveries
+
+func main() { lambdaapi.WorkerMain("webhook-worker", work) }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,10 +11,7 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
-	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
-	"github.com/moku/sellerapi/shared/queue"
-	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/webhook"
 	"github.com/moku/sellerapi/shared/webhook/signature"
 )
@@ -23,16 +19,7 @@ import (
 // TestSampleEvent keeps events/webhook-worker/delivery.json a batch as the queue's event
 // source mapping delivers it, whose body is the work's JSON message.
 func TestSampleEvent(t *testing.T) {
-	ev := lambdatest.SQSEvent(t, "webhook-worker/delivery.json", queue.WebhookDeliveries)
-	var body map[string]any
-	if err := json.Unmarshal([]byte(ev.Records[0].Body), &body); err != nil {
-		t.Fatalf("body: %v", err)
-	}
-	for _, k := range []string{"vendor_id", "event_id", "subscription_id", "delivery_id", "attempt"} {
-		if body[k] == nil {
-			t.Errorf("body %s has no %s", ev.Records[0].Body, k)
-		}
-	}
+	lambdatest.SQSSample(t, "webhook-worker/delivery.json", work, "vendor_id", "event_id", "subscription_id", "delivery_id", "attempt")
 }
 
 type received struct {
@@ -78,22 +65,7 @@ func TestDeliveryThroughTheHandler(t *testing.T) {
 				if err := e.Store.Transact(ctx, op); err != nil {
 					t.Fatal(err)
 				}
-				q := &lambdatest.Queues{}
-				if _, err := e.App.Router(q).Route(ctx, []store.Change{{Kind: store.Inserted, Key: op.Item.Key(), New: &op.Item}}); err != nil {
-					t.Fatal(err)
-				}
-				msgs := q.Take(queue.WebhookDeliveries)
-				if len(msgs) != 1 {
-					t.Fatalf("routed %d deliveries, want 1", len(msgs))
-				}
-				h, err := lambdaapi.NewWorker(e.App, q, queue.WebhookDeliveries)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := h(ctx, lambdatest.SQSBatch(queue.WebhookDeliveries, msgs...))
-				if err != nil || len(resp.BatchItemFailures) != 0 {
-					t.Fatalf("handler: %+v, %v", resp, err)
-				}
+				q := lambdatest.Work(t, e.App, op.Item, work)
 				var d received
 				select {
 				case d = <-got:
@@ -106,7 +78,7 @@ func TestDeliveryThroughTheHandler(t *testing.T) {
 				if err := signature.Verify(d.header.Get(webhook.HeaderSignature), d.body, sub.Data.Secret, e.Clock.Now(), 0); err != nil {
 					t.Fatalf("signature: %v", err)
 				}
-				retries := q.Take(queue.WebhookDeliveries)
+				retries := q.Take(work)
 				if len(retries) > 1 {
 					t.Fatalf("%d retries scheduled", len(retries))
 				}

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
 )
 
 // cloudTemplate is the template the tour runs on: $SELLERAPI_CLOUD_TEMPLATE
@@ -61,32 +63,15 @@ type shape struct {
 	data string
 	base string
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *apitest.SyncBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var listening = regexp.MustCompile(`listening on (http://\S+/v1)`)
 
 func start(t *testing.T, bin string, env []string, args ...string) *shape {
 	t.Helper()
-	s := &shape{t: t, bin: bin, data: t.TempDir(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	s := &shape{t: t, bin: bin, data: t.TempDir(), logs: &apitest.SyncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", s.data}, args...)...)
 	s.cmd.Dir = "../.."
 	s.cmd.Env = append(os.Environ(), env...)

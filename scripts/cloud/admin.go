@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	adminpkg "github.com/moku/sellerapi/shared/admin"
+	"github.com/moku/sellerapi/shared/cmdline"
 	"github.com/moku/sellerapi/shared/config"
 )
 
@@ -58,13 +59,10 @@ func invokeAdmin(ctx context.Context, fns *Functions, tpl *Template, req adminpk
 
 // admin is an administrative command: the admin function, invoked on the
 // emulators of the serve running on --data.
-func admin(ctx context.Context, name, action string, args []string, stdout io.Writer, define func(*flag.FlagSet, *adminpkg.Request)) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+func admin(ctx context.Context, cmd cmdline.Admin, args []string, stdout io.Writer) error {
 	var c common
-	commonFlags(fs, &c)
-	req := adminpkg.Request{Action: action}
-	define(fs, &req)
-	if err := fs.Parse(args); err != nil {
+	req, err := cmd.Parse(args, func(fs *flag.FlagSet) { commonFlags(fs, &c) })
+	if err != nil {
 		return err
 	}
 	// The deployed admin function issues no token without an end; where
@@ -111,9 +109,7 @@ func admin(ctx context.Context, name, action string, args []string, stdout io.Wr
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{"data": data})
+	return cmdline.PrintData(stdout, data)
 }
 
 // demo creates a first vendor and token through the admin function when

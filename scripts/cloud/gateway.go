@@ -5,7 +5,6 @@ package main
 // on the route's function and its response written back.
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -222,19 +221,4 @@ func event(r *http.Request, body []byte, route Route, params map[string]string, 
 func textual(ct string) bool {
 	mt, _, _ := mime.ParseMediaType(ct)
 	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "application/xml" || mt == "application/x-www-form-urlencoded"
-}
-
-// serveGateway serves g on ln until ctx ends.
-func serveGateway(ctx context.Context, ln net.Listener, g *Gateway) error {
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdown)
 }

@@ -37,60 +37,21 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
-	adminpkg "github.com/moku/sellerapi/shared/admin"
+	"github.com/moku/sellerapi/shared/cmdline"
 	"github.com/moku/sellerapi/shared/config"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
-}
+func main() { runner().Main() }
+
+func runner() cmdline.Runner { return cmdline.Runner{Serve: serve, Admin: admin} }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
-		return serve(ctx, args, stdout, stderr)
-	}
-	switch cmd := args[0]; {
-	case cmd == "serve":
-		return serve(ctx, args[1:], stdout, stderr)
-	case cmd == "vendor" && len(args) > 1 && args[1] == "create":
-		return admin(ctx, "vendor create", adminpkg.VendorCreate, args[2:], stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-			fs.StringVar(&r.Name, "name", "", "vendor name")
-			fs.StringVar(&r.Slug, "slug", "", "vendor slug")
-		})
-	case cmd == "vendor" && len(args) > 1 && args[1] == "set-owner":
-		return admin(ctx, "vendor set-owner", adminpkg.VendorSetOwner, args[2:], stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-			fs.StringVar(&r.ID, "id", "", "vendor id")
-			fs.StringVar(&r.Owner, "owner", "", "new owner id (default: a fresh one)")
-		})
-	case cmd == "token" && len(args) > 1 && args[1] == "issue":
-		return admin(ctx, "token issue", adminpkg.TokenIssue, args[2:], stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-			fs.StringVar(&r.Vendor, "vendor", "", "vendor id")
-			fs.StringVar(&r.Scopes, "scopes", "all", "comma-separated scopes, or all")
-			fs.StringVar(&r.ExpiresIn, "expires-in", "", "lifetime, e.g. 1h (default: the deployed maximum, a year)")
-		})
-	case cmd == "token" && len(args) > 1 && args[1] == "revoke":
-		return admin(ctx, "token revoke", adminpkg.TokenRevoke, args[2:], stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-			fs.StringVar(&r.ID, "id", "", "token id")
-		})
-	case cmd == "pairing" && len(args) > 1 && args[1] == "review":
-		return admin(ctx, "pairing review", adminpkg.PairingReview, args[2:], stdout, func(fs *flag.FlagSet, r *adminpkg.Request) {
-			fs.StringVar(&r.ID, "id", "", "store pairing id")
-			fs.StringVar(&r.Reviewer, "reviewer", "", "who reviewed the activation (default: admin)")
-		})
-	}
-	return fmt.Errorf("unknown command %q; use serve, vendor create, vendor set-owner, token issue, token revoke or pairing review", args)
+	return runner().Run(ctx, args, stdout, stderr)
 }
 
 // common are the flags every command takes (functions/local's store flags;
@@ -236,7 +197,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(runCtx) })
-	err = serveGateway(runCtx, ln, gw)
+	err = cmdline.Serve(runCtx, ln, gw)
 	cancel()
 	wg.Wait()
 	return err

@@ -6,33 +6,24 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/clock/clocktest"
-	"github.com/moku/sellerapi/shared/errs"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
-const vendorID = "ven_1"
+const vendorID = dt.VendorID
 
 type fixture struct {
-	svc   catalog.Service
-	store *sqlite.Store
-	clock *clock.Fake
+	dt.Env
+	svc catalog.Service
 }
 
 func newFixture(t *testing.T, a catalog.Authority) fixture {
 	t.Helper()
-	c := clocktest.Fake(2026, 3, 1, 9, 0, 0)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	e := dt.New(t, 2026, 3, 1, 9, 0, 0)
 	if a == nil {
 		a = catalog.ServiceOwned{}
 	}
-	return fixture{svc: catalog.Service{Store: st, Clock: c, Authority: a}, store: st, clock: c}
+	return fixture{Env: e, svc: catalog.Service{Store: e.Store, Clock: e.Clock, Authority: a}}
 }
 
 // completeSimple is a create body for a simple product that can be published.
@@ -52,22 +43,7 @@ func variableBody(slug string) string {
 
 func (f fixture) create(t *testing.T, body string) catalog.Product {
 	t.Helper()
-	in, err := catalog.ParseCreate([]byte(body))
-	if err != nil {
-		t.Fatalf("parse create: %v", err)
-	}
-	prep, err := f.svc.PrepareCreate(context.Background(), vendorID, in)
-	p, ops, conflict := prep.View, prep.Ops, prep.Explain
-	if err != nil {
-		t.Fatalf("prepare create: %v", err)
-	}
-	if err := f.store.Transact(context.Background(), ops...); err != nil {
-		if ce, ok := store.AsCondition(err); ok {
-			t.Fatalf("create: %v", conflict(ce))
-		}
-		t.Fatalf("create: %v", err)
-	}
-	return p
+	return f.Product(t, f.svc.Authority, body)
 }
 
 func (f fixture) load(t *testing.T, id string) (catalog.Product, store.Item) {
@@ -77,16 +53,6 @@ func (f fixture) load(t *testing.T, id string) (catalog.Product, store.Item) {
 		t.Fatalf("load %s: %v", id, err)
 	}
 	return p, it
-}
-
-func wantCode(t *testing.T, err error, code errs.Code) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %s", code)
-	}
-	if !errs.Is(err, code) {
-		t.Fatalf("got %v, want %s", err, code)
-	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 )
 
@@ -16,15 +17,7 @@ func body(t *testing.T, base string, set map[string]any) []byte {
 	if err := json.Unmarshal([]byte(base), &m); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range set {
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-	}
-	b, _ := json.Marshal(m)
-	return b
+	return dt.Body(m, set)
 }
 
 // TestCreateBodyRules: the product create body's constraints, from the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -92,11 +93,11 @@ func TestTransitionTable(t *testing.T) {
 			p := f.reach(t, "mug", r.from)
 			// Stock on the item: no transition may touch it.
 			k := datamodel.ProductKey(vendorID, p.ID)
-			if err := f.store.Transact(ctx, store.Add(k, map[string]int64{datamodel.OnHandAttr(0): 7, datamodel.AvailableAttr(0): 7}, 0, store.Cond{Exists: true})); err != nil {
+			if err := f.Store.Transact(ctx, store.Add(k, map[string]int64{datamodel.OnHandAttr(0): 7, datamodel.AvailableAttr(0): 7}, 0, store.Cond{Exists: true})); err != nil {
 				t.Fatal(err)
 			}
 			_, before := f.load(t, p.ID)
-			f.clock.Advance(time.Minute)
+			f.Clock.Advance(time.Minute)
 
 			got, err := f.svc.Transition(ctx, vendorID, p.ID, r.action, catalog.Transition{ExpectedRevision: p.Revision})
 			if err != nil {
@@ -116,8 +117,8 @@ func TestTransitionTable(t *testing.T) {
 			if r.noop && !stored.UpdatedAt.Equal(p.UpdatedAt) {
 				t.Fatalf("a no-op moved updated_at from %v to %v", p.UpdatedAt, stored.UpdatedAt)
 			}
-			if !r.noop && !stored.UpdatedAt.Equal(f.clock.Now()) {
-				t.Fatalf("updated_at %v, want the clock's %v", stored.UpdatedAt, f.clock.Now())
+			if !r.noop && !stored.UpdatedAt.Equal(f.Clock.Now()) {
+				t.Fatalf("updated_at %v, want the clock's %v", stored.UpdatedAt, f.Clock.Now())
 			}
 			for _, attr := range []string{datamodel.OnHandAttr(0), datamodel.ReservedAttr(0), datamodel.AvailableAttr(0), datamodel.ItemVersionAttr(0)} {
 				if before.Nums[attr] != after.Nums[attr] {
@@ -154,7 +155,7 @@ func TestTransitionsOutsideTheTable(t *testing.T) {
 			f := newFixture(t, nil)
 			p := f.reach(t, "mug", r.from)
 			_, err := f.svc.Transition(context.Background(), vendorID, p.ID, r.action, catalog.Transition{ExpectedRevision: p.Revision})
-			wantCode(t, err, errs.CodeProductState)
+			dt.WantCode(t, err, errs.CodeProductState)
 			if got, _ := f.load(t, p.ID); got.Status != r.from || got.Revision != p.Revision {
 				t.Fatalf("after a refused %s: status %s revision %d, want %s %d", r.action, got.Status, got.Revision, r.from, p.Revision)
 			}
@@ -175,7 +176,7 @@ func TestTransitionStaleRevision(t *testing.T) {
 			f := newFixture(t, nil)
 			p := f.reach(t, "mug", r.from)
 			_, err := f.svc.Transition(context.Background(), vendorID, p.ID, r.action, catalog.Transition{ExpectedRevision: p.Revision - 1})
-			wantCode(t, err, errs.CodeRevisionConflict)
+			dt.WantCode(t, err, errs.CodeRevisionConflict)
 			if got, _ := f.load(t, p.ID); got.Status != r.from || got.Revision != p.Revision {
 				t.Fatalf("after a stale %s: status %s revision %d", r.action, got.Status, got.Revision)
 			}
@@ -197,7 +198,7 @@ func TestPublishNeedsCompleteDraft(t *testing.T) {
 			f := newFixture(t, nil)
 			p := f.create(t, body)
 			_, err := f.svc.Transition(context.Background(), vendorID, p.ID, catalog.Publish, catalog.Transition{ExpectedRevision: p.Revision})
-			wantCode(t, err, errs.CodeProductIncomplete)
+			dt.WantCode(t, err, errs.CodeProductIncomplete)
 			if got, _ := f.load(t, p.ID); got.Status != catalog.StatusDraft {
 				t.Fatalf("status %s after a refused publish", got.Status)
 			}
@@ -220,7 +221,7 @@ func TestPublishWithOnlyRetiredVariations(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.svc.Transition(context.Background(), vendorID, p.ID, catalog.Publish, catalog.Transition{ExpectedRevision: p.Revision})
-	wantCode(t, err, errs.CodeProductIncomplete)
+	dt.WantCode(t, err, errs.CodeProductIncomplete)
 }
 
 // TestIdentityTransitionsNeedBothBindings: archive and restore require both
@@ -265,7 +266,7 @@ func TestIdentityTransitionsNeedBothBindings(t *testing.T) {
 				}
 				return
 			}
-			wantCode(t, err, c.want)
+			dt.WantCode(t, err, c.want)
 			if cur, _ := f.load(t, p.ID); cur.Status != c.from || cur.Revision != p.Revision {
 				t.Fatalf("a refused %s changed the product: %s rev %d", c.action, cur.Status, cur.Revision)
 			}

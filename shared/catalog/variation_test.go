@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -39,7 +40,7 @@ func (f fixture) update(t *testing.T, id, body string) (catalog.Product, error) 
 func (f fixture) setBuckets(t *testing.T, id string, seq int, onHand, reserved int64) {
 	t.Helper()
 	k := datamodel.ProductKey(vendorID, id)
-	err := f.store.Transact(context.Background(), store.Add(k, map[string]int64{
+	err := f.Store.Transact(context.Background(), store.Add(k, map[string]int64{
 		datamodel.OnHandAttr(seq): onHand, datamodel.ReservedAttr(seq): reserved, datamodel.AvailableAttr(seq): onHand - reserved,
 	}, 0, store.Cond{Exists: true}))
 	if err != nil {
@@ -69,7 +70,7 @@ func TestVariationRetirement(t *testing.T) {
 			got, err := f.update(t, p.ID, updateBody(p, "shirt", []string{catalog.VariationRetired, catalog.VariationActive}))
 			stored, _ := f.load(t, p.ID)
 			if !c.ok {
-				wantCode(t, err, errs.CodeVariationNotRetirable)
+				dt.WantCode(t, err, errs.CodeVariationNotRetirable)
 				if stored.Revision != p.Revision || stored.Variations[0].Status != catalog.VariationActive {
 					t.Fatalf("a refused retirement changed the product: rev %d status %s", stored.Revision, stored.Variations[0].Status)
 				}
@@ -101,19 +102,19 @@ func TestVariationRulesOfUpdate(t *testing.T) {
 	body["variations"] = body["variations"].([]any)[:1]
 	b, _ := json.Marshal(body)
 	_, err := f.update(t, p.ID, string(b))
-	wantCode(t, err, errs.CodeInvalidRequest)
+	dt.WantCode(t, err, errs.CodeInvalidRequest)
 
 	// An id that is not one of this product's variations.
 	json.Unmarshal([]byte(updateBody(p, "shirt", []string{"active", "active"})), &body)
 	body["variations"].([]any)[0].(map[string]any)["id"] = "var_not_mine"
 	b, _ = json.Marshal(body)
 	_, err = f.update(t, p.ID, string(b))
-	wantCode(t, err, errs.CodeInvalidRequest)
+	dt.WantCode(t, err, errs.CodeInvalidRequest)
 
 	// Changing kind.
 	simple := `{"kind":"simple","name":"Shirt","slug":"shirt","description":"A shirt.","price":2000,"category":"clothes","subcategory":"shirts","image_urls":[],"options":{},"features":[],"related_product_ids":[],"weight_kg":0.2,"expected_revision":1}`
 	_, err = f.update(t, p.ID, simple)
-	wantCode(t, err, errs.CodeInvalidRequest)
+	dt.WantCode(t, err, errs.CodeInvalidRequest)
 
 	// Stale revision.
 	json.Unmarshal([]byte(updateBody(p, "shirt", []string{"active", "active"})), &body)
@@ -121,7 +122,7 @@ func TestVariationRulesOfUpdate(t *testing.T) {
 	body["name"] = "Renamed"
 	b, _ = json.Marshal(body)
 	_, err = f.update(t, p.ID, string(b))
-	wantCode(t, err, errs.CodeRevisionConflict)
+	dt.WantCode(t, err, errs.CodeRevisionConflict)
 
 	if got, _ := f.load(t, p.ID); got.Revision != p.Revision || len(got.Variations) != 2 {
 		t.Fatalf("refused updates changed the product: rev %d, %d variations", got.Revision, len(got.Variations))
@@ -159,7 +160,7 @@ func TestVariationRulesOfUpdate(t *testing.T) {
 	body["expected_revision"] = p2.Revision
 	b, _ = json.Marshal(body)
 	_, err = f.update(t, p.ID, string(b))
-	wantCode(t, err, errs.CodeProductState)
+	dt.WantCode(t, err, errs.CodeProductState)
 }
 
 // TestIdenticalUpdateIsNoChange: replacing a product with what it already
@@ -187,12 +188,12 @@ func TestSlugIsUniquePerVendor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.store.Transact(context.Background(), ops...)
+	err = f.Store.Transact(context.Background(), ops...)
 	ce, ok := store.AsCondition(err)
 	if !ok {
 		t.Fatalf("second create with the same slug: %v", err)
 	}
-	wantCode(t, conflict(ce), errs.CodeSlugTaken)
+	dt.WantCode(t, conflict(ce), errs.CodeSlugTaken)
 
 	if _, err := f.update(t, p.ID, updateBody(p, "shirt-two", []string{"active", "active"})); err != nil {
 		t.Fatal(err)

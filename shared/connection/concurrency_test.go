@@ -2,10 +2,10 @@ package connection_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 )
 
@@ -15,33 +15,17 @@ import (
 func TestConcurrentSourcesClaimOnce(t *testing.T) {
 	f := newFixture(t)
 	const n = 8
-	var wg sync.WaitGroup
 	views := make([]connection.View, n)
-	results := make([]error, n)
 	roles := preset(t, "store_catalog_source")
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			views[i], results[i] = f.create(t, connection.StorePlugin, roles)
-		}()
+	results := dt.Race(n, func(i int) (err error) {
+		views[i], err = f.create(t, connection.StorePlugin, roles)
+		return err
+	})
+	won := dt.Succeeded(t, results, errs.CodeAuthorityConflict)
+	if len(won) != 1 {
+		t.Fatalf("creates %v claimed the Catalog, want exactly one", won)
 	}
-	wg.Wait()
-	winner := ""
-	for i, err := range results {
-		switch {
-		case err == nil:
-			if winner != "" {
-				t.Fatalf("two catalog sources: %s and %s", winner, views[i].ID)
-			}
-			winner = views[i].ID
-		case !errs.Is(err, errs.CodeAuthorityConflict):
-			t.Errorf("create %d: %v", i, err)
-		}
-	}
-	if winner == "" {
-		t.Fatal("no connection claimed the Catalog")
-	}
+	winner := views[won[0]].ID
 	a, err := f.svc.Authority(context.Background(), vendorID)
 	if err != nil || a.CatalogMaster.ConnectionID == nil || *a.CatalogMaster.ConnectionID != winner {
 		t.Fatalf("authority %+v %v, want %s", a, err, winner)

@@ -4,51 +4,31 @@ import (
 	"context"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
-	"github.com/moku/sellerapi/shared/errs"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
-const vendorID = "ven_1"
+const vendorID = dt.VendorID
 
 type fixture struct {
-	svc   connection.Service
-	store *sqlite.Store
-	clock *clock.Fake
+	dt.Env
+	svc connection.Service
 }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	c := clocktest.Fake(2026, 5, 3, 11, 0, 0)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return fixture{svc: connection.Service{Store: st, Clock: c}, store: st, clock: c}
+	e := dt.New(t, 2026, 5, 3, 11, 0, 0)
+	return fixture{Env: e, svc: connection.Service{Store: e.Store, Clock: e.Clock}}
 }
 
 // create stores a connection as the HTTP layer does.
 func (f fixture) create(t *testing.T, provider string, roles connection.Roles) (connection.View, error) {
 	t.Helper()
-	ctx := context.Background()
-	prep, err := f.svc.PrepareCreate(ctx, vendorID, connection.CreateInput{
+	p, err := f.svc.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
 		Provider: provider, ExternalAccountID: "acct-1", DisplayName: "Shop", Roles: roles})
-	v, ops, conflict := prep.View, prep.Ops, prep.Explain
-	if err != nil {
-		return connection.View{}, err
-	}
-	if err := f.store.Transact(ctx, ops...); err != nil {
-		if ce, ok := store.AsCondition(err); ok {
-			return connection.View{}, conflict(ce)
-		}
-		return connection.View{}, err
-	}
-	return v, nil
+	return dt.Run(f.Env, p, err)
 }
 
 func (f fixture) mustCreate(t *testing.T, provider string, roles connection.Roles) connection.View {
@@ -72,7 +52,7 @@ func (f fixture) load(t *testing.T, id string) connection.Connection {
 // count moves one of a connection's counters, as the work it counts does.
 func (f fixture) count(t *testing.T, id, attr string, delta int64) {
 	t.Helper()
-	if err := f.store.Transact(context.Background(), store.Add(datamodel.ConnectionKey(vendorID, id), map[string]int64{attr: delta}, 0, store.Cond{Exists: true})); err != nil {
+	if err := f.Store.Transact(context.Background(), store.Add(datamodel.ConnectionKey(vendorID, id), map[string]int64{attr: delta}, 0, store.Cond{Exists: true})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -87,12 +67,4 @@ func preset(t *testing.T, name string) connection.Roles {
 }
 
 // noRoles sources nothing.
-var noRoles = connection.Roles{Catalog: connection.Destination, BasePrice: connection.Destination,
-	Inventory: connection.Destination, OrderIngress: connection.Enabled, ExternalOrderFulfillment: connection.Moku}
-
-func wantCode(t *testing.T, err error, code errs.Code) {
-	t.Helper()
-	if !errs.Is(err, code) {
-		t.Fatalf("got %v, want %s", err, code)
-	}
-}
+var noRoles = dt.Destination()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 )
 
@@ -16,28 +17,13 @@ func createBody(t *testing.T, set map[string]any) []byte {
 		"roles": map[string]string{"catalog": "destination", "base_price": "destination", "inventory": "disabled",
 			"order_ingress": "enabled", "external_order_fulfillment": "moku"},
 	}
-	for k, v := range set {
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-	}
-	b, _ := json.Marshal(m)
-	return b
+	return dt.Body(m, set)
 }
 
 func roles(set map[string]any) map[string]any {
 	r := map[string]any{"catalog": "destination", "base_price": "destination", "inventory": "disabled",
 		"order_ingress": "enabled", "external_order_fulfillment": "moku"}
-	for k, v := range set {
-		if v == nil {
-			delete(r, k)
-		} else {
-			r[k] = v
-		}
-	}
-	return r
+	return dt.Set(r, set)
 }
 
 // TestCreateBody: provider, external_account_id, display_name and roles are

@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -65,14 +66,14 @@ func TestSourceRolesClaimAuthority(t *testing.T) {
 	if a.InventoryPools[0].Master.ConnectionID != nil {
 		t.Fatalf("inventory destination claimed the pool: %+v", a.InventoryPools[0])
 	}
-	m, err := connection.Masters{Store: f.store}.Masters(ctx, vendorID)
+	m, err := connection.Masters{Store: f.Store}.Masters(ctx, vendorID)
 	if err != nil || m.Catalog == nil || *m.Catalog != c.ID || m.Inventory != nil {
 		t.Fatalf("Masters = %+v %v", m, err)
 	}
 
 	// A second catalog source is refused and changes nothing.
 	_, err = f.create(t, connection.StorePlugin, preset(t, "store_source"))
-	wantCode(t, err, errs.CodeAuthorityConflict)
+	dt.WantCode(t, err, errs.CodeAuthorityConflict)
 	// The inventory alone is still free.
 	inv := noRoles
 	inv.Inventory = connection.Source
@@ -90,16 +91,16 @@ func TestInventoryHandoverNeedsNoServiceReservations(t *testing.T) {
 	f := newFixture(t)
 	f.mustCreate(t, connection.StorePlugin, preset(t, "service_source")) // creates no authority record
 	// The service holds one reservation.
-	if err := f.store.Transact(ctx, store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: 1}, 0, store.Cond{})); err != nil {
+	if err := f.Store.Transact(ctx, store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: 1}, 0, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.create(t, connection.StorePlugin, preset(t, "store_source"))
-	wantCode(t, err, errs.CodeAuthorityConflict)
+	dt.WantCode(t, err, errs.CodeAuthorityConflict)
 	// Catalog may still move: it holds no stock.
 	if _, err := f.create(t, connection.StorePlugin, preset(t, "store_catalog_source")); err != nil {
 		t.Fatalf("catalog handover with service reservations: %v", err)
 	}
-	if err := f.store.Transact(ctx, store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: -1}, 0, store.Cond{})); err != nil {
+	if err := f.Store.Transact(ctx, store.Add(datamodel.AuthorityKey(vendorID), map[string]int64{datamodel.ServiceReservationsAttr: -1}, 0, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}
 	inv := noRoles
@@ -125,18 +126,18 @@ func TestReplaceRoles(t *testing.T) {
 	src := noRoles
 	src.Inventory = connection.Source
 	_, err := replace(other.ID, other.Version, src)
-	wantCode(t, err, errs.CodeAuthorityConflict)
+	dt.WantCode(t, err, errs.CodeAuthorityConflict)
 
 	for _, attr := range []string{datamodel.ActiveListingsAttr, datamodel.ActiveReservationsAttr, datamodel.UnresolvedOrdersAttr, datamodel.ChannelFulfillmentsAttr} {
 		t.Run("busy "+attr, func(t *testing.T) {
 			f.count(t, c.ID, attr, 1)
 			_, err := replace(c.ID, c.Version, preset(t, "service_source"))
-			wantCode(t, err, errs.CodeConnectionBusy)
+			dt.WantCode(t, err, errs.CodeConnectionBusy)
 			f.count(t, c.ID, attr, -1)
 		})
 	}
 	_, err = replace(c.ID, c.Version+1, preset(t, "service_source"))
-	wantCode(t, err, errs.CodeConnectionVersion)
+	dt.WantCode(t, err, errs.CodeConnectionVersion)
 
 	v, err := replace(c.ID, c.Version, preset(t, "store_catalog_source"))
 	if err != nil {
@@ -164,5 +165,5 @@ func TestReplaceRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.svc.ReplaceRoles(ctx, vendorID, other.ID, in)
-	wantCode(t, err, errs.CodeInvalidRequest)
+	dt.WantCode(t, err, errs.CodeInvalidRequest)
 }

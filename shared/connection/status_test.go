@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/fields"
 )
@@ -74,7 +75,7 @@ func TestStatusMachine(t *testing.T) {
 			got, err := f.svc.Transition(ctx, vendorID, c.ID, row.action, version)
 			stored := f.load(t, c.ID)
 			if row.to == "" {
-				wantCode(t, err, errs.CodeConnectionState)
+				dt.WantCode(t, err, errs.CodeConnectionState)
 				if stored.Status != row.from || stored.Version != version {
 					t.Fatalf("a refused %s changed the connection: %s v%d", row.action, stored.Status, stored.Version)
 				}
@@ -99,7 +100,7 @@ func TestTransitionStaleVersion(t *testing.T) {
 	f := newFixture(t)
 	c := f.mustCreate(t, connection.StorePlugin, preset(t, "service_source"))
 	_, err := f.svc.Transition(context.Background(), vendorID, c.ID, connection.Pause, c.Version+1)
-	wantCode(t, err, errs.CodeConnectionVersion)
+	dt.WantCode(t, err, errs.CodeConnectionVersion)
 }
 
 // TestDisconnectNeedsIdleConnection: disconnecting needs no live work and
@@ -111,7 +112,7 @@ func TestDisconnectNeedsIdleConnection(t *testing.T) {
 	for _, attr := range []string{datamodel.ActiveListingsAttr, datamodel.ActiveReservationsAttr, datamodel.UnresolvedOrdersAttr, datamodel.ChannelFulfillmentsAttr, datamodel.OpenConflictsAttr} {
 		f.count(t, c.ID, attr, 2)
 		_, err := f.svc.Transition(ctx, vendorID, c.ID, connection.Disconnect, c.Version)
-		wantCode(t, err, errs.CodeConnectionBusy)
+		dt.WantCode(t, err, errs.CodeConnectionBusy)
 		f.count(t, c.ID, attr, -2)
 	}
 	if _, err := f.svc.Transition(ctx, vendorID, c.ID, connection.Disconnect, c.Version); err != nil {
@@ -123,9 +124,9 @@ func TestDisconnectNeedsIdleConnection(t *testing.T) {
 	}
 	// A disconnected connection takes no roles and no health reports.
 	_, err := f.svc.ReplaceRoles(ctx, vendorID, c.ID, connection.RolesInput{ExpectedVersion: c.Version + 1, Roles: noRoles})
-	wantCode(t, err, errs.CodeConnectionState)
+	dt.WantCode(t, err, errs.CodeConnectionState)
 	_, err = f.svc.ReportHealth(ctx, vendorID, c.ID, connection.Health{State: connection.HealthHealthy})
-	wantCode(t, err, errs.CodeConnectionState)
+	dt.WantCode(t, err, errs.CodeConnectionState)
 }
 
 // TestHealthReportsDoNotMoveVersion: health is telemetry beside the
@@ -134,7 +135,7 @@ func TestHealthReportsDoNotMoveVersion(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	c := f.mustCreate(t, connection.StorePlugin, preset(t, "service_source"))
-	now := f.clock.Now()
+	now := f.Clock.Now()
 	h, err := connection.ParseHealth([]byte(`{"state":"degraded","last_observed_at":"` + now.Format("2006-01-02T15:04:05Z") + `","blockers":["token expired"]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +157,6 @@ func TestUnknownConnections(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"conn_absent", "bad/id", ""} {
 		_, _, _, err := f.svc.Get(context.Background(), vendorID, id)
-		wantCode(t, err, errs.CodeNotFound)
+		dt.WantCode(t, err, errs.CodeNotFound)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/store"
@@ -108,21 +109,8 @@ func TestLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := event.Log{Store: st}
-	var got []string
-	after := ""
-	for {
-		page, last, more, err := log.List(ctx, "ven_1", "", after, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range page {
-			got = append(got, e.ID)
-		}
-		if !more {
-			break
-		}
-		after = last
-	}
+	got := dt.Walk(t, func(after string) ([]event.Event, string, bool, error) { return log.List(ctx, "ven_1", "", after, 3) },
+		func(e event.Event) string { return e.ID })
 	if want := []string{ids[3], ids[2], ids[1], ids[0]}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("listed %v, want newest first %v", got, want)
 	}

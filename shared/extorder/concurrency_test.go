@@ -3,10 +3,10 @@ package extorder_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
 )
@@ -18,33 +18,25 @@ import (
 func TestConcurrentImports(t *testing.T) {
 	f := newFixture(t)
 	conn := f.connection(t, connection.Enabled, connection.Moku)
-	keeper := idempotency.Keeper{Store: f.store, Clock: f.clock}
+	keeper := idempotency.Keeper{Store: f.Store, Clock: f.Clock}
 	const n = 12
-	var wg sync.WaitGroup
 	ids := make([]string, n)
-	results := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ext := fmt.Sprintf("ext-%d", i%10) // orders 10 and 11 repeat 0 and 1
-			in := extorder.ImportInput{ConnectionID: conn, ExternalOrderID: ext, Lines: []extorder.Line{line("l1", f.item, 3)}}
-			sc := idempotency.Scope{VendorID: vendorID, TokenID: "tok_1", Operation: "external_orders.import", Key: fmt.Sprintf("key-%05d", i)}
-			_, results[i] = keeper.Run(context.Background(), sc, in.Fingerprint(), func(ctx context.Context) (idempotency.Mutation, error) {
-				p, err := f.svc.PrepareImport(ctx, vendorID, in)
-				ids[i] = p.View.ID
-				if err != nil || len(p.Ops) == 0 {
-					return idempotency.Mutation{Status: 200, Body: p.View}, err
-				}
-				return idempotency.Mutation{Ops: p.Ops, Status: 201, Body: p.View, Explain: p.Explain}, nil
-			})
-		}()
-	}
-	wg.Wait()
-	for i, err := range results {
-		if err != nil {
-			t.Fatalf("import %d: %v", i, err)
-		}
+	results := dt.Race(n, func(i int) error {
+		ext := fmt.Sprintf("ext-%d", i%10) // orders 10 and 11 repeat 0 and 1
+		in := extorder.ImportInput{ConnectionID: conn, ExternalOrderID: ext, Lines: []extorder.Line{line("l1", f.item, 3)}}
+		sc := idempotency.Scope{VendorID: vendorID, TokenID: "tok_1", Operation: "external_orders.import", Key: fmt.Sprintf("key-%05d", i)}
+		_, err := keeper.Run(context.Background(), sc, in.Fingerprint(), func(ctx context.Context) (idempotency.Mutation, error) {
+			p, err := f.svc.PrepareImport(ctx, vendorID, in)
+			ids[i] = p.View.ID
+			if err != nil || len(p.Ops) == 0 {
+				return idempotency.Mutation{Status: 200, Body: p.View}, err
+			}
+			return idempotency.Mutation{Ops: p.Ops, Status: 201, Body: p.View, Explain: p.Explain}, nil
+		})
+		return err
+	})
+	if imported := dt.Succeeded(t, results); len(imported) != n {
+		t.Fatalf("%d of %d imports succeeded", len(imported), n)
 	}
 	for i := 10; i < n; i++ {
 		if ids[i] != ids[i-10] {

@@ -1,10 +1,10 @@
 package extorder_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/inventory"
 )
@@ -14,16 +14,7 @@ func inventoryAdjust(target, version int64) inventory.Adjustment {
 }
 
 func importBody(lines []map[string]any, extra map[string]any) []byte {
-	m := map[string]any{"connection_id": "conn_a", "external_order_id": "ext-1", "lines": lines}
-	for k, v := range extra {
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-	}
-	b, _ := json.Marshal(m)
-	return b
+	return dt.Body(map[string]any{"connection_id": "conn_a", "external_order_id": "ext-1", "lines": lines}, extra)
 }
 
 func lines(n, items int) []map[string]any {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 )
@@ -101,7 +102,7 @@ func TestTransitions(t *testing.T) {
 					}
 					got, err := f.move(t, o.ID, action, o.Version)
 					if !ok {
-						wantCode(t, err, errs.CodeExternalOrderState)
+						dt.WantCode(t, err, errs.CodeExternalOrderState)
 						if cur, _ := f.svc.Get(context.Background(), vendorID, o.ID); cur.Status != from || cur.Version != o.Version {
 							t.Fatalf("a refused %s moved the order to %s v%d", action, cur.Status, cur.Version)
 						}
@@ -175,7 +176,7 @@ func TestStockFollowsTheOrder(t *testing.T) {
 // holds nothing, and is reserved once the stock is there.
 func TestUnreservableAndReserveAgain(t *testing.T) {
 	f := newFixture(t)
-	_, other := f.stocked(t, "cup", 1)
+	_, other := f.Stocked(t, "cup", 1)
 	conn := f.connection(t, connection.Enabled, connection.Moku)
 	o, _, err := f.importOrder(t, conn, "ext-1", line("l1", f.item, 2), line("l2", other, 3), line("l3", "inv_nope_000", 1))
 	if err != nil {
@@ -200,7 +201,7 @@ func TestUnreservableAndReserveAgain(t *testing.T) {
 		t.Fatalf("unreservable order's counters %+v", c)
 	}
 	_, err = f.move(t, o.ID, extorder.Reserve, o.Version)
-	wantCode(t, err, errs.CodeInsufficientStock)
+	dt.WantCode(t, err, errs.CodeInsufficientStock)
 
 	// A second order without the missing item, once stock arrives.
 	o2, _, err := f.importOrder(t, conn, "ext-2", line("l1", other, 3))
@@ -212,7 +213,7 @@ func TestUnreservableAndReserveAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.apply(t, ops)
+	f.Apply(t, ops...)
 	got, err := f.move(t, o2.ID, extorder.Reserve, o2.Version)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +246,7 @@ func TestImportIsIdempotentByContent(t *testing.T) {
 		t.Fatalf("repeat: created %v id %s err %v, want the first order %s", created, again.ID, err, first.ID)
 	}
 	_, _, err = f.importOrder(t, conn, "ext-1", line("l1", f.item, 3))
-	wantCode(t, err, errs.CodeExternalOrderDuplicate)
+	dt.WantCode(t, err, errs.CodeExternalOrderDuplicate)
 	if b := f.buckets(t, f.product); b != [3]int64{10, 2, 8} {
 		t.Fatalf("repeats moved stock: %v", b)
 	}
@@ -262,15 +263,15 @@ func TestImportNeedsIngress(t *testing.T) {
 	f := newFixture(t)
 	off := f.connection(t, connection.Disabled, connection.Moku)
 	_, _, err := f.importOrder(t, off, "ext-1", line("l1", f.item, 1))
-	wantCode(t, err, errs.CodeConnectionState)
+	dt.WantCode(t, err, errs.CodeConnectionState)
 	gone := f.connection(t, connection.Enabled, connection.Moku)
 	if _, err := f.conns.Transition(context.Background(), vendorID, gone, connection.Disconnect, 1); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = f.importOrder(t, gone, "ext-1", line("l1", f.item, 1))
-	wantCode(t, err, errs.CodeConnectionState)
+	dt.WantCode(t, err, errs.CodeConnectionState)
 	_, _, err = f.importOrder(t, "conn_nope", "ext-1", line("l1", f.item, 1))
-	wantCode(t, err, errs.CodeNotFound)
+	dt.WantCode(t, err, errs.CodeNotFound)
 }
 
 // TestStaleVersion: every transition names the version it read.
@@ -278,5 +279,5 @@ func TestStaleVersion(t *testing.T) {
 	f := newFixture(t)
 	o, _ := f.start(t, extorder.StatusReserved, connection.Moku)
 	_, err := f.move(t, o.ID, extorder.Commit, o.Version+1)
-	wantCode(t, err, errs.CodeExternalOrderVersion)
+	dt.WantCode(t, err, errs.CodeExternalOrderVersion)
 }

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
@@ -60,6 +59,11 @@ func replaceRoles(e *apitest.Env, connID string, version int64, roles any) *apit
 		Body: map[string]any{"expected_version": version, "roles": roles}})
 }
 
+func disconnect(e *apitest.Env, connID string, version int64) *apitest.Resp {
+	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + connID + "/disconnect", Token: e.Token,
+		Body: map[string]any{"expected_version": version}})
+}
+
 func connectionVersion(t *testing.T, e *apitest.Env, connID string) int64 {
 	t.Helper()
 	var c connBody
@@ -103,8 +107,7 @@ func TestDuplicateImportOpensAConflictThatBlocksTheConnection(t *testing.T) {
 		if !strings.Contains(busy.Detail, "1 open conflicts") {
 			t.Fatalf("the 409 does not say why: %s", busy.Detail)
 		}
-		e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
-			Body: map[string]any{"expected_version": ver}}).WantProblem(t, 409, "CONNECTION_BUSY")
+		disconnect(e, f.conn, ver).WantProblem(t, 409, "CONNECTION_BUSY")
 
 		// Bad closings change nothing.
 		closeConflict(e, id, "dismiss", map[string]any{"expected_version": 1}).WantProblem(t, 400, "INVALID_REQUEST")
@@ -180,8 +183,7 @@ func TestUnreservableOrderConflictClosesWithTheOrder(t *testing.T) {
 		}
 		// Nothing left on the connection: it disconnects.
 		ver := connectionVersion(t, e, f.conn)
-		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
-			Body: map[string]any{"expected_version": ver}}); r.Status != 200 {
+		if r := disconnect(e, f.conn, ver); r.Status != 200 {
 			t.Fatalf("disconnect: %d %s", r.Status, r.Body)
 		}
 		wantEvents(t, e, "conflict.opened", "conflict.resolved")
@@ -198,36 +200,18 @@ func TestConcurrentClosesOfOneConflict(t *testing.T) {
 		mustXO(t, moveXO(e, o.Data.ID, "cancel", 1), 200, "cancelled")
 		importXO(e, "cfl-race-2", f.conn, "EXT-R", xoLine("a", f.item, 2)).WantProblem(t, 409, "EXTERNAL_ORDER_DUPLICATE")
 		id := listConflicts(t, e, "status=open")[0].ID
-		var wg sync.WaitGroup
-		statuses := make([]int, 6)
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				action := "resolve"
-				if i%2 == 1 {
-					action = "dismiss"
-				}
-				statuses[i] = closeConflict(e, id, action, map[string]any{"expected_version": 1, "reason": "race"}).Status
-			}()
-		}
-		wg.Wait()
-		wins := 0
-		for _, s := range statuses {
-			switch s {
-			case 200:
-				wins++
-			case 409:
-			default:
-				t.Fatalf("statuses %v", statuses)
+		statuses := apitest.Statuses(apitest.Race(6, func(i int) *apitest.Resp {
+			action := "resolve"
+			if i%2 == 1 {
+				action = "dismiss"
 			}
-		}
-		if wins != 1 {
+			return closeConflict(e, id, action, map[string]any{"expected_version": 1, "reason": "race"})
+		}))
+		if wins := statuses[200]; wins != 1 || statuses[409] != 5 {
 			t.Fatalf("%d closes won, want 1: %v", wins, statuses)
 		}
 		// The count went to zero exactly once: the connection disconnects.
-		if r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections/" + f.conn + "/disconnect", Token: e.Token,
-			Body: map[string]any{"expected_version": connectionVersion(t, e, f.conn)}}); r.Status != 200 {
+		if r := disconnect(e, f.conn, connectionVersion(t, e, f.conn)); r.Status != 200 {
 			t.Fatalf("disconnect: %d %s", r.Status, r.Body)
 		}
 	})

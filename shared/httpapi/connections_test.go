@@ -35,22 +35,12 @@ func connectionBody(provider string, roles any) map[string]any {
 
 func createConnection(t *testing.T, e *apitest.Env, key string, body any) (*apitest.Resp, connBody) {
 	t.Helper()
-	r := e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/connections", Token: e.Token, Body: body,
-		Headers: map[string]string{"Idempotency-Key": key}})
-	var c connBody
-	if r.Status == 201 {
-		r.JSON(t, &c)
-	}
-	return r, c
+	return apitest.Create[connBody](t, e, "/vendors/"+e.Vendor.ID+"/connections", key, body)
 }
 
 func mustConnection(t *testing.T, e *apitest.Env, key string, body any) connBody {
 	t.Helper()
-	r, c := createConnection(t, e, key, body)
-	if r.Status != 201 {
-		t.Fatalf("create connection: %d %s", r.Status, r.Body)
-	}
-	return c
+	return apitest.MustCreate[connBody](t, e, "/vendors/"+e.Vendor.ID+"/connections", key, body)
 }
 
 func masters(t *testing.T, e *apitest.Env) (catalog, basePrice, inventory string) {

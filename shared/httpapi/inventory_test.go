@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
@@ -92,13 +91,7 @@ func TestAdjustments(t *testing.T) {
 		adjust(e, "inv_nope_000", "adjust-key-404", map[string]any{"target_on_hand": 3, "expected_version": 1}).WantProblem(t, 404, "NOT_FOUND")
 		e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/"+strings.Repeat("i", 1001)).WantProblem(t, 404, "NOT_FOUND")
 		e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/inv_"+strings.Repeat("i", 990)+"_000").WantProblem(t, 404, "NOT_FOUND")
-		adjusted := 0
-		for _, ty := range eventTypes(t, e) {
-			if ty == "inventory_item.adjusted" {
-				adjusted++
-			}
-		}
-		if adjusted != 6 {
+		if adjusted := countEvents(t, e, "inventory_item.adjusted"); adjusted != 6 {
 			t.Fatalf("%d inventory_item.adjusted events, want 6", adjusted)
 		}
 	})
@@ -135,20 +128,9 @@ func TestAdjustmentRace(t *testing.T) {
 		e := catalogEnv(t, kind)
 		mustCreate(t, e, "race-inv-1", simpleProduct("race-stock"))
 		id := firstItem(t, e)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		statuses := map[int]int{}
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r := adjust(e, id, fmt.Sprintf("race-adjust-%02d", i), map[string]any{"target_on_hand": 100 + i, "expected_version": 1})
-				mu.Lock()
-				statuses[r.Status]++
-				mu.Unlock()
-			}(i)
-		}
-		wg.Wait()
+		statuses := apitest.Statuses(apitest.Race(20, func(i int) *apitest.Resp {
+			return adjust(e, id, fmt.Sprintf("race-adjust-%02d", i), map[string]any{"target_on_hand": 100 + i, "expected_version": 1})
+		}))
 		if statuses[200] != 1 || statuses[409] != 19 {
 			t.Fatalf("statuses %v, want one 200 and 19 409", statuses)
 		}

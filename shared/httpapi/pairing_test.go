@@ -9,13 +9,11 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/connection"
-	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/pairing"
-	"github.com/moku/sellerapi/shared/store"
 )
 
 type pairingBody struct {
@@ -116,21 +114,7 @@ func gate(e *apitest.Env, p pairing.Principal) error {
 
 func pairingEvents(t *testing.T, e *apitest.Env, resourceID string) []string {
 	t.Helper()
-	items, err := e.Store.Query(context.Background(), store.Query{PK: "VENDOR#" + e.Vendor.ID, Prefix: datamodel.EventPrefix, Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, it := range items {
-		ev, err := event.Decode(it)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Resource.ID == resourceID {
-			out = append(out, ev.Type)
-		}
-	}
-	return out
+	return eventTypes(t, e, resourceID)
 }
 
 func TestStorePairingFlow(t *testing.T) {

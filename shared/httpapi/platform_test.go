@@ -296,20 +296,7 @@ func TestRateWindows(t *testing.T) {
 
 func TestRateWindowConcurrent(t *testing.T) {
 	e := newEnv(t, apitest.SQLite, apitest.Options{Config: func(c *config.Config) { c.RateReads = 10 }})
-	var mu sync.Mutex
-	counts := map[int]int{}
-	var wg sync.WaitGroup
-	for i := 0; i < 25; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := e.Get("/vendors")
-			mu.Lock()
-			counts[r.Status]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	counts := apitest.Statuses(apitest.Race(25, func(int) *apitest.Resp { return e.Get("/vendors") }))
 	if counts[200] != 10 || counts[429] != 15 {
 		t.Fatalf("statuses %v, want 10 OK and 15 rate limited", counts)
 	}
@@ -499,40 +486,19 @@ func TestIdempotencyKeys(t *testing.T) {
 func TestIdempotencyConcurrent(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		e := newEnv(t, kind, apitest.Options{Config: func(c *config.Config) { c.RateWrites = 1000 }})
-		var wg sync.WaitGroup
-		bodies := make([]string, 20)
-		statuses := make([]int, 20)
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r := createWidget(e, "same-key-1", map[string]any{"name": "same"})
-				bodies[i], statuses[i] = string(r.Body), r.Status
-			}(i)
-		}
-		wg.Wait()
-		for i := range bodies {
-			if statuses[i] != 201 || bodies[i] != bodies[0] {
-				t.Fatalf("response %d: %d %s, want the one original", i, statuses[i], bodies[i])
+		rs := apitest.Race(20, func(int) *apitest.Resp { return createWidget(e, "same-key-1", map[string]any{"name": "same"}) })
+		for i, r := range rs {
+			if r.Status != 201 || string(r.Body) != string(rs[0].Body) {
+				t.Fatalf("response %d: %d %s, want the one original", i, r.Status, r.Body)
 			}
 		}
 		if n := countWidgets(t, e); n != 1 {
 			t.Fatalf("%d widgets from one key, want 1", n)
 		}
 		// The same key with different bodies: one wins, the rest are 409.
-		counts := map[int]int{}
-		var mu sync.Mutex
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r := createWidget(e, "race-key-2", map[string]any{"name": fmt.Sprintf("w%d", i)})
-				mu.Lock()
-				counts[r.Status]++
-				mu.Unlock()
-			}(i)
-		}
-		wg.Wait()
+		counts := apitest.Statuses(apitest.Race(20, func(i int) *apitest.Resp {
+			return createWidget(e, "race-key-2", map[string]any{"name": fmt.Sprintf("w%d", i)})
+		}))
 		if counts[201] != 1 || counts[409] != 19 {
 			t.Fatalf("statuses %v, want one 201 and 19 409", counts)
 		}
@@ -559,33 +525,14 @@ func TestCursorPages(t *testing.T) {
 		}
 		base := "/vendors/" + e.Vendor.ID + "/widgets"
 		walk := func(query string, limit int) (ids []string, cursors []string) {
-			path := base + "?limit=" + fmt.Sprint(limit) + query
-			for pages := 0; pages < 50; pages++ {
-				r := e.Get(path)
-				if r.Status != 200 {
-					t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
+			pages, cursors := e.Walk(t, base+"?limit="+fmt.Sprint(limit)+query)
+			for _, page := range pages {
+				if len(page) > limit {
+					t.Fatalf("page of %d items for limit %d", len(page), limit)
 				}
-				var page struct {
-					Data []struct{ ID string } `json:"data"`
-					Page struct {
-						NextCursor *string `json:"next_cursor"`
-					} `json:"page"`
-				}
-				r.JSON(t, &page)
-				if len(page.Data) > limit {
-					t.Fatalf("page of %d items for limit %d", len(page.Data), limit)
-				}
-				for _, d := range page.Data {
-					ids = append(ids, d.ID)
-				}
-				if page.Page.NextCursor == nil {
-					return ids, cursors
-				}
-				cursors = append(cursors, *page.Page.NextCursor)
-				path = base + "?limit=" + fmt.Sprint(limit) + query + "&page_after=" + *page.Page.NextCursor
+				ids = append(ids, page...)
 			}
-			t.Fatal("too many pages")
-			return nil, nil
+			return ids, cursors
 		}
 		got, cursors := walk("", 5)
 		if len(got) != 23 || got[0] != "w00" || got[22] != "w22" || len(cursors) != 4 {

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -90,30 +89,11 @@ func (a *rulesAPI) storedProduct(t *testing.T, id string) jsonObj {
 func (a *rulesAPI) productIDs(t *testing.T) []string {
 	t.Helper()
 	var ids []string
-	path := a.vendorPath("/products?limit=100")
-	for pages := 0; ; pages++ {
-		if pages > 100 {
-			t.Fatal("the product list does not end")
-		}
-		r := a.Get(path)
-		if r.Status != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
-		}
-		var page struct {
-			Data []struct{ ID string } `json:"data"`
-			Page struct {
-				NextCursor *string `json:"next_cursor"`
-			} `json:"page"`
-		}
-		r.JSON(t, &page)
-		for _, p := range page.Data {
-			ids = append(ids, p.ID)
-		}
-		if page.Page.NextCursor == nil {
-			return ids
-		}
-		path = a.vendorPath("/products?limit=100&page_after=%s", url.QueryEscape(*page.Page.NextCursor))
+	pages, _ := a.Walk(t, a.vendorPath("/products?limit=100"))
+	for _, page := range pages {
+		ids = append(ids, page...)
 	}
+	return ids
 }
 
 // inventoryItem finds the inventory item of a simple product in the

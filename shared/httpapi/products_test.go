@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,22 +83,12 @@ type productBody struct {
 
 func create(t *testing.T, e *apitest.Env, key string, body any) (*apitest.Resp, productBody) {
 	t.Helper()
-	r := e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/products", Token: e.Token, Body: body,
-		Headers: map[string]string{"Idempotency-Key": key}})
-	var p productBody
-	if r.Status == 201 {
-		r.JSON(t, &p)
-	}
-	return r, p
+	return apitest.Create[productBody](t, e, "/vendors/"+e.Vendor.ID+"/products", key, body)
 }
 
 func mustCreate(t *testing.T, e *apitest.Env, key string, body any) productBody {
 	t.Helper()
-	r, p := create(t, e, key, body)
-	if r.Status != 201 {
-		t.Fatalf("create: %d %s", r.Status, r.Body)
-	}
-	return p
+	return apitest.MustCreate[productBody](t, e, "/vendors/"+e.Vendor.ID+"/products", key, body)
 }
 
 func post(e *apitest.Env, path string, body any) *apitest.Resp {
@@ -113,7 +102,9 @@ func post(e *apitest.Env, path string, body any) *apitest.Resp {
 	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + path, Token: e.Token, Body: body})
 }
 
-func eventTypes(t *testing.T, e *apitest.Env) []string {
+// eventTypes are the types of the vendor's events about resourceID, or
+// of all its events when none is given, oldest first.
+func eventTypes(t *testing.T, e *apitest.Env, resourceID ...string) []string {
 	t.Helper()
 	items, err := e.Store.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: datamodel.EventPrefix, Limit: 1000})
 	if err != nil {
@@ -125,7 +116,9 @@ func eventTypes(t *testing.T, e *apitest.Env) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, ev.Type)
+		if len(resourceID) == 0 || ev.Resource.ID == resourceID[0] {
+			out = append(out, ev.Type)
+		}
 	}
 	return out
 }
@@ -215,37 +208,21 @@ func TestProductCreateIdempotency(t *testing.T) {
 func TestProductCreateConcurrent(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		e := catalogEnv(t, kind)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
+		rs := apitest.Race(20, func(int) *apitest.Resp {
+			r, _ := create(t, e, "same-create-key", simpleProduct("race"))
+			return r
+		})
 		bodies := map[string]int{}
-		statuses := map[int]int{}
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, _ := create(t, e, "same-create-key", simpleProduct("race"))
-				mu.Lock()
-				bodies[string(r.Body)]++
-				statuses[r.Status]++
-				mu.Unlock()
-			}()
+		for _, r := range rs {
+			bodies[string(r.Body)]++
 		}
-		wg.Wait()
-		if statuses[201] != 20 || len(bodies) != 1 {
+		if statuses := apitest.Statuses(rs); statuses[201] != 20 || len(bodies) != 1 {
 			t.Fatalf("same key: statuses %v, %d distinct bodies; want 20 identical 201s", statuses, len(bodies))
 		}
-		statuses = map[int]int{}
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r, _ := create(t, e, "other-create-key", simpleProduct(fmt.Sprintf("race-%d", i)))
-				mu.Lock()
-				statuses[r.Status]++
-				mu.Unlock()
-			}(i)
-		}
-		wg.Wait()
+		statuses := apitest.Statuses(apitest.Race(20, func(i int) *apitest.Resp {
+			r, _ := create(t, e, "other-create-key", simpleProduct(fmt.Sprintf("race-%d", i)))
+			return r
+		}))
 		if statuses[201] != 1 || statuses[409] != 19 {
 			t.Fatalf("same key, different bodies: %v", statuses)
 		}
@@ -425,22 +402,11 @@ func TestPatchRace(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		e := catalogEnv(t, kind)
 		p := mustCreate(t, e, "race-key-1", simpleProduct("race"))
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		statuses := map[int]int{}
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				body := simpleProduct("race")
-				body["name"], body["expected_revision"] = fmt.Sprintf("Name %d", i), 1
-				r := patch(e, p.Data.ID, body)
-				mu.Lock()
-				statuses[r.Status]++
-				mu.Unlock()
-			}(i)
-		}
-		wg.Wait()
+		statuses := apitest.Statuses(apitest.Race(20, func(i int) *apitest.Resp {
+			body := simpleProduct("race")
+			body["name"], body["expected_revision"] = fmt.Sprintf("Name %d", i), 1
+			return patch(e, p.Data.ID, body)
+		}))
 		if statuses[200] != 1 || statuses[409] != 19 {
 			t.Fatalf("PATCH race: %v, want one 200 and 19 409", statuses)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -264,13 +263,7 @@ func TestReservationExpiry(t *testing.T) {
 			t.Fatalf("renewed hold not expired at its time: %+v", run)
 		}
 		f.want(t, 10, 0, 10, 0)
-		expired := 0
-		for _, ty := range eventTypes(t, f.e) {
-			if ty == "reservation.expired" {
-				expired++
-			}
-		}
-		if expired != 2 {
+		if expired := countEvents(t, f.e, "reservation.expired"); expired != 2 {
 			t.Fatalf("%d reservation.expired events", expired)
 		}
 	})
@@ -281,26 +274,15 @@ func TestReservationExpiry(t *testing.T) {
 func TestReserveLastUnits(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		f := newStock(t, kind, 10)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		statuses := map[int]int{}
-		codes := map[string]int{}
-		for i := 0; i < 50; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r := f.reserve(fmt.Sprintf("last-unit-%02d", i), 1)
-				mu.Lock()
-				defer mu.Unlock()
-				statuses[r.Status]++
-				if r.Status != 201 {
-					var p struct{ Code string }
-					r.JSON(t, &p)
-					codes[p.Code]++
-				}
-			}(i)
+		rs := apitest.Race(50, func(i int) *apitest.Resp { return f.reserve(fmt.Sprintf("last-unit-%02d", i), 1) })
+		statuses, codes := apitest.Statuses(rs), map[string]int{}
+		for _, r := range rs {
+			if r.Status != 201 {
+				var p struct{ Code string }
+				r.JSON(t, &p)
+				codes[p.Code]++
+			}
 		}
-		wg.Wait()
 		if statuses[201] != 10 || statuses[409] != 40 {
 			t.Fatalf("statuses %v (codes %v), want 10 created and 40 conflicts", statuses, codes)
 		}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,13 +62,7 @@ func subsPath(e *apitest.Env) string { return "/vendors/" + e.Vendor.ID + "/webh
 
 func createSubscription(t *testing.T, e *apitest.Env, key string, body any) (*apitest.Resp, subscriptionBody) {
 	t.Helper()
-	r := e.Do(apitest.Req{Method: http.MethodPost, Path: subsPath(e), Token: e.Token, Body: body,
-		Headers: map[string]string{"Idempotency-Key": key}})
-	var s subscriptionBody
-	if r.Status == 201 {
-		r.JSON(t, &s)
-	}
-	return r, s
+	return apitest.Create[subscriptionBody](t, e, subsPath(e), key, body)
 }
 
 func mustSubscribe(t *testing.T, e *apitest.Env, url string, types ...string) subscriptionBody {
@@ -358,32 +351,19 @@ func TestWebhookSubscriptionLimitUnderConcurrency(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		e := webhookEnv(t, kind, false)
 		const n = webhook.MaxSubscriptions + 6
-		statuses := make([]int, n)
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r := e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: subsPath(e), Token: e.Token,
-					Body:    map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "event_types": []string{"*"}},
-					Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("race-key-%02d", i)}})
-				statuses[i] = r.Status
-			}(i)
-		}
-		wg.Wait()
-		created := 0
-		for i, st := range statuses {
-			switch st {
-			case 201:
-				created++
-			case 409:
-			default:
-				t.Fatalf("create %d: status %d", i, st)
-			}
+		rs := apitest.Race(n, func(i int) *apitest.Resp {
+			return e.DoRetrying(apitest.Req{Method: http.MethodPost, Path: subsPath(e), Token: e.Token,
+				Body:    map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "event_types": []string{"*"}},
+				Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("race-key-%02d", i)}})
+		})
+		statuses := apitest.Statuses(rs)
+		created := statuses[201]
+		if created+statuses[409] != n {
+			t.Fatalf("statuses %v, want only 201 and 409", statuses)
 		}
 		// Creates that lost a race may be retried; the limit still holds.
 		for i := 0; i < n && created < webhook.MaxSubscriptions; i++ {
-			if statuses[i] == 409 {
+			if rs[i].Status == 409 {
 				if r, _ := createSubscription(t, e, fmt.Sprintf("race-key-%02d", i), map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i), "event_types": []string{"*"}}); r.Status == 201 {
 					created++
 				}

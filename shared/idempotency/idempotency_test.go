@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/clock/clocktest"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 // TestHeaderKey: required where marked; 8..128 of the pattern's characters.
@@ -71,20 +69,14 @@ func TestFingerprint(t *testing.T) {
 }
 
 type fixture struct {
+	dt.Env
 	keeper idempotency.Keeper
-	store  *sqlite.Store
-	clock  *clock.Fake
 }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	c := clocktest.Fake(2026, 12, 10, 18, 0, 0)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return fixture{keeper: idempotency.Keeper{Store: st, Clock: c}, store: st, clock: c}
+	e := dt.New(t, 2026, 12, 10, 18, 0, 0)
+	return fixture{Env: e, keeper: idempotency.Keeper{Store: e.Store, Clock: e.Clock}}
 }
 
 // counter is a mutation that adds one to a counter item and answers with
@@ -138,7 +130,7 @@ func TestReplayAndReuse(t *testing.T) {
 	if !errs.Is(err, errs.CodeIdempotencyKeyReused) {
 		t.Fatalf("same key, other input: %v", err)
 	}
-	if _, err := f.store.Get(ctx, store.Key{PK: "VENDOR#ven_1", SK: "THING#b"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.Store.Get(ctx, store.Key{PK: "VENDOR#ven_1", SK: "THING#b"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a reused key did the other work: %v", err)
 	}
 
@@ -178,7 +170,7 @@ func TestReceiptRetention(t *testing.T) {
 	if _, err := f.keeper.Run(ctx, scope("tok_1", "key-00003"), fp, c.prepare); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Advance(30*24*time.Hour + time.Hour)
+	f.Clock.Advance(30*24*time.Hour + time.Hour)
 	res, err := f.keeper.Run(ctx, scope("tok_1", "key-00003"), fp, c.prepare)
 	if err != nil || !res.Replayed {
 		t.Fatalf("replay after 30 days: %+v %v", res, err)
@@ -194,18 +186,18 @@ func TestRetryOnLostRace(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	k := store.Key{PK: "VENDOR#ven_1", SK: "COUNTER"}
-	if err := f.store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: []byte(`{}`)}, store.IfAbsent())); err != nil {
+	if err := f.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: []byte(`{}`)}, store.IfAbsent())); err != nil {
 		t.Fatal(err)
 	}
 	attempts := 0
 	res, err := f.keeper.Run(ctx, scope("tok_1", "key-00004"), "fp", func(ctx context.Context) (idempotency.Mutation, error) {
 		attempts++
-		it, err := f.store.Get(ctx, k)
+		it, err := f.Store.Get(ctx, k)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
 		if attempts < 3 { // a concurrent writer moves the version after our read
-			if err := f.store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: it.Version + 1, Data: []byte(`{}`)}, store.IfVersion(it.Version))); err != nil {
+			if err := f.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: it.Version + 1, Data: []byte(`{}`)}, store.IfVersion(it.Version))); err != nil {
 				return idempotency.Mutation{}, err
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"
@@ -53,11 +54,11 @@ func TestAdjustFloor(t *testing.T) {
 	}
 	f.hold(t, p.ID, 0, 3) // version 3
 	_, err := f.adjust(t, id, inventory.Adjustment{TargetOnHand: 2, ExpectedVersion: 3})
-	wantCode(t, err, errs.CodeBelowReserved)
+	dt.WantCode(t, err, errs.CodeBelowReserved)
 	// Decided before the write, not only by the write's condition.
 	prep, err := f.svc.PrepareAdjust(context.Background(), vendorID, id, inventory.Adjustment{TargetOnHand: 2, ExpectedVersion: 3})
 	ops := prep.Ops
-	wantCode(t, err, errs.CodeBelowReserved)
+	dt.WantCode(t, err, errs.CodeBelowReserved)
 	if len(ops) != 0 {
 		t.Fatalf("a refused adjustment prepared %d operations", len(ops))
 	}
@@ -81,7 +82,7 @@ func TestAdjustStaleVersion(t *testing.T) {
 	id := catalog.InventoryItemID(p.ID, 0)
 	for _, v := range []int64{0, 2} {
 		_, err := f.adjust(t, id, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: v})
-		wantCode(t, err, errs.CodeInventoryVersion)
+		dt.WantCode(t, err, errs.CodeInventoryVersion)
 	}
 }
 
@@ -103,15 +104,15 @@ func TestAdjustLostRaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Transact(ctx, a.Ops...); err != nil {
+	if err := f.Store.Transact(ctx, a.Ops...); err != nil {
 		t.Fatal(err)
 	}
-	err = f.store.Transact(ctx, b.Ops...)
+	err = f.Store.Transact(ctx, b.Ops...)
 	ce, ok := store.AsCondition(err)
 	if !ok {
 		t.Fatalf("second write at a stale version: %v", err)
 	}
-	wantCode(t, b.Explain(ce), errs.CodeInventoryVersion)
+	dt.WantCode(t, b.Explain(ce), errs.CodeInventoryVersion)
 
 	// Version 2, on_hand 4. Prepare a target of 1, then 3 units get held.
 	prep, err := f.svc.PrepareAdjust(ctx, vendorID, id, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: 2})
@@ -120,15 +121,15 @@ func TestAdjustLostRaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The hold lands without moving the version, so only the floor bound can stop the write.
-	if err := f.store.Transact(ctx, store.Add(datamodel.ProductKey(vendorID, p.ID), map[string]int64{datamodel.ReservedAttr(0): 3, datamodel.AvailableAttr(0): -3}, 0, store.Cond{Exists: true})); err != nil {
+	if err := f.Store.Transact(ctx, store.Add(datamodel.ProductKey(vendorID, p.ID), map[string]int64{datamodel.ReservedAttr(0): 3, datamodel.AvailableAttr(0): -3}, 0, store.Cond{Exists: true})); err != nil {
 		t.Fatal(err)
 	}
-	err = f.store.Transact(ctx, ops...)
+	err = f.Store.Transact(ctx, ops...)
 	ce, ok = store.AsCondition(err)
 	if !ok {
 		t.Fatalf("an adjustment under a fresh hold was written: %v", err)
 	}
-	wantCode(t, conflict(ce), errs.CodeBelowReserved)
+	dt.WantCode(t, conflict(ce), errs.CodeBelowReserved)
 	if it, _ := f.svc.Get(ctx, vendorID, id); it.OnHand != 4 || it.Reserved != 3 {
 		t.Fatalf("item after the lost race: %+v", it)
 	}
@@ -152,7 +153,7 @@ func TestAdjustRetiredVariation(t *testing.T) {
 	}
 	retired := catalog.InventoryItemID(p.ID, p.Variations[0].Seq)
 	_, err = f.adjust(t, retired, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: 1})
-	wantCode(t, err, errs.CodeInventoryItemRetired)
+	dt.WantCode(t, err, errs.CodeInventoryItemRetired)
 	if _, err := f.svc.Get(ctx, vendorID, retired); err != nil {
 		t.Fatalf("a retired variation's item still reads: %v", err)
 	}
@@ -169,10 +170,10 @@ func TestAdjustAuthority(t *testing.T) {
 	id := catalog.InventoryItemID(p.ID, 0)
 	conn := "conn_store"
 	_, err := f.adjust(t, id, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: 1, Authority: &conn})
-	wantCode(t, err, errs.CodeAuthorityMismatch)
+	dt.WantCode(t, err, errs.CodeAuthorityMismatch)
 	f.auth.m = catalog.Masters{Inventory: &conn}
 	_, err = f.adjust(t, id, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: 1})
-	wantCode(t, err, errs.CodeAuthorityMismatch)
+	dt.WantCode(t, err, errs.CodeAuthorityMismatch)
 	if _, err := f.adjust(t, id, inventory.Adjustment{TargetOnHand: 1, ExpectedVersion: 1, Authority: &conn}); err != nil {
 		t.Fatalf("the master's adjustment: %v", err)
 	}

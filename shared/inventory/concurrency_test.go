@@ -2,10 +2,10 @@ package inventory_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 )
@@ -18,31 +18,14 @@ func TestConcurrentAdjustmentsAtOneVersion(t *testing.T) {
 	p := f.product(t, "mug")
 	id := catalog.InventoryItemID(p.ID, 0)
 	const writers = 12
-	var wg sync.WaitGroup
-	errsOf := make([]error, writers)
-	for i := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errsOf[i] = f.adjust(t, id, inventory.Adjustment{TargetOnHand: int64(100 + i), ExpectedVersion: 1})
-		}()
+	applied := dt.Succeeded(t, dt.Race(writers, func(i int) error {
+		_, err := f.adjust(t, id, inventory.Adjustment{TargetOnHand: int64(100 + i), ExpectedVersion: 1})
+		return err
+	}), errs.CodeInventoryVersion)
+	if len(applied) != 1 {
+		t.Fatalf("writers %v applied at version 1, want exactly one", applied)
 	}
-	wg.Wait()
-	won := -1
-	for i, err := range errsOf {
-		switch {
-		case err == nil:
-			if won >= 0 {
-				t.Fatalf("writers %d and %d both applied at version 1", won, i)
-			}
-			won = i
-		case !errs.Is(err, errs.CodeInventoryVersion):
-			t.Errorf("writer %d: %v", i, err)
-		}
-	}
-	if won < 0 {
-		t.Fatal("no writer won")
-	}
+	won := applied[0]
 	it, err := f.svc.Get(context.Background(), vendorID, id)
 	if err != nil {
 		t.Fatal(err)

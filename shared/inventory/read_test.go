@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/store"
@@ -56,10 +57,10 @@ func TestGetUnknownItems(t *testing.T) {
 		strings.Repeat("i", 1001),
 	} {
 		_, err := f.svc.Get(context.Background(), vendorID, id)
-		wantCode(t, err, errs.CodeNotFound)
+		dt.WantCode(t, err, errs.CodeNotFound)
 	}
 	_, err := f.svc.Get(context.Background(), "ven_other", catalog.InventoryItemID(p.ID, 0))
-	wantCode(t, err, errs.CodeNotFound)
+	dt.WantCode(t, err, errs.CodeNotFound)
 }
 
 // TestMissingBucketFailsClosed: a missing authoritative bucket makes reads
@@ -69,18 +70,18 @@ func TestMissingBucketFailsClosed(t *testing.T) {
 	f := newFixture(t)
 	f.product(t, "a")
 	p := f.product(t, "b")
-	it, err := f.store.Get(ctx, datamodel.ProductKey(vendorID, p.ID))
+	it, err := f.Store.Get(ctx, datamodel.ProductKey(vendorID, p.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
 	delete(it.Nums, datamodel.ReservedAttr(0))
-	if err := f.store.Transact(ctx, store.Put(it, store.Cond{})); err != nil {
+	if err := f.Store.Transact(ctx, store.Put(it, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.svc.Get(ctx, vendorID, catalog.InventoryItemID(p.ID, 0))
-	wantCode(t, err, errs.CodeServiceUnavailable)
+	dt.WantCode(t, err, errs.CodeServiceUnavailable)
 	items, _, _, err := f.svc.List(ctx, vendorID, "", 50)
-	wantCode(t, err, errs.CodeServiceUnavailable)
+	dt.WantCode(t, err, errs.CodeServiceUnavailable)
 	if len(items) != 0 {
 		t.Fatalf("a failed page returned %d items", len(items))
 	}
@@ -100,7 +101,7 @@ func TestListPages(t *testing.T) {
 		for _, seq := range p.Seqs() {
 			want = append(want, catalog.InventoryItemID(p.ID, seq))
 		}
-		f.clock.Advance(1e9) // ids sort by creation time
+		f.Clock.Advance(1e9) // ids sort by creation time
 	}
 	for _, limit := range []int{1, 2, 3, 4, 7, 8, 50} {
 		var got []string
@@ -130,6 +131,6 @@ func TestListPages(t *testing.T) {
 	}
 	for _, bad := range []string{"nope", "PRODUCT#x", "PRODUCT#x|abc", "OTHER#x|001"} {
 		_, _, _, err := f.svc.List(ctx, vendorID, bad, 10)
-		wantCode(t, err, errs.CodeInvalidCursor)
+		dt.WantCode(t, err, errs.CodeInvalidCursor)
 	}
 }

@@ -5,86 +5,44 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
-const vendorID = "ven_1"
+const vendorID = dt.VendorID
 
 type fixture struct {
+	dt.Env
 	svc     listing.Service
 	conns   connection.Service
 	catalog catalog.Service
-	store   *sqlite.Store
-	clock   *clock.Fake
 	product catalog.Product // variable, sizes S and M
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	c := clocktest.Fake(2026, 10, 8, 16, 0, 0)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	f := &fixture{svc: listing.Service{Store: st, Clock: c}, conns: connection.Service{Store: st, Clock: c},
-		catalog: catalog.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}}, store: st, clock: c}
-	in, err := catalog.ParseCreate([]byte(`{"kind":"variable","name":"Shirt","slug":"shirt","description":"d","price":100,"category":"c","subcategory":"s",
+	e := dt.New(t, 2026, 10, 8, 16, 0, 0)
+	auth := connection.Masters{Store: e.Store}
+	f := &fixture{Env: e, svc: listing.Service{Store: e.Store, Clock: e.Clock}, conns: connection.Service{Store: e.Store, Clock: e.Clock},
+		catalog: catalog.Service{Store: e.Store, Clock: e.Clock, Authority: auth}}
+	f.product = e.Product(t, auth, `{"kind":"variable","name":"Shirt","slug":"shirt","description":"d","price":100,"category":"c","subcategory":"s",
 		"image_urls":[],"options":{"size":["S","M"]},"features":[],"related_product_ids":[],"weight_kg":1,
-		"variations":[{"options":{"size":"S"},"price":100},{"options":{"size":"M"},"price":100}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prep, err := f.catalog.PrepareCreate(ctx, vendorID, in)
-	p, ops := prep.View, prep.Ops
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.apply(t, ops)
-	f.product = p
+		"variations":[{"options":{"size":"S"},"price":100},{"options":{"size":"M"},"price":100}]}`)
 	return f
-}
-
-func (f *fixture) apply(t *testing.T, ops []store.Op) {
-	t.Helper()
-	if err := f.store.Transact(context.Background(), ops...); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (f *fixture) connection(t *testing.T, r connection.Roles) string {
 	t.Helper()
-	prep, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
-		Provider: "marketplace_a", ExternalAccountID: "acct", DisplayName: "Shop", Roles: r})
-	v, ops := prep.View, prep.Ops
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.apply(t, ops)
-	return v.ID
+	return f.Connection(t, "marketplace_a", r)
 }
 
-var destination = connection.Roles{Catalog: connection.Destination, BasePrice: connection.Destination, Inventory: connection.Destination,
-	OrderIngress: connection.Enabled, ExternalOrderFulfillment: connection.Moku}
+var destination = dt.Destination()
 
 func (f *fixture) run(p store.Prepared[listing.View], err error) (listing.View, error) {
-	if err != nil {
-		return listing.View{}, err
-	}
-	if err := f.store.Transact(context.Background(), p.Ops...); err != nil {
-		if ce, ok := store.AsCondition(err); ok {
-			return listing.View{}, p.Explain(ce)
-		}
-		return listing.View{}, err
-	}
-	return p.View, nil
+	return dt.Run(f.Env, p, err)
 }
 
 func (f *fixture) create(conn string, variation *string, price *int64) (listing.View, error) {
@@ -102,13 +60,6 @@ func (f *fixture) listings(t *testing.T, conn string) int64 {
 		t.Fatal(err)
 	}
 	return c.Counters.ActiveListings
-}
-
-func wantCode(t *testing.T, err error, code errs.Code) {
-	t.Helper()
-	if !errs.Is(err, code) {
-		t.Fatalf("got %v, want %s", err, code)
-	}
 }
 
 // TestTransitions: draft -> active <-> paused -> ended (final); active and
@@ -149,7 +100,7 @@ func TestTransitions(t *testing.T) {
 				got, err := f.move(l.ID, action, l.Version)
 				to, ok := allowed[[2]string{from, action}]
 				if !ok {
-					wantCode(t, err, errs.CodeListingState)
+					dt.WantCode(t, err, errs.CodeListingState)
 					if f.listings(t, conn) != before {
 						t.Fatal("a refused transition moved the counter")
 					}
@@ -207,7 +158,7 @@ func TestCreateRules(t *testing.T) {
 		t.Fatalf("new listing %+v", l)
 	}
 	_, err = f.create(conn, &s, nil)
-	wantCode(t, err, errs.CodeListingExists)
+	dt.WantCode(t, err, errs.CodeListingExists)
 	if _, err := f.create(conn, &m, nil); err != nil {
 		t.Fatalf("the other variation: %v", err)
 	}
@@ -217,26 +168,26 @@ func TestCreateRules(t *testing.T) {
 	}
 	nope := "var_nope"
 	_, err = f.create(other, &nope, nil)
-	wantCode(t, err, errs.CodeNotFound)
+	dt.WantCode(t, err, errs.CodeNotFound)
 
 	src := destination
 	src.BasePrice, src.Catalog = connection.Source, connection.Source
 	sourcing := f.connection(t, src)
 	_, err = f.create(sourcing, &s, &price)
-	wantCode(t, err, errs.CodeChannelPriceRefused)
+	dt.WantCode(t, err, errs.CodeChannelPriceRefused)
 	sl, err := f.create(sourcing, &s, nil)
 	if err != nil {
 		t.Fatalf("no price on a base-price source: %v", err)
 	}
 	_, err = f.run(f.svc.PrepareUpdate(ctx, vendorID, sl.ID, listing.UpdateInput{ExpectedVersion: 1, ChannelPrice: &price, SetChannelPrice: true}))
-	wantCode(t, err, errs.CodeChannelPriceRefused)
+	dt.WantCode(t, err, errs.CodeChannelPriceRefused)
 
 	gone := f.connection(t, destination)
 	if _, err := f.conns.Transition(ctx, vendorID, gone, connection.Disconnect, 1); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.create(gone, &s, nil)
-	wantCode(t, err, errs.CodeConnectionState)
+	dt.WantCode(t, err, errs.CodeConnectionState)
 }
 
 // TestArchivedProductListingsCanOnlyEnd: once the product is archived its
@@ -257,12 +208,12 @@ func TestArchivedProductListingsCanOnlyEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.move(l.ID, listing.Pause, l.Version)
-	wantCode(t, err, errs.CodeProductState)
+	dt.WantCode(t, err, errs.CodeProductState)
 	price := int64(1)
 	_, err = f.run(f.svc.PrepareUpdate(ctx, vendorID, l.ID, listing.UpdateInput{ExpectedVersion: l.Version, ChannelPrice: &price, SetChannelPrice: true}))
-	wantCode(t, err, errs.CodeProductState)
+	dt.WantCode(t, err, errs.CodeProductState)
 	_, err = f.create(conn, &f.product.Variations[1].ID, nil)
-	wantCode(t, err, errs.CodeProductState)
+	dt.WantCode(t, err, errs.CodeProductState)
 	if _, err := f.move(l.ID, listing.End, l.Version); err != nil {
 		t.Fatalf("ending a listing of an archived product: %v", err)
 	}
@@ -295,12 +246,12 @@ func TestUpdate(t *testing.T) {
 		t.Fatalf("clearing the price: %+v %v", got, err)
 	}
 	_, err = f.run(f.svc.PrepareUpdate(ctx, vendorID, l.ID, listing.UpdateInput{ExpectedVersion: 2}))
-	wantCode(t, err, errs.CodeListingVersion)
+	dt.WantCode(t, err, errs.CodeListingVersion)
 	if _, err := f.move(l.ID, listing.End, 3); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.run(f.svc.PrepareUpdate(ctx, vendorID, l.ID, listing.UpdateInput{ExpectedVersion: 4}))
-	wantCode(t, err, errs.CodeListingState)
+	dt.WantCode(t, err, errs.CodeListingState)
 
 	in, err := listing.ParseUpdate([]byte(`{"expected_version":1,"channel_price":null}`))
 	if err != nil || !in.SetChannelPrice || in.ChannelPrice != nil || in.SetExternalListingID {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -22,7 +23,7 @@ func TestCreateHoldsStock(t *testing.T) {
 	if r.Status != reservation.StatusActive || r.Version != 1 || r.Quantity != 4 || r.Owner != connection.Moku {
 		t.Fatalf("new reservation %+v", r)
 	}
-	if want := f.clock.Now().Add(reservation.DefaultHold).Truncate(time.Second); !r.ExpiresAt.Equal(want) {
+	if want := f.Clock.Now().Add(reservation.DefaultHold).Truncate(time.Second); !r.ExpiresAt.Equal(want) {
 		t.Fatalf("expires_at %v, want %v", r.ExpiresAt, want)
 	}
 	c := f.counts(t)
@@ -43,7 +44,7 @@ func TestCreateRefusals(t *testing.T) {
 		f := newFixture(t)
 		f.mustCreate(t, 7)
 		_, err := f.create(4)
-		wantCode(t, err, errs.CodeInsufficientStock)
+		dt.WantCode(t, err, errs.CodeInsufficientStock)
 		if _, err := f.create(3); err != nil {
 			t.Fatalf("exactly what is available: %v", err)
 		}
@@ -54,7 +55,7 @@ func TestCreateRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.create(1)
-		wantCode(t, err, errs.CodeConnectionInactive)
+		dt.WantCode(t, err, errs.CodeConnectionInactive)
 		if c := f.counts(t); c.stock() != [3]int64{10, 0, 10} {
 			t.Fatalf("stock moved: %+v", c)
 		}
@@ -63,7 +64,7 @@ func TestCreateRefusals(t *testing.T) {
 		f := newFixture(t)
 		f.connection(t, "marketplace_b", connection.Source)
 		_, err := f.create(1)
-		wantCode(t, err, errs.CodeInventoryExternal)
+		dt.WantCode(t, err, errs.CodeInventoryExternal)
 	})
 	t.Run("archived product", func(t *testing.T) {
 		f := newFixture(t)
@@ -71,14 +72,14 @@ func TestCreateRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.create(1)
-		wantCode(t, err, errs.CodeProductState)
+		dt.WantCode(t, err, errs.CodeProductState)
 	})
 	t.Run("unknown item or connection", func(t *testing.T) {
 		f := newFixture(t)
 		_, err := f.run(f.svc.PrepareCreate(ctx, vendorID, reservation.CreateInput{ConnectionID: f.conn, InventoryItemID: catalog.InventoryItemID(f.product.ID, 1), Quantity: 1, Hold: time.Minute}))
-		wantCode(t, err, errs.CodeNotFound)
+		dt.WantCode(t, err, errs.CodeNotFound)
 		_, err = f.run(f.svc.PrepareCreate(ctx, vendorID, reservation.CreateInput{ConnectionID: "conn_nope", InventoryItemID: f.item, Quantity: 1, Hold: time.Minute}))
-		wantCode(t, err, errs.CodeNotFound)
+		dt.WantCode(t, err, errs.CodeNotFound)
 	})
 }
 
@@ -87,12 +88,12 @@ func TestCommit(t *testing.T) {
 	f := newFixture(t)
 	r := f.mustCreate(t, 4)
 	_, err := f.commit(r.ID, 2)
-	wantCode(t, err, errs.CodeReservationVersion)
+	dt.WantCode(t, err, errs.CodeReservationVersion)
 	got, err := f.commit(r.ID, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != reservation.StatusCommitted || got.Version != 2 || got.CommittedAt == nil || !got.CommittedAt.Equal(f.clock.Now()) {
+	if got.Status != reservation.StatusCommitted || got.Version != 2 || got.CommittedAt == nil || !got.CommittedAt.Equal(f.Clock.Now()) {
 		t.Fatalf("committed %+v", got)
 	}
 	c := f.counts(t)
@@ -101,11 +102,11 @@ func TestCommit(t *testing.T) {
 	}
 	// A settled reservation moves no more.
 	_, err = f.commit(r.ID, 2)
-	wantCode(t, err, errs.CodeReservationState)
+	dt.WantCode(t, err, errs.CodeReservationState)
 	_, err = f.release(r.ID, 2)
-	wantCode(t, err, errs.CodeReservationState)
+	dt.WantCode(t, err, errs.CodeReservationState)
 	_, err = f.renew(r.ID, 2)
-	wantCode(t, err, errs.CodeReservationState)
+	dt.WantCode(t, err, errs.CodeReservationState)
 }
 
 // TestRelease: the hold returns to available; on_hand does not move.
@@ -124,7 +125,7 @@ func TestRelease(t *testing.T) {
 		t.Fatalf("after releasing 4: %+v", c)
 	}
 	_, err = f.commit(r.ID, 2)
-	wantCode(t, err, errs.CodeReservationState)
+	dt.WantCode(t, err, errs.CodeReservationState)
 }
 
 // TestRenew: extends the hold from now, moves the version, not the stock;
@@ -132,25 +133,25 @@ func TestRelease(t *testing.T) {
 func TestRenew(t *testing.T) {
 	f := newFixture(t)
 	r := f.mustCreate(t, 2)
-	f.clock.Advance(10 * time.Minute)
+	f.Clock.Advance(10 * time.Minute)
 	got, err := f.renew(r.ID, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := f.clock.Now().Add(reservation.DefaultHold).Truncate(time.Second); got.Version != 2 || !got.ExpiresAt.Equal(want) {
+	if want := f.Clock.Now().Add(reservation.DefaultHold).Truncate(time.Second); got.Version != 2 || !got.ExpiresAt.Equal(want) {
 		t.Fatalf("renewed %+v, want version 2 expiring %v", got, want)
 	}
 	if c := f.counts(t); c.stock() != [3]int64{10, 2, 8} {
 		t.Fatalf("renew moved stock: %+v", c)
 	}
 	_, err = f.renew(r.ID, 1)
-	wantCode(t, err, errs.CodeReservationVersion)
+	dt.WantCode(t, err, errs.CodeReservationVersion)
 
-	f.clock.Set(got.ExpiresAt) // the hold ends at expires_at
+	f.Clock.Set(got.ExpiresAt) // the hold ends at expires_at
 	_, err = f.renew(r.ID, 2)
-	wantCode(t, err, errs.CodeReservationState)
+	dt.WantCode(t, err, errs.CodeReservationState)
 	_, err = f.commit(r.ID, 2)
-	wantCode(t, err, errs.CodeReservationState)
+	dt.WantCode(t, err, errs.CodeReservationState)
 }
 
 // TestExpiry: a hold is expired at expires_at, not before, and the system
@@ -159,18 +160,18 @@ func TestExpiry(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	a := f.mustCreate(t, 2)
-	f.clock.Advance(5 * time.Minute)
+	f.Clock.Advance(5 * time.Minute)
 	b := f.mustCreate(t, 3)
-	f.clock.Advance(5 * time.Minute)
+	f.Clock.Advance(5 * time.Minute)
 	if _, err := f.renew(a.ID, 1); err != nil { // a now ends 15 minutes from here, after b
 		t.Fatal(err)
 	}
 
-	f.clock.Set(b.ExpiresAt.Add(-time.Second))
+	f.Clock.Set(b.ExpiresAt.Add(-time.Second))
 	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 0 || run.Failed != 0 {
 		t.Fatalf("before any hold ends: %+v, %v", run, err)
 	}
-	f.clock.Set(b.ExpiresAt)
+	f.Clock.Set(b.ExpiresAt)
 	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 1 || run.Failed != 0 {
 		t.Fatalf("at b's expiry: %+v, %v", run, err)
 	}
@@ -184,9 +185,9 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("after b expired: %+v", c)
 	}
 	_, err := f.release(b.ID, gotB.Version)
-	wantCode(t, err, errs.CodeReservationState)
+	dt.WantCode(t, err, errs.CodeReservationState)
 
-	f.clock.Advance(time.Hour)
+	f.Clock.Advance(time.Hour)
 	if run, err := f.svc.ExpireDue(ctx, 10); err != nil || run.Expired != 1 || run.Failed != 0 {
 		t.Fatalf("after a's renewed expiry: %+v, %v", run, err)
 	}
@@ -210,7 +211,7 @@ func TestSettleLostRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.mustCreate(t, 1) // moves the item's version
-	err = f.store.Transact(ctx, ops...)
+	err = f.Store.Transact(ctx, ops...)
 	ce, ok := store.AsCondition(err)
 	if !ok {
 		t.Fatalf("commit over a moved item: %v", err)

@@ -5,26 +5,21 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
-	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
-	"github.com/moku/sellerapi/shared/errs"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/reservation"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
-const vendorID = "ven_1"
+const vendorID = dt.VendorID
 
 type fixture struct {
+	dt.Env
 	svc     reservation.Service
 	conns   connection.Service
 	catalog catalog.Service
-	inv     inventory.Service
-	store   *sqlite.Store
-	clock   *clock.Fake
 	product catalog.Product
 	item    string // the product's inventory item, on_hand 10
 	conn    string // an active connection that sources nothing
@@ -32,37 +27,10 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	c := clocktest.Fake(2026, 6, 4, 12, 0, 0)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	auth := connection.Masters{Store: st}
-	f := &fixture{
-		svc: reservation.Service{Store: st, Clock: c}, conns: connection.Service{Store: st, Clock: c},
-		catalog: catalog.Service{Store: st, Clock: c, Authority: auth}, inv: inventory.Service{Store: st, Clock: c, Authority: auth},
-		store: st, clock: c,
-	}
-	in, err := catalog.ParseCreate([]byte(`{"kind":"simple","name":"Mug","slug":"mug","description":"d","price":100,"category":"c","subcategory":"s",
-		"image_urls":[],"options":{},"features":[],"related_product_ids":[],"weight_kg":1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prep, err := f.catalog.PrepareCreate(ctx, vendorID, in)
-	p, ops := prep.View, prep.Ops
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.apply(t, ops)
-	f.product, f.item = p, catalog.InventoryItemID(p.ID, 0)
-	adjusted, err := f.inv.PrepareAdjust(ctx, vendorID, f.item, inventory.Adjustment{TargetOnHand: 10, ExpectedVersion: 1})
-	ops = adjusted.Ops
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.apply(t, ops)
+	e := dt.New(t, 2026, 6, 4, 12, 0, 0)
+	f := &fixture{Env: e, svc: reservation.Service{Store: e.Store, Clock: e.Clock}, conns: connection.Service{Store: e.Store, Clock: e.Clock},
+		catalog: catalog.Service{Store: e.Store, Clock: e.Clock, Authority: connection.Masters{Store: e.Store}}}
+	f.product, f.item = e.Stocked(t, "mug", 10)
 	f.conn = f.connection(t, "marketplace_a", connection.Destination)
 	return f
 }
@@ -70,37 +38,14 @@ func newFixture(t *testing.T) *fixture {
 // connection creates an active connection with the given inventory role.
 func (f *fixture) connection(t *testing.T, provider, inventoryRole string) string {
 	t.Helper()
-	prep, err := f.conns.PrepareCreate(context.Background(), vendorID, connection.CreateInput{
-		Provider: provider, ExternalAccountID: "acct", DisplayName: "Shop",
-		Roles: connection.Roles{Catalog: connection.Destination, BasePrice: connection.Destination, Inventory: inventoryRole,
-			OrderIngress: connection.Enabled, ExternalOrderFulfillment: connection.Moku}})
-	v, ops := prep.View, prep.Ops
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.apply(t, ops)
-	return v.ID
-}
-
-func (f *fixture) apply(t *testing.T, ops []store.Op) {
-	t.Helper()
-	if err := f.store.Transact(context.Background(), ops...); err != nil {
-		t.Fatal(err)
-	}
+	r := dt.Destination()
+	r.Inventory = inventoryRole
+	return f.Connection(t, provider, r)
 }
 
 // run applies a prepared move as the HTTP layer does, explaining a lost race.
 func (f *fixture) run(p store.Prepared[reservation.View], err error) (reservation.View, error) {
-	if err != nil {
-		return reservation.View{}, err
-	}
-	if err := f.store.Transact(context.Background(), p.Ops...); err != nil {
-		if ce, ok := store.AsCondition(err); ok {
-			return reservation.View{}, p.Explain(ce)
-		}
-		return reservation.View{}, err
-	}
-	return p.View, nil
+	return dt.Run(f.Env, p, err)
 }
 
 func (f *fixture) create(quantity int64) (reservation.View, error) {
@@ -138,7 +83,7 @@ type counts struct {
 func (f *fixture) counts(t *testing.T) counts {
 	t.Helper()
 	ctx := context.Background()
-	items, err := f.store.GetMany(ctx, []store.Key{datamodel.ProductKey(vendorID, f.product.ID), datamodel.ConnectionKey(vendorID, f.conn), datamodel.AuthorityKey(vendorID)})
+	items, err := f.Store.GetMany(ctx, []store.Key{datamodel.ProductKey(vendorID, f.product.ID), datamodel.ConnectionKey(vendorID, f.conn), datamodel.AuthorityKey(vendorID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +95,3 @@ func (f *fixture) counts(t *testing.T) counts {
 }
 
 func (c counts) stock() [3]int64 { return [3]int64{c.OnHand, c.Reserved, c.Available} }
-
-func wantCode(t *testing.T, err error, code errs.Code) {
-	t.Helper()
-	if !errs.Is(err, code) {
-		t.Fatalf("got %v, want %s", err, code)
-	}
-}

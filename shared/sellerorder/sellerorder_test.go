@@ -6,18 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/connection"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/sellerorder"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
-const vendorID = "ven_1"
+const vendorID = dt.VendorID
 
 // externalID has the shape of an issued external order id, and orderID is
 // its seller order's.
@@ -27,26 +26,20 @@ const (
 )
 
 type fixture struct {
-	proj  sellerorder.Projector
-	svc   sellerorder.Service
-	store *sqlite.Store
-	clock *clock.Fake
+	dt.Env
+	proj sellerorder.Projector
+	svc  sellerorder.Service
 }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	c := clocktest.Fake(2026, 9, 7, 15, 0, 0)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return fixture{proj: sellerorder.Projector{Store: st, Clock: c}, svc: sellerorder.Service{Store: st, Clock: c}, store: st, clock: c}
+	e := dt.New(t, 2026, 9, 7, 15, 0, 0)
+	return fixture{Env: e, proj: sellerorder.Projector{Store: e.Store, Clock: e.Clock}, svc: sellerorder.Service{Store: e.Store, Clock: e.Clock}}
 }
 
 // orderEvent is an external order event as package extorder writes it.
 func (f fixture) orderEvent(typ, fulfillment string) event.Event {
-	return event.New(f.clock.Now(), vendorID, typ, "external_order", externalID, map[string]any{
+	return event.New(f.Clock.Now(), vendorID, typ, "external_order", externalID, map[string]any{
 		"version": 2, "connection_id": "conn_a", "external_order_id": "CH-1", "fulfillment": fulfillment, "status": "committed",
 		"lines": []map[string]any{{"line_id": "l1", "inventory_item_id": "inv_p_000", "quantity": 2, "unit_price": 500}}})
 }
@@ -78,7 +71,7 @@ func TestProjection(t *testing.T) {
 		o.ConnectionID != "conn_a" || o.SourceEventID != committed.ID || len(o.Lines) != 1 || o.Lines[0].Quantity != 2 {
 		t.Fatalf("projected %+v", o)
 	}
-	f.clock.Advance(time.Minute)
+	f.Clock.Advance(time.Minute)
 	f.apply(t, committed) // a redelivery
 	if again, _ := f.svc.Get(ctx, vendorID, id); again.Version != 1 || !again.UpdatedAt.Equal(o.UpdatedAt) {
 		t.Fatalf("a redelivered event changed the order: %+v", again)
@@ -144,7 +137,7 @@ func TestFulfillment(t *testing.T) {
 			}
 			if c.first == sellerorder.MarkShipped {
 				if o.Status != sellerorder.StatusShipped || o.Carrier == nil || *o.Carrier != "Post" || o.TrackingNumber == nil || *o.TrackingNumber != "T1" ||
-					o.ShippedAt == nil || !o.ShippedAt.Equal(f.clock.Now()) {
+					o.ShippedAt == nil || !o.ShippedAt.Equal(f.Clock.Now()) {
 					t.Fatalf("shipped %+v", o)
 				}
 			} else if o.Status != sellerorder.StatusCancelled || o.ShippedAt != nil {
@@ -170,11 +163,11 @@ func TestRebuildFromOwnEvents(t *testing.T) {
 	f := newFixture(t)
 	committed := f.orderEvent(event.ExternalOrderCommitted, connection.Moku)
 	f.apply(t, committed)
-	f.clock.Advance(time.Hour)
+	f.Clock.Advance(time.Hour)
 	if _, err := f.svc.Transition(ctx, vendorID, orderID, sellerorder.MarkShipped, sellerorder.Input{ExpectedVersion: 1, Carrier: "Post", TrackingNumber: "T1"}); err != nil {
 		t.Fatal(err)
 	}
-	page, _, _, err := event.Log{Store: f.store}.List(ctx, vendorID, event.SellerOrderShipped, "", 10)
+	page, _, _, err := event.Log{Store: f.Store}.List(ctx, vendorID, event.SellerOrderShipped, "", 10)
 	if err != nil || len(page) != 1 {
 		t.Fatalf("shipped events %d %v", len(page), err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
+	dt "github.com/moku/sellerapi/shared/domaintest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/stockeffect"
@@ -114,21 +115,9 @@ func TestReads(t *testing.T) {
 	write("inv_b_000", 2)
 	svc := stockeffect.Service{Store: st}
 
-	var got []string
-	after := ""
-	for {
-		page, last, more, err := svc.List(ctx, vendorID, "inv_a_000", after, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range page {
-			got = append(got, e.ID)
-		}
-		if !more {
-			break
-		}
-		after = last
-	}
+	got := dt.Walk(t, func(after string) ([]stockeffect.Effect, string, bool, error) {
+		return svc.List(ctx, vendorID, "inv_a_000", after, 2)
+	}, func(e stockeffect.Effect) string { return e.ID })
 	want := []string{stockeffect.ID("inv_a_000", 2), stockeffect.ID("inv_a_000", 3), stockeffect.ID("inv_a_000", 10)}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("one item's effects %v, want %v", got, want)

@@ -364,3 +364,65 @@ func keys(m map[string]any) []string {
 // Stores lists the stores to run HTTP suites on: the embedded one always,
 // DynamoDB Local when the emulator runs (see ddbtest).
 func Stores() []StoreKind { return []StoreKind{SQLite, DynamoDB} }
+
+// Create POSTs body to path with the default token and Idempotency-Key
+// key, retried as DoRetrying retries, and decodes a 201's body into a T (the
+// zero T otherwise).
+func Create[T any](t testing.TB, e *Env, path, key string, body any) (*Resp, T) {
+	t.Helper()
+	r := e.DoRetrying(Req{Method: http.MethodPost, Path: path, Token: e.Token, Body: body,
+		Headers: map[string]string{"Idempotency-Key": key}})
+	var v T
+	if r.Status == http.StatusCreated {
+		r.JSON(t, &v)
+	}
+	return r, v
+}
+
+// MustCreate is Create failing the test unless the answer is 201.
+func MustCreate[T any](t testing.TB, e *Env, path, key string, body any) T {
+	t.Helper()
+	r, v := Create[T](t, e, path, key, body)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", path, r.Status, r.Body)
+	}
+	return v
+}
+
+// Walk GETs the list at path (with its query: a limit, filters) and follows
+// each page's next_cursor, as page_after, to the end; it fails on an answer
+// other than 200 and after 100 pages. It returns each page's item ids and
+// the cursors that led past them.
+func (e *Env) Walk(t testing.TB, path string) (pages [][]string, cursors []string) {
+	t.Helper()
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	next := path
+	for range 100 {
+		r := e.Get(next)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", next, r.Status, r.Body)
+		}
+		var page struct {
+			Data []struct{ ID string } `json:"data"`
+			Page struct {
+				NextCursor *string `json:"next_cursor"`
+			} `json:"page"`
+		}
+		r.JSON(t, &page)
+		ids := []string{}
+		for _, d := range page.Data {
+			ids = append(ids, d.ID)
+		}
+		pages = append(pages, ids)
+		if page.Page.NextCursor == nil {
+			return pages, cursors
+		}
+		cursors = append(cursors, *page.Page.NextCursor)
+		next = path + sep + "page_after=" + url.QueryEscape(*page.Page.NextCursor)
+	}
+	t.Fatalf("GET %s: the list does not end after 100 pages", path)
+	return nil, nil
+}
