@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -97,7 +98,7 @@ func (s *Server) connectionTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		v, err := connection.ParseVersion(body)
+		v, err := fields.ParseVersion(body)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -70,7 +71,7 @@ func (s *Server) externalOrderTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		expected, err := extorder.ParseVersion(body)
+		expected, err := fields.ParseVersion(body)
 		if err != nil {
 			return err
 		}

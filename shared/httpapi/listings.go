@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/store"
@@ -85,7 +86,7 @@ func (s *Server) listingTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		v, err := listing.ParseVersion(body)
+		v, err := fields.ParseVersion(body)
 		if err != nil {
 			return err
 		}

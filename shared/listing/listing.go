@@ -168,13 +168,3 @@ func ParseUpdate(body []byte) (UpdateInput, error) {
 	in.ExternalListingID, _ = o.StringPtr("external_listing_id", fields.OptionalNullable, externalIDRule)
 	return in, o.Err()
 }
-
-// ParseVersion reads {"expected_version": n}.
-func ParseVersion(body []byte) (int64, error) {
-	o, err := fields.Parse(body, "")
-	if err != nil {
-		return 0, err
-	}
-	v := o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	return v, o.Err()
-}

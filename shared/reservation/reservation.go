@@ -171,12 +171,8 @@ type VersionInput struct{ ExpectedVersion int64 }
 
 // ParseVersion reads {"expected_version": n}.
 func ParseVersion(body []byte) (VersionInput, error) {
-	o, err := fields.Parse(body, "")
-	if err != nil {
-		return VersionInput{}, err
-	}
-	v := o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	return VersionInput{ExpectedVersion: v}, o.Err()
+	v, err := fields.ParseVersion(body)
+	return VersionInput{ExpectedVersion: v}, err
 }
 
 // RenewInput is a renew body.
