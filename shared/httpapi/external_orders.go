@@ -54,11 +54,7 @@ func (s *Server) getExternalOrder(c *Call) error {
 }
 
 func (s *Server) importExternalOrder(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := extorder.ParseImport(body)
+	body, in, err := parsed(c, 0, extorder.ParseImport)
 	if err != nil {
 		return err
 	}
@@ -67,11 +63,7 @@ func (s *Server) importExternalOrder(c *Call) error {
 
 func (s *Server) externalOrderTransition(action string) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		expected, err := fields.ParseVersion(body)
+		_, expected, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}

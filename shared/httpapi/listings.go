@@ -53,11 +53,7 @@ func (s *Server) getListing(c *Call) error {
 }
 
 func (s *Server) createListing(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := listing.ParseCreate(body)
+	body, in, err := parsed(c, 0, listing.ParseCreate)
 	if err != nil {
 		return err
 	}
@@ -67,11 +63,7 @@ func (s *Server) createListing(c *Call) error {
 }
 
 func (s *Server) updateListing(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := listing.ParseUpdate(body)
+	_, in, err := parsed(c, 0, listing.ParseUpdate)
 	if err != nil {
 		return err
 	}
@@ -82,11 +74,7 @@ func (s *Server) updateListing(c *Call) error {
 
 func (s *Server) listingTransition(action string) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		v, err := fields.ParseVersion(body)
+		_, v, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}
