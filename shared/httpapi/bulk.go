@@ -39,9 +39,5 @@ func (s *Server) createBulkOperation(c *Call) error {
 }
 
 func (s *Server) getBulkOperation(c *Call) error {
-	v, err := s.bulkOps().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("bulk_operation_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, v)
+	return getByID(c, "bulk_operation_id", s.bulkOps().Get)
 }

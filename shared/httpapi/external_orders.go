@@ -46,11 +46,7 @@ func (s *Server) listExternalOrders(c *Call) error {
 }
 
 func (s *Server) getExternalOrder(c *Call) error {
-	o, err := s.extorders.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, o)
+	return getByID(c, "external_order_id", s.extorders.Get)
 }
 
 func (s *Server) importExternalOrder(c *Call) error {

@@ -45,11 +45,7 @@ func (s *Server) listListings(c *Call) error {
 }
 
 func (s *Server) getListing(c *Call) error {
-	v, err := s.listings.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, v)
+	return getByID(c, "listing_id", s.listings.Get)
 }
 
 func (s *Server) createListing(c *Call) error {
