@@ -2,7 +2,6 @@ package jobrun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -65,19 +64,17 @@ func (k Kind) Insert(h Header, job any) (store.Op, error) {
 // never issues, or a missing job, is not found; a store that cannot answer
 // says what could not be read.
 func Load[J any](ctx context.Context, st store.Store, k Kind, vendorID, id string) (J, int64, error) {
-	var zero J
+	type versioned struct {
+		job     J
+		version int64
+	}
 	if !ids.Issued(k.IDPrefix, id) {
+		var zero J
 		return zero, 0, k.NotFound()
 	}
-	it, err := st.Get(ctx, k.Key(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return zero, 0, k.NotFound()
-	}
-	if err == nil {
-		var j J
-		if j, err = Decode[J](it); err == nil {
-			return j, it.Version, nil
-		}
-	}
-	return zero, 0, errs.Unavailablef(err, "the %s could not be read", k.Name)
+	v, err := store.Read(ctx, st, k.Key(vendorID, id), func(it store.Item) (versioned, error) {
+		j, err := Decode[J](it)
+		return versioned{j, it.Version}, err
+	}, k.NotFound(), func(err error) error { return errs.Unavailablef(err, "the %s could not be read", k.Name) })
+	return v.job, v.version, err
 }
