@@ -19,11 +19,9 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
-	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/store"
@@ -38,7 +36,7 @@ const KindInventoryAdjustment = "inventory_adjustment"
 // succeeded and some failed) or failed (nothing succeeded, or the run
 // stopped or exhausted its attempts before every record had one).
 const (
-	StatusQueued              = "queued"
+	StatusQueued              = jobrun.StatusQueued
 	StatusRunning             = jobrun.StatusRunning
 	StatusCompleted           = "completed"
 	StatusCompletedWithErrors = "completed_with_errors"
@@ -47,7 +45,7 @@ const (
 
 // Record statuses.
 const (
-	RecordPending      = "pending"
+	RecordPending      = jobrun.Pending
 	RecordSucceeded    = "succeeded"
 	RecordFailed       = "failed"
 	RecordUnknown      = "unknown"
@@ -86,18 +84,19 @@ func (b Body) adjustment() inventory.Adjustment {
 
 // Record is one submitted adjustment and its result.
 type Record struct {
-	Key             string          `json:"key"`
-	InventoryItemID string          `json:"inventory_item_id"`
-	Body            Body            `json:"body"`
-	Status          string          `json:"status"`
-	Data            *inventory.Item `json:"data"`
-	Code            *string         `json:"code"`
-	Detail          *string         `json:"detail"`
+	Result
+	Body Body `json:"body"`
 	// Attempts counts tries of this record that failed for reasons of the
 	// service (store or credential state that could not be read); after
 	// MaxAttempts the record is given up as unknown.
 	Attempts int `json:"attempts"`
 }
+
+// Progress is the record's status and count of attempts.
+func (r *Record) Progress() (*string, *int) { return &r.Status, &r.Attempts }
+
+// Records are a job's records.
+type Records = jobrun.Rows[Record, *Record]
 
 // Job is the stored record of a bulk operation.
 type Job struct {
@@ -105,8 +104,8 @@ type Job struct {
 	Kind string `json:"kind"`
 	// TokenID is the credential that submitted the batch; every record is
 	// applied on its behalf and only while it stays valid.
-	TokenID string   `json:"token_id"`
-	Records []Record `json:"records"`
+	TokenID string `json:"token_id"`
+	Records `json:"records"`
 }
 
 // Counts are the records per status.
@@ -144,22 +143,9 @@ type View struct {
 
 // Counts tallies the records.
 func (j Job) Counts() Counts {
-	c := Counts{Total: len(j.Records)}
-	for _, r := range j.Records {
-		switch r.Status {
-		case RecordSucceeded:
-			c.Succeeded++
-		case RecordFailed:
-			c.Failed++
-		case RecordPending:
-			c.Pending++
-		case RecordUnknown:
-			c.Unknown++
-		case RecordNotAttempted:
-			c.NotAttempted++
-		}
-	}
-	return c
+	n := j.Tally()
+	return Counts{Total: len(j.Records), Succeeded: n[RecordSucceeded], Failed: n[RecordFailed], Pending: n[RecordPending],
+		Unknown: n[RecordUnknown], NotAttempted: n[RecordNotAttempted]}
 }
 
 // View returns the API representation.
@@ -167,21 +153,10 @@ func (j Job) View() View {
 	v := View{ID: j.ID, VendorID: j.VendorID, Kind: j.Kind, Status: j.Status, Counts: j.Counts(),
 		Results: make([]Result, len(j.Records)), CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
 	for i, r := range j.Records {
-		v.Results[i] = Result{Key: r.Key, InventoryItemID: r.InventoryItemID, Status: r.Status, Data: r.Data, Code: r.Code, Detail: r.Detail}
+		v.Results[i] = r.Result
 	}
 	return v
 }
-
-// Next is the index of the first pending record, or -1.
-func (j Job) Next() int {
-	return slices.IndexFunc(j.Records, func(r Record) bool { return r.Status == RecordPending })
-}
-
-// Len is the number of records.
-func (j Job) Len() int { return len(j.Records) }
-
-// Attempts is record i's count of failed attempts.
-func (j *Job) Attempts(i int) *int { return &j.Records[i].Attempts }
 
 // Complete gives the job its final status at now and returns the
 // bulk_operation.completed event.
@@ -202,19 +177,21 @@ func (j Job) outcome() string {
 	return StatusCompleted
 }
 
+// Stop ends the batch at record i: it becomes unknown with the cause's
+// code, and every later record not_attempted.
+func (j *Job) Stop(i int, e *errs.Error) {
+	stopped := fmt.Sprintf("The batch stopped at record %q (%s) before this record; fix the cause and re-read versions before a new batch.", j.Records[i].Key, e.Code)
+	j.Records[i].Status, j.Records[i].Code, j.Records[i].Detail = RecordUnknown, new(string(e.Code)), new(e.Detail)
+	for k := i + 1; k < len(j.Records); k++ {
+		j.Records[k].Status, j.Records[k].Code, j.Records[k].Detail = RecordNotAttempted, new(string(errs.CodeBulkStopped)), new(stopped)
+	}
+}
+
 // Clone copies the job deeply enough to change its records.
 func (j Job) Clone() Job {
-	j.Records = slices.Clone(j.Records)
+	j.Records = j.Records.Clone()
 	return j
 }
-
-// Item encodes the job at version, expiring Retention after completion.
-func (j Job) Item(version int64) (store.Item, error) {
-	return j.Header.Encode(j, datamodel.BulkKey(j.VendorID, j.ID), version, Retention)
-}
-
-// Decode reads a job item.
-func Decode(it store.Item) (Job, error) { return jobrun.Decode[Job](it) }
 
 // Submission is a parsed, structurally valid batch.
 type Submission struct {
@@ -239,7 +216,7 @@ func Parse(body []byte) (Submission, error) {
 	var sub Submission
 	seen := map[string]int{}
 	for i, it := range items {
-		r := Record{Status: RecordPending}
+		r := Record{Result: Result{Status: RecordPending}}
 		r.Key = it.String("key", fields.Required, fields.StringRule{Min: 1, Max: MaxKeyLength})
 		r.InventoryItemID = it.String("inventory_item_id", fields.Required, fields.StringRule{Min: 1, Max: MaxItemIDLength})
 		if raw := it.Raw("body"); raw == nil {
@@ -276,29 +253,17 @@ type Service struct {
 // PrepareCreate builds the job of a submission made with token tokenID and
 // the operation that stores it; the caller commits it with its receipt.
 func (s Service) PrepareCreate(vendorID, tokenID string, sub Submission) (store.Prepared[View], error) {
-	now := s.Clock.Now()
-	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, Kind: KindInventoryAdjustment,
-		TokenID: tokenID, Records: slices.Clone(sub.Records)}
-	it, err := j.Item(1)
+	j := Job{Header: kind.Header(vendorID, s.Clock.Now()), Kind: KindInventoryAdjustment, TokenID: tokenID, Records: slices.Clone(sub.Records)}
+	put, err := kind.Insert(j.Header, j)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
-	return store.Prepared[View]{View: j.View(), Ops: []store.Op{store.Put(it, store.IfAbsent())}}, nil
-}
-
-func notFound() error { return errs.E(errs.CodeNotFound, "bulk operation not found") }
-
-// Load reads a job and its stored version.
-func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64, error) {
-	if !ids.Issued(IDPrefix, id) {
-		return Job{}, 0, notFound()
-	}
-	return jobrun.Load[Job](ctx, st, datamodel.BulkKey(vendorID, id), notFound(), "bulk operation")
+	return store.Prepared[View]{View: j.View(), Ops: []store.Op{put}}, nil
 }
 
 // Get reads a bulk operation.
 func (s Service) Get(ctx context.Context, vendorID, id string) (View, error) {
-	j, _, err := Load(ctx, s.Store, vendorID, id)
+	j, _, err := jobrun.Load[Job](ctx, s.Store, kind, vendorID, id)
 	if err != nil {
 		return View{}, err
 	}

@@ -53,7 +53,7 @@ func TestOutcome(t *testing.T) {
 	for _, c := range cases {
 		var j Job
 		for _, s := range c.records {
-			j.Records = append(j.Records, Record{Status: s})
+			j.Records = append(j.Records, Record{Result: Result{Status: s}})
 		}
 		if got := j.outcome(); got != c.want {
 			t.Errorf("%v: %s, want %s", c.records, got, c.want)

@@ -3,7 +3,6 @@ package bulk
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -37,6 +36,10 @@ type Message struct {
 // Job names the message's job.
 func (m Message) Job() (vendorID, id string) { return m.VendorID, m.ID }
 
+// kind is how bulk operations are named, stored and queued.
+var kind = jobrun.Kind{Name: "bulk operation", IDPrefix: IDPrefix, Key: datamodel.BulkKey, Retention: Retention,
+	Queue: queue.BulkOperations, Parse: jobstart.Parse[Message]}
+
 // Rule starts a job: the insert of a job item makes one message.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 	return jobstart.Rule(c, datamodel.BulkPrefix, queue.BulkOperations, func(vendorID, id string) jobstart.Message {
@@ -46,15 +49,9 @@ func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 
 // Worker applies the records of bulk operations.
 type Worker struct {
-	Store     store.Store
-	Clock     clock.Clock
-	Auth      auth.Service
 	Limiter   ratelimit.Limiter
 	Inventory inventory.Service
-	Log       *slog.Logger
-	// Queue, when set, takes the job's continuation after a pause (see
-	// Handle); without it a pause is a retry of the message itself.
-	Queue queue.Sender
+	jobs      jobrun.Runner[Job, *Job]
 }
 
 // NewWorker builds a worker over st, spending each record from the
@@ -64,23 +61,21 @@ func NewWorker(st store.Store, c clock.Clock, writes int, q queue.Sender, log *s
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	tokens := auth.Service{Store: st, Clock: c}
 	return Worker{
-		Store:     st,
-		Clock:     c,
-		Auth:      auth.Service{Store: st, Clock: c},
 		Limiter:   ratelimit.Limiter{Store: st, Clock: c, Writes: writes},
 		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
-		Log:       log,
-		Queue:     q,
+		jobs: jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, MaxAttempts: MaxAttempts,
+			Exhausted: func(n int) error {
+				return errs.Ef(errs.CodeServiceUnavailable,
+					"the adjustment could not be confirmed after %d attempts; reconcile the item's current inventory before adjusting it again", n)
+			},
+			// The job's original credential: valid, unexpired, unrevoked,
+			// with both scopes, and still owned by the vendor's owner.
+			Recheck: func(ctx context.Context, j Job) error {
+				return tokens.RecheckFor(ctx, j.VendorID, j.TokenID, auth.JobsWrite, auth.InventoryWrite)
+			}},
 	}
-}
-
-// jobs is the runner of bulk operations.
-func (w Worker) jobs() jobrun.Runner[Job, *Job] {
-	return jobrun.Runner[Job, *Job]{Store: w.Store, Clock: w.Clock, Log: w.Log, Queue: w.Queue, QueueName: queue.BulkOperations,
-		Load: func(ctx context.Context, vendorID, id string) (Job, int64, error) {
-			return Load(ctx, w.Store, vendorID, id)
-		}}
 }
 
 // state is a job as the worker last read or wrote it.
@@ -92,35 +87,21 @@ type state = jobrun.State[Job]
 // record met a failure of the service (go on after a backoff); see
 // jobrun.Runner.Handle for how a pause continues.
 func (w Worker) Handle(ctx context.Context, m queue.Message) error {
-	vendorID, id, err := jobstart.Parse[Message](m)
-	if err != nil {
-		return fmt.Errorf("bulk: %w", err)
-	}
-	return w.jobs().Handle(ctx, m.Body, vendorID, id, w.step)
+	return w.jobs.Handle(ctx, m, w.step)
 }
 
-// step settles record i: re-verify the credential, spend a write of the
-// vendor's window, apply the adjustment with all the checks of a single
-// one, and store the result with the effect.
+// step settles record i once the runner rechecked the credential: spend a
+// write of the vendor's window, apply the adjustment with all the checks
+// of a single one, and store the result with the effect.
 func (w Worker) step(ctx context.Context, s *state, i int) error {
 	j := &s.Job
 	r := j.Records[i]
-	if r.Attempts >= MaxAttempts {
-		return w.stop(ctx, s, i, errs.Ef(errs.CodeServiceUnavailable,
-			"the adjustment could not be confirmed after %d attempts; reconcile the item's current inventory before adjusting it again", r.Attempts))
-	}
-	if err := w.recheck(ctx, *j); err != nil {
-		if jobrun.Transient(err) {
-			return w.jobs().Retry(ctx, s, i, err)
-		}
-		return w.stop(ctx, s, i, err)
-	}
 	if _, err := w.Limiter.Take(ctx, j.VendorID, ratelimit.Write); err != nil {
 		if e := errs.As(err); e.Kind == errs.RateLimited {
 			// Pacing, not failure: resume when the window resets.
 			return jobrun.Later(time.Duration(e.RetryAfter)*time.Second, err)
 		}
-		return w.jobs().Retry(ctx, s, i, err)
+		return w.jobs.Retry(ctx, s, i, err)
 	}
 	adj := r.Body.adjustment()
 	jobID, recordKey := j.ID, r.Key
@@ -128,11 +109,11 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 	adjusted, err := w.Inventory.PrepareAdjust(ctx, j.VendorID, r.InventoryItemID, adj)
 	if err != nil {
 		if jobrun.Transient(err) {
-			return w.jobs().Retry(ctx, s, i, err)
+			return w.jobs.Retry(ctx, s, i, err)
 		}
 		return w.reject(ctx, s, i, err)
 	}
-	err = w.jobs().Write(ctx, s, func(n *Job) {
+	err = w.jobs.Write(ctx, s, func(n *Job) {
 		n.Records[i].Status, n.Records[i].Data = RecordSucceeded, &adjusted.View
 	}, adjusted.Ops)
 	if err == nil || errors.Is(err, jobrun.ErrReload) {
@@ -144,41 +125,20 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 		cerr := adjusted.Explain(ce)
 		if jobrun.Transient(cerr) || errors.Is(cerr, idempotency.ErrRetry) {
 			// A fault, or the Stock Pool changed hands: decide it again.
-			return w.jobs().Retry(ctx, s, i, cerr)
+			return w.jobs.Retry(ctx, s, i, cerr)
 		}
 		return w.reject(ctx, s, i, cerr)
 	}
 	// The transaction failed without a verdict. It either committed or not,
 	// effect and result together: the conditioned write of the attempt
 	// count tells which (a committed one moved the job's version).
-	return w.jobs().Retry(ctx, s, i, err)
-}
-
-// recheck verifies the job's original credential again: valid, unexpired,
-// unrevoked, with both scopes, and still owned by the vendor's owner.
-func (w Worker) recheck(ctx context.Context, j Job) error {
-	return w.Auth.RecheckFor(ctx, j.VendorID, j.TokenID, auth.JobsWrite, auth.InventoryWrite)
+	return w.jobs.Retry(ctx, s, i, err)
 }
 
 // reject stores record i as failed, with the verdict's code and detail.
 func (w Worker) reject(ctx context.Context, s *state, i int, cause error) error {
 	e := errs.As(cause)
-	return w.jobs().Write(ctx, s, func(n *Job) {
+	return w.jobs.Write(ctx, s, func(n *Job) {
 		n.Records[i].Status, n.Records[i].Code, n.Records[i].Detail = RecordFailed, new(string(e.Code)), new(e.Detail)
-	}, nil)
-}
-
-// stop ends the batch at record i: it becomes unknown with the cause's
-// code, and every later record not_attempted. Earlier effects stay.
-func (w Worker) stop(ctx context.Context, s *state, i int, cause error) error {
-	j, e := s.Job, errs.As(cause)
-	w.Log.WarnContext(ctx, "bulk operation stopped", "vendor_id", j.VendorID, "bulk_operation_id", j.ID,
-		"record", i, "code", e.Code, "error", cause)
-	stopped := fmt.Sprintf("The batch stopped at record %q (%s) before this record; fix the cause and re-read versions before a new batch.", j.Records[i].Key, e.Code)
-	return w.jobs().Write(ctx, s, func(n *Job) {
-		n.Records[i].Status, n.Records[i].Code, n.Records[i].Detail = RecordUnknown, new(string(e.Code)), new(e.Detail)
-		for k := i + 1; k < len(n.Records); k++ {
-			n.Records[k].Status, n.Records[k].Code, n.Records[k].Detail = RecordNotAttempted, new(string(errs.CodeBulkStopped)), new(stopped)
-		}
 	}, nil)
 }

@@ -93,19 +93,25 @@ const (
 	HealthBlocked  = "blocked"
 )
 
+// Fields are what a connection is both stored and shown with: the channel
+// account it connects, its status and its roles.
+type Fields struct {
+	ID                string `json:"id"`
+	VendorID          string `json:"vendor_id"`
+	Provider          string `json:"provider"`
+	ExternalAccountID string `json:"external_account_id"`
+	DisplayName       string `json:"display_name"`
+	Status            string `json:"status"`
+	Roles             Roles  `json:"roles"`
+}
+
 // Connection is the stored record.
 type Connection struct {
-	ID                string    `json:"id"`
-	VendorID          string    `json:"vendor_id"`
-	Provider          string    `json:"provider"`
-	ExternalAccountID string    `json:"external_account_id"`
-	DisplayName       string    `json:"display_name"`
-	Status            string    `json:"status"`
-	Roles             Roles     `json:"roles"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
-	Version           int64     `json:"-"`
-	Counters          Counters  `json:"-"`
+	Fields
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int64     `json:"-"`
+	Counters  Counters  `json:"-"`
 }
 
 // Counters are the connection's live counts.
@@ -121,13 +127,7 @@ type Counters struct {
 
 // View is a connection as the API shows it.
 type View struct {
-	ID                            string    `json:"id"`
-	VendorID                      string    `json:"vendor_id"`
-	Provider                      string    `json:"provider"`
-	ExternalAccountID             string    `json:"external_account_id"`
-	DisplayName                   string    `json:"display_name"`
-	Status                        string    `json:"status"`
-	Roles                         Roles     `json:"roles"`
+	Fields
 	Health                        Health    `json:"health"`
 	ActiveListingCount            int64     `json:"active_listing_count"`
 	ActiveReservationCount        int64     `json:"active_reservation_count"`
@@ -146,8 +146,7 @@ func (c Connection) View(h Health) View {
 	if h.State == "" {
 		h.State = HealthUnknown
 	}
-	return View{ID: c.ID, VendorID: c.VendorID, Provider: c.Provider, ExternalAccountID: c.ExternalAccountID,
-		DisplayName: c.DisplayName, Status: c.Status, Roles: c.Roles, Health: h,
+	return View{Fields: c.Fields, Health: h,
 		ActiveListingCount: c.Counters.ActiveListings, ActiveReservationCount: c.Counters.ActiveReservations,
 		UnresolvedExternalOrderCount: c.Counters.UnresolvedExternalOrders, ActiveChannelFulfillmentCount: c.Counters.ActiveChannelFulfillment,
 		Version: c.Version, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}

@@ -89,16 +89,6 @@ func ParseRoles(body []byte) (RolesInput, error) {
 	return in, o.Err()
 }
 
-// ParseVersion reads a transition body: {"expected_version": n}.
-func ParseVersion(body []byte) (int64, error) {
-	o, err := fields.Parse(body, "")
-	if err != nil {
-		return 0, err
-	}
-	v := o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	return v, o.Err()
-}
-
 // ParseHealth reads a connector's health report.
 func ParseHealth(body []byte) (Health, error) {
 	o, err := fields.Parse(body, "")

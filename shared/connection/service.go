@@ -144,8 +144,8 @@ func (s Service) authorityOp(ctx context.Context, vendorID, id string, r Roles) 
 // claim its sources and record its event.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	now := s.Clock.Now()
-	c := Connection{ID: ids.New("conn"), VendorID: vendorID, Provider: in.Provider, ExternalAccountID: in.ExternalAccountID,
-		DisplayName: in.DisplayName, Status: StatusActive, Roles: in.Roles, CreatedAt: now, UpdatedAt: now, Version: 1}
+	c := Connection{Fields: Fields{ID: ids.New("conn"), VendorID: vendorID, Provider: in.Provider, ExternalAccountID: in.ExternalAccountID,
+		DisplayName: in.DisplayName, Status: StatusActive, Roles: in.Roles}, CreatedAt: now, UpdatedAt: now, Version: 1}
 	data, err := encode(c)
 	if err != nil {
 		return store.Prepared[View]{}, err

@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -196,16 +195,6 @@ func parseImport(body []byte, connectionID string) (ImportInput, error) {
 		o.Fail("lines", "must reference at most %d distinct inventory items", MaxItems)
 	}
 	return in, o.Err()
-}
-
-// ParseVersion reads {"expected_version": n}.
-func ParseVersion(body []byte) (int64, error) {
-	o, err := fields.Parse(body, "")
-	if err != nil {
-		return 0, err
-	}
-	v := o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	return v, o.Err()
 }
 
 // itemQty is the merged quantity of one inventory item in an order.

@@ -15,19 +15,29 @@ type ListRule struct {
 	Item   StringRule
 }
 
-// Strings reads an array of strings; absent or null gives nil.
-func (o *Object) Strings(field string, p Presence, r ListRule) []string {
+// array reads an array of at most max items (0: any number) and reports
+// whether there is one to read: absent, null or refused gives false.
+func (o *Object) array(field string, p Presence, max int) ([]json.RawMessage, bool) {
 	v, ok := o.present(field, p)
 	if !ok {
-		return nil
+		return nil, false
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(v, &raw); err != nil {
 		o.Fail(field, "must be an array")
-		return nil
+		return nil, false
 	}
-	if r.Max > 0 && len(raw) > r.Max {
-		o.Fail(field, "must have at most %d items", r.Max)
+	if max > 0 && len(raw) > max {
+		o.Fail(field, "must have at most %d items", max)
+		return nil, false
+	}
+	return raw, true
+}
+
+// Strings reads an array of strings; absent or null gives nil.
+func (o *Object) Strings(field string, p Presence, r ListRule) []string {
+	raw, ok := o.array(field, p, r.Max)
+	if !ok {
 		return nil
 	}
 	out := make([]string, 0, len(raw))
@@ -56,17 +66,8 @@ func (o *Object) Strings(field string, p Presence, r ListRule) []string {
 // Objects reads an array of objects; each comes back as an Object whose
 // errors carry its index in the path.
 func (o *Object) Objects(field string, p Presence, max int) []*Object {
-	v, ok := o.present(field, p)
+	raw, ok := o.array(field, p, max)
 	if !ok {
-		return nil
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(v, &raw); err != nil {
-		o.Fail(field, "must be an array")
-		return nil
-	}
-	if max > 0 && len(raw) > max {
-		o.Fail(field, "must have at most %d items", max)
 		return nil
 	}
 	out := make([]*Object, 0, len(raw))

@@ -37,6 +37,17 @@ func Parse(b []byte, path string) (*Object, error) {
 	return o, nil
 }
 
+// ParseVersion reads a body that holds only the version a change expects,
+// {"expected_version": n}: the transitions of every resource that has one.
+func ParseVersion(body []byte) (int64, error) {
+	o, err := Parse(body, "")
+	if err != nil {
+		return 0, err
+	}
+	v := o.Int("expected_version", Required, 0, math.MaxInt64)
+	return v, o.Err()
+}
+
 func or(a, b string) string {
 	if a != "" {
 		return a

@@ -29,11 +29,7 @@ func (s *Server) bulkOps() bulk.Service {
 // adjustments happen later, in the worker. The whole batch is checked
 // first; any structural error rejects it before anything is stored.
 func (s *Server) createBulkOperation(c *Call) error {
-	body, err := c.Body(bulk.MaxBody)
-	if err != nil {
-		return err
-	}
-	sub, err := bulk.Parse(body)
+	body, sub, err := parsed(c, bulk.MaxBody, bulk.Parse)
 	if err != nil {
 		return err
 	}
@@ -43,9 +39,5 @@ func (s *Server) createBulkOperation(c *Call) error {
 }
 
 func (s *Server) getBulkOperation(c *Call) error {
-	v, err := s.bulkOps().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("bulk_operation_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, v)
+	return getByID(c, "bulk_operation_id", s.bulkOps().Get)
 }

@@ -93,50 +93,29 @@ func batch(items []string, targets ...int64) map[string]any {
 }
 
 func submitAs(e *apitest.Env, token, key string, body any) *apitest.Resp {
-	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/bulk-operations", Token: token, Body: body,
-		Headers: map[string]string{"Idempotency-Key": key}})
+	return submitJob(e, "bulk-operations", token, key, body)
 }
 
 func mustSubmit(t *testing.T, e *apitest.Env, token, key string, body any) bulkBody {
 	t.Helper()
-	r := submitAs(e, token, key, body)
-	if r.Status != http.StatusAccepted {
-		t.Fatalf("submit: %d %s", r.Status, r.Body)
-	}
-	var b bulkBody
-	r.JSON(t, &b)
-	return b
+	return accepted[bulkBody](t, submitAs(e, token, key, body))
 }
 
 func getBulk(t *testing.T, e *apitest.Env, id string) bulkBody {
 	t.Helper()
-	r := e.Get("/vendors/" + e.Vendor.ID + "/bulk-operations/" + id)
-	if r.Status != http.StatusOK {
-		t.Fatalf("GET bulk operation: %d %s", r.Status, r.Body)
-	}
-	var b bulkBody
-	r.JSON(t, &b)
-	return b
+	return getJob[bulkBody](t, e, "bulk-operations", id)
 }
 
 // bulkMessage is the message the pipeline rule makes for job id.
 func bulkMessage(t *testing.T, e *apitest.Env, id string) queue.Message {
 	t.Helper()
-	out, err := bulk.Rule(context.Background(), store.Change{Kind: store.Inserted, Key: datamodel.BulkKey(e.Vendor.ID, id)})
-	if err != nil || len(out) != 1 || out[0].Queue != queue.BulkOperations {
-		t.Fatalf("rule: %v %v", out, err)
-	}
-	return queue.Message{ID: "msg_" + id, Queue: out[0].Queue, Body: out[0].Body, Receives: 1}
+	return jobMessage(t, bulk.Rule, queue.BulkOperations, datamodel.BulkKey(e.Vendor.ID, id))
 }
 
 // handle calls the app's bulk worker directly, as its Lambda would.
 func handle(t *testing.T, e *apitest.Env, id string) error {
 	t.Helper()
-	w, err := e.App.Work(nil, queue.BulkOperations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w.Handle(context.Background(), bulkMessage(t, e, id))
+	return handleWith(t, e, queue.BulkOperations, bulkMessage(t, e, id))
 }
 
 // work lets the background work of job id run as far as it can now: the

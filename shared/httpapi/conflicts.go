@@ -38,11 +38,7 @@ func (s *Server) listConflicts(c *Call) error {
 }
 
 func (s *Server) getConflict(c *Call) error {
-	v, err := s.conflicts.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("conflict_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, v)
+	return getByID(c, "conflict_id", s.conflicts.Get)
 }
 
 // closeConflict resolves or dismisses a conflict. expected_version makes a

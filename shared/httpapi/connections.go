@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -43,11 +44,7 @@ func (s *Server) listConnections(c *Call) error {
 }
 
 func (s *Server) createConnection(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := connection.ParseCreate(body)
+	body, in, err := parsed(c, 0, connection.ParseCreate)
 	if err != nil {
 		return err
 	}
@@ -76,15 +73,17 @@ func (s *Server) getConnectionHealth(c *Call) error {
 }
 
 func (s *Server) reportConnectionHealth(c *Call) error {
-	body, err := c.Body(0)
+	return s.reportHealth(c, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+}
+
+// reportHealth records the body's health report on the vendor's connection
+// connID and answers with the health as stored.
+func (s *Server) reportHealth(c *Call, vendorID, connID string) error {
+	_, h, err := parsed(c, 0, connection.ParseHealth)
 	if err != nil {
 		return err
 	}
-	h, err := connection.ParseHealth(body)
-	if err != nil {
-		return err
-	}
-	v, err := s.connections.ReportHealth(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), h)
+	v, err := s.connections.ReportHealth(c.Ctx, vendorID, connID, h)
 	if err != nil {
 		return err
 	}
@@ -93,11 +92,7 @@ func (s *Server) reportConnectionHealth(c *Call) error {
 
 func (s *Server) connectionTransition(action string) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		v, err := connection.ParseVersion(body)
+		_, v, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}
@@ -110,11 +105,7 @@ func (s *Server) connectionTransition(action string) func(*Call) error {
 }
 
 func (s *Server) replaceRoles(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := connection.ParseRoles(body)
+	_, in, err := parsed(c, 0, connection.ParseRoles)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -45,19 +46,11 @@ func (s *Server) listExternalOrders(c *Call) error {
 }
 
 func (s *Server) getExternalOrder(c *Call) error {
-	o, err := s.extorders.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, o)
+	return getByID(c, "external_order_id", s.extorders.Get)
 }
 
 func (s *Server) importExternalOrder(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := extorder.ParseImport(body)
+	body, in, err := parsed(c, 0, extorder.ParseImport)
 	if err != nil {
 		return err
 	}
@@ -66,11 +59,7 @@ func (s *Server) importExternalOrder(c *Call) error {
 
 func (s *Server) externalOrderTransition(action string) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		expected, err := extorder.ParseVersion(body)
+		_, expected, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/listing"
@@ -37,31 +38,26 @@ var bodyParsers = map[string]func([]byte) error{
 	"inventory.adjust":       func(b []byte) error { _, err := inventory.ParseAdjustment(b); return err },
 	"connections.create":     func(b []byte) error { _, err := connection.ParseCreate(b); return err },
 	"connections.roles":      func(b []byte) error { _, err := connection.ParseRoles(b); return err },
-	"connections.version":    func(b []byte) error { _, err := connection.ParseVersion(b); return err },
 	"connections.health":     func(b []byte) error { _, err := connection.ParseHealth(b); return err },
 	"reservations.create":    func(b []byte) error { _, err := reservation.ParseCreate(b); return err },
 	"reservations.version":   func(b []byte) error { _, err := reservation.ParseVersion(b); return err },
 	"reservations.renew":     func(b []byte) error { _, err := reservation.ParseRenew(b); return err },
 	"listings.create":        func(b []byte) error { _, err := listing.ParseCreate(b); return err },
 	"listings.update":        func(b []byte) error { _, err := listing.ParseUpdate(b); return err },
-	"listings.version":       func(b []byte) error { _, err := listing.ParseVersion(b); return err },
+	"version":                func(b []byte) error { _, err := fields.ParseVersion(b); return err },
 	"external_orders.import": func(b []byte) error { _, err := extorder.ParseImport(b); return err },
 	"external_orders.plugin": func(b []byte) error { _, err := extorder.ParsePluginImport(b, "conn_fuzz"); return err },
-	"external_orders.version": func(b []byte) error {
-		_, err := extorder.ParseVersion(b)
-		return err
-	},
-	"seller_orders.ship":  func(b []byte) error { _, err := sellerorder.ParseInput(b, sellerorder.MarkShipped); return err },
-	"seller_orders.other": func(b []byte) error { _, err := sellerorder.ParseInput(b, "cancel"); return err },
-	"conflicts.close":     func(b []byte) error { _, err := conflict.ParseClosing(b); return err },
-	"pairings.create":     func(b []byte) error { return pairing.ParseCreate(b) },
-	"pairings.exchange":   func(b []byte) error { _, err := pairing.ParseExchange(b); return err },
-	"pairings.discovery":  func(b []byte) error { _, err := pairing.ParseDiscovery(b); return err },
-	"pairings.accept":     func(b []byte) error { _, err := pairing.ParseAccept(b); return err },
-	"bulk.create":         func(b []byte) error { _, err := bulk.Parse(b); return err },
-	"sync_jobs.create":    func(b []byte) error { _, err := syncjob.Parse(b, true); return err },
-	"sync_jobs.plugin":    func(b []byte) error { _, err := syncjob.Parse(b, false); return err },
-	"webhooks.create":     func(b []byte) error { _, err := webhook.ParseCreate(b, webhook.Policy{}); return err },
+	"seller_orders.ship":     func(b []byte) error { _, err := sellerorder.ParseInput(b, sellerorder.MarkShipped); return err },
+	"seller_orders.other":    func(b []byte) error { _, err := sellerorder.ParseInput(b, "cancel"); return err },
+	"conflicts.close":        func(b []byte) error { _, err := conflict.ParseClosing(b); return err },
+	"pairings.create":        func(b []byte) error { return pairing.ParseCreate(b) },
+	"pairings.exchange":      func(b []byte) error { _, err := pairing.ParseExchange(b); return err },
+	"pairings.discovery":     func(b []byte) error { _, err := pairing.ParseDiscovery(b); return err },
+	"pairings.accept":        func(b []byte) error { _, err := pairing.ParseAccept(b); return err },
+	"bulk.create":            func(b []byte) error { _, err := bulk.Parse(b); return err },
+	"sync_jobs.create":       func(b []byte) error { _, err := syncjob.Parse(b, true); return err },
+	"sync_jobs.plugin":       func(b []byte) error { _, err := syncjob.Parse(b, false); return err },
+	"webhooks.create":        func(b []byte) error { _, err := webhook.ParseCreate(b, webhook.Policy{}); return err },
 	"webhooks.create.local": func(b []byte) error {
 		_, err := webhook.ParseCreate(b, webhook.Policy{AllowLoopback: true})
 		return err

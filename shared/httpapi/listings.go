@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/store"
@@ -44,19 +45,11 @@ func (s *Server) listListings(c *Call) error {
 }
 
 func (s *Server) getListing(c *Call) error {
-	v, err := s.listings.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, v)
+	return getByID(c, "listing_id", s.listings.Get)
 }
 
 func (s *Server) createListing(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := listing.ParseCreate(body)
+	body, in, err := parsed(c, 0, listing.ParseCreate)
 	if err != nil {
 		return err
 	}
@@ -66,11 +59,7 @@ func (s *Server) createListing(c *Call) error {
 }
 
 func (s *Server) updateListing(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := listing.ParseUpdate(body)
+	_, in, err := parsed(c, 0, listing.ParseUpdate)
 	if err != nil {
 		return err
 	}
@@ -81,11 +70,7 @@ func (s *Server) updateListing(c *Call) error {
 
 func (s *Server) listingTransition(action string) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		v, err := listing.ParseVersion(body)
+		_, v, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}

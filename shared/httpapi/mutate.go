@@ -22,20 +22,46 @@ func (c *Call) Mutate(operation string, pattern *regexp.Regexp, body []byte, pre
 // mutateIn is Mutate for a caller whose receipts are not a token's: sc
 // names the vendor and the credential (here a pairing) they belong to.
 func (c *Call) mutateIn(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
+	res, err := c.keep(sc, operation, pattern, body, prepare)
+	if err != nil {
+		return err
+	}
+	c.writeKept(res)
+	return nil
+}
+
+// keep runs a mutation under the request's Idempotency-Key, as mutateIn
+// does, and returns its result without writing it.
+func (c *Call) keep(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) (idempotency.Result, error) {
 	key, err := idempotency.HeaderKey(c.R.Header.Values("Idempotency-Key"), pattern)
 	if err != nil {
-		return err
+		return idempotency.Result{}, err
 	}
 	sc.Operation, sc.Key = operation, key
-	res, err := c.s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
-	if err != nil {
-		return err
-	}
+	return c.s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
+}
+
+// writeKept writes a kept mutation's response, marking a replayed original.
+func (c *Call) writeKept(res idempotency.Result) {
 	if res.Replayed {
 		c.W.Header().Set("Idempotent-Replayed", "true")
 	}
 	c.raw(res.Status, res.Body)
-	return nil
+}
+
+// parsed reads the request body, at most limit bytes (0: the default), and
+// parses it: the bytes (a receipt fingerprints them) and what they say.
+func parsed[T any](c *Call, limit int64, parse func([]byte) (T, error)) ([]byte, T, error) {
+	var zero T
+	body, err := c.Body(limit)
+	if err != nil {
+		return nil, zero, err
+	}
+	v, err := parse(body)
+	if err != nil {
+		return nil, zero, err
+	}
+	return body, v, nil
 }
 
 // Envelope wraps a single resource as {"data": v}, the body mutations store.

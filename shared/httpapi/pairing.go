@@ -54,13 +54,9 @@ func (s *Server) createPairing(c *Call) error {
 	if err := pairing.ParseCreate(body); err != nil {
 		return err
 	}
-	key, err := idempotency.HeaderKey(c.R.Header.Values("Idempotency-Key"), idempotency.ConnectionKeyPattern)
-	if err != nil {
-		return err
-	}
-	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID, Operation: "store_pairings.create", Key: key}
+	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID}
 	var fresh pairing.Created
-	res, err := s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint("store_pairings.create", c.R.URL.Path, body), func(ctx context.Context) (idempotency.Mutation, error) {
+	res, err := c.keep(sc, "store_pairings.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
 		p, err := s.pairings.PrepareCreate(ctx, c.Principal.Vendor.ID)
 		if err != nil {
 			return idempotency.Mutation{}, err
@@ -74,8 +70,7 @@ func (s *Server) createPairing(c *Call) error {
 		return err
 	}
 	if res.Replayed {
-		c.W.Header().Set("Idempotent-Replayed", "true")
-		c.raw(res.Status, res.Body)
+		c.writeKept(res)
 		return nil
 	}
 	return c.Data(http.StatusCreated, fresh)
@@ -90,11 +85,7 @@ func (s *Server) getPairing(c *Call) error {
 }
 
 func (s *Server) acceptPairing(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := pairing.ParseAccept(body)
+	_, in, err := parsed(c, 0, pairing.ParseAccept)
 	if err != nil {
 		return err
 	}
@@ -119,11 +110,7 @@ func (s *Server) revokePairing(c *Call) error {
 }
 
 func (s *Server) exchangePairing(c *Call) error {
-	body, err := c.Body(4 << 10)
-	if err != nil {
-		return err
-	}
-	code, err := pairing.ParseExchange(body)
+	_, code, err := parsed(c, 4<<10, pairing.ParseExchange)
 	if err != nil {
 		return err
 	}
@@ -143,11 +130,7 @@ func (s *Server) currentPairing(c *Call) error {
 }
 
 func (s *Server) postDiscovery(c *Call) error {
-	body, err := c.Body(16 << 10)
-	if err != nil {
-		return err
-	}
-	d, err := pairing.ParseDiscovery(body)
+	_, d, err := parsed(c, 16<<10, pairing.ParseDiscovery)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -62,19 +61,7 @@ func (s *Server) reportPluginHealth(c *Call) error {
 	if err != nil {
 		return err
 	}
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	h, err := connection.ParseHealth(body)
-	if err != nil {
-		return err
-	}
-	v, err := s.connections.ReportHealth(c.Ctx, c.Discovery.VendorID, connID, h)
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, v.Health)
+	return s.reportHealth(c, c.Discovery.VendorID, connID)
 }
 
 // prepareImport is the import mutation of both import routes.

@@ -35,11 +35,7 @@ func (s *Server) listSellerOrders(c *Call) error {
 }
 
 func (s *Server) getSellerOrder(c *Call) error {
-	o, err := s.sellerorders.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"))
-	if err != nil {
-		return err
-	}
-	return c.Data(http.StatusOK, o)
+	return getByID(c, "seller_order_id", s.sellerorders.Get)
 }
 
 func (s *Server) sellerOrderTransition(action string) func(*Call) error {

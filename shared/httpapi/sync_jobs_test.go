@@ -89,18 +89,12 @@ func newSyncFixture(t *testing.T, kind apitest.StoreKind) syncFixture {
 }
 
 func syncSubmit(e *apitest.Env, token, key string, body any) *apitest.Resp {
-	return e.Do(apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/sync-jobs", Token: token, Body: body,
-		Headers: map[string]string{"Idempotency-Key": key}})
+	return submitJob(e, "sync-jobs", token, key, body)
 }
 
 func mustSync(t *testing.T, r *apitest.Resp) syncBody {
 	t.Helper()
-	if r.Status != http.StatusAccepted {
-		t.Fatalf("submit sync job: %d %s", r.Status, r.Body)
-	}
-	var b syncBody
-	r.JSON(t, &b)
-	return b
+	return accepted[syncBody](t, r)
 }
 
 func stockItems(pairs ...any) []map[string]any {
@@ -113,23 +107,13 @@ func stockItems(pairs ...any) []map[string]any {
 
 func getSync(t *testing.T, e *apitest.Env, id string) syncBody {
 	t.Helper()
-	r := e.Get("/vendors/" + e.Vendor.ID + "/sync-jobs/" + id)
-	if r.Status != http.StatusOK {
-		t.Fatalf("GET sync job: %d %s", r.Status, r.Body)
-	}
-	var b syncBody
-	r.JSON(t, &b)
-	return b
+	return getJob[syncBody](t, e, "sync-jobs", id)
 }
 
 // syncMessage is the message the pipeline rule makes for job id.
 func syncMessage(t *testing.T, e *apitest.Env, id string) queue.Message {
 	t.Helper()
-	out, err := syncjob.Rule(context.Background(), store.Change{Kind: store.Inserted, Key: datamodel.SyncJobKey(e.Vendor.ID, id)})
-	if err != nil || len(out) != 1 || out[0].Queue != queue.SyncJobs {
-		t.Fatalf("rule: %v %v", out, err)
-	}
-	return queue.Message{ID: "msg_" + id, Queue: out[0].Queue, Body: out[0].Body, Receives: 1}
+	return jobMessage(t, syncjob.Rule, queue.SyncJobs, datamodel.SyncJobKey(e.Vendor.ID, id))
 }
 
 // syncWork lets job id run: the embedded pipeline on the embedded store,
@@ -142,11 +126,7 @@ func syncWork(t *testing.T, f syncFixture, id string) {
 		}
 		return
 	}
-	w, err := f.e.App.Work(nil, queue.SyncJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Handle(context.Background(), syncMessage(t, f.e, id)); err != nil {
+	if err := handleWith(t, f.e, queue.SyncJobs, syncMessage(t, f.e, id)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -683,11 +663,7 @@ func TestSyncJobCrashResumes(t *testing.T) {
 				if mid.Data.Status != "running" || !slices.Equal(syncStatuses(mid), want) {
 					t.Fatalf("after the crash: %s %v, want %v", mid.Data.Status, syncStatuses(mid), want)
 				}
-				w, err := e.App.Work(nil, queue.SyncJobs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := w.Handle(context.Background(), syncMessage(t, e, b.Data.ID)); err != nil {
+				if err := handleWith(t, e, queue.SyncJobs, syncMessage(t, e, b.Data.ID)); err != nil {
 					t.Fatalf("resumed worker: %v", err)
 				}
 				got := getSync(t, e, b.Data.ID)

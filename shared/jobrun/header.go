@@ -1,18 +1,19 @@
 package jobrun
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
 
-// StatusRunning is a job's status from its first result on.
-const StatusRunning = "running"
+// Job statuses every kind shares: queued on acceptance, running from its
+// first result on.
+const (
+	StatusQueued  = "queued"
+	StatusRunning = "running"
+)
 
 // Header is what every job record holds besides its records. Job types
 // embed it, so that it is stored flat with their own fields.
@@ -24,6 +25,9 @@ type Header struct {
 	StartedAt   *time.Time `json:"started_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 }
+
+// Head is the header itself, for the runner to read and to move.
+func (h *Header) Head() *Header { return h }
 
 // Ref is the job's vendor and id.
 func (h Header) Ref() (vendorID, id string) { return h.VendorID, h.ID }
@@ -38,20 +42,6 @@ func (h *Header) Start(now time.Time) {
 	}
 }
 
-// Encode stores job (the whole record, whose Header h is) at key and
-// version; once the job is finished it expires retention after completion.
-func (h Header) Encode(job any, key store.Key, version int64, retention time.Duration) (store.Item, error) {
-	b, err := store.Marshal(job)
-	if err != nil {
-		return store.Item{}, fmt.Errorf("jobrun: encode %s: %w", h.ID, err)
-	}
-	it := store.Item{PK: key.PK, SK: key.SK, Version: version, Data: b}
-	if h.CompletedAt != nil {
-		it.ExpiresAt = h.CompletedAt.Add(retention).Unix()
-	}
-	return it, nil
-}
-
 // Decode reads a job record of type J.
 func Decode[J any](it store.Item) (J, error) {
 	var j J
@@ -59,22 +49,4 @@ func Decode[J any](it store.Item) (J, error) {
 		return j, fmt.Errorf("jobrun: decode %s: %w", it.SK, err)
 	}
 	return j, nil
-}
-
-// Load reads the job at key and its stored version; a missing job is
-// notFound, and a store that cannot answer says what could not be read.
-func Load[J any](ctx context.Context, st store.Store, key store.Key, notFound error, what string) (J, int64, error) {
-	var zero J
-	it, err := st.Get(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return zero, 0, notFound
-	}
-	if err != nil {
-		return zero, 0, errs.Unavailablef(err, "the %s could not be read", what)
-	}
-	j, err := Decode[J](it)
-	if err != nil {
-		return zero, 0, errs.Unavailablef(err, "the %s could not be read", what)
-	}
-	return j, it.Version, nil
 }

@@ -26,29 +26,24 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 )
 
-// Job is a pointer to a job record of type J.
+// Job is a pointer to a job record of type J. Job types embed a Header
+// and their Rows, which give most of it; each kind says how its job ends.
 type Job[J any] interface {
 	*J
-	// Ref is the job's vendor and id.
-	Ref() (vendorID, id string)
-	// Len is the number of records.
+	// Head is the job's header (from the embedded Header).
+	Head() *Header
+	// Len, Next and Attempts read the records (from the embedded Rows).
 	Len() int
-	// Next is the index of the first pending record, or -1.
 	Next() int
-	// Finished reports whether the job reached its final status.
-	Finished() bool
-	// Attempts is record i's count of attempts that failed for reasons of
-	// the service, to read and to move.
 	Attempts(i int) *int
 	// Clone copies the job deeply enough to change its records.
 	Clone() J
-	// Start marks the job running at now unless it started before.
-	Start(now time.Time)
 	// Complete gives a job without pending records its final status at
 	// now and returns the event that says so.
 	Complete(now time.Time) event.Event
-	// Item encodes the job at version, with its expiry once finished.
-	Item(version int64) (store.Item, error)
+	// Stop ends the job at record i for cause: the records left are given
+	// a result that says so. Earlier results stay.
+	Stop(i int, cause *errs.Error)
 }
 
 // State is a job as last read or written, with its stored version.
@@ -61,18 +56,30 @@ type State[J any] struct {
 // retry, or a stop), or returns an error the run ends with.
 type Step[J any] func(ctx context.Context, s *State[J], i int) error
 
-// Runner runs the jobs of one queue.
+// Runner runs the jobs of one kind.
 type Runner[J any, P Job[J]] struct {
+	Kind  Kind
 	Store store.Store
 	Clock clock.Clock
 	Log   *slog.Logger
 	// Queue, when set, takes the job's continuation after a pause (see
 	// Handle); without it a pause is a retry of the message itself.
 	Queue queue.Sender
-	// QueueName is the queue the jobs' messages are on.
-	QueueName string
-	// Load reads a job and its version; a missing job is errs.CodeNotFound.
-	Load func(ctx context.Context, vendorID, id string) (J, int64, error)
+	// MaxAttempts is how many tries a record gets when the service cannot
+	// settle it; the job then stops at the record with Exhausted(n). Zero
+	// is no bound.
+	MaxAttempts int
+	Exhausted   func(attempts int) error
+	// Recheck, when set, verifies the job's original credential again
+	// before each record: a verdict on it stops the job, a failure of the
+	// service costs an attempt.
+	Recheck func(ctx context.Context, j J) error
+}
+
+// Load reads a job of the runner's kind and its version; a missing job is
+// errs.CodeNotFound.
+func (r Runner[J, P]) Load(ctx context.Context, vendorID, id string) (J, int64, error) {
+	return Load[J](ctx, r.Store, r.Kind, vendorID, id)
 }
 
 // ErrReload says the job changed under the worker (another delivery of the
@@ -108,25 +115,29 @@ func Backoff(n int) time.Duration {
 	return min(time.Duration(1<<min(n, 6))*time.Second, time.Minute)
 }
 
-// Handle runs the job (vendorID, id) of the message body until it ends
+// Handle runs the job the message names until it ends
 // (nil: the message is done) or pauses. A pause sends a fresh message with
 // the same body, delayed, and completes this one: pauses are normal (a
 // batch larger than the rate window, a counted attempt), and a retry of the
 // same message would count towards the queue's maximum receives and could
 // dead-letter a healthy job; attempts are bounded on the job instead. When
 // the continuation cannot be sent, the message is retried after the delay.
-func (r Runner[J, P]) Handle(ctx context.Context, body []byte, vendorID, id string, step Step[J]) error {
-	err := r.run(ctx, vendorID, id, step)
+func (r Runner[J, P]) Handle(ctx context.Context, m queue.Message, step Step[J]) error {
+	vendorID, id, err := r.Kind.Parse(m)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Kind.Name, err)
+	}
+	err = r.run(ctx, vendorID, id, step)
 	var l *later
 	if !errors.As(err, &l) {
 		return err
 	}
 	if r.Queue != nil {
-		serr := r.Queue.Send(ctx, r.QueueName, body, l.after)
+		serr := r.Queue.Send(ctx, r.Kind.Queue, m.Body, l.after)
 		if serr == nil {
 			return nil
 		}
-		r.Log.ErrorContext(ctx, "job continuation not sent; retrying the message", "queue", r.QueueName, "job_id", id, "error", serr)
+		r.Log.ErrorContext(ctx, "job continuation not sent; retrying the message", "queue", r.Kind.Queue, "job_id", id, "error", serr)
 	}
 	return queue.RetryAfter(l.after, l.err)
 }
@@ -135,7 +146,7 @@ func (r Runner[J, P]) Handle(ctx context.Context, body []byte, vendorID, id stri
 func (r Runner[J, P]) run(ctx context.Context, vendorID, id string, step Step[J]) error {
 	j, ver, err := r.Load(ctx, vendorID, id)
 	if errs.Is(err, errs.CodeNotFound) {
-		r.Log.WarnContext(ctx, "job gone", "queue", r.QueueName, "vendor_id", vendorID, "job_id", id)
+		r.Log.WarnContext(ctx, "job gone", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id)
 		return nil
 	}
 	if err != nil {
@@ -145,7 +156,7 @@ func (r Runner[J, P]) run(ctx context.Context, vendorID, id string, step Step[J]
 	// Each step settles a record or stops; a reload is rare (a concurrent
 	// delivery), so the bound only guards against a loop.
 	for steps := 0; steps < 4*P(&s.Job).Len()+8; steps++ {
-		if P(&s.Job).Finished() {
+		if P(&s.Job).Head().Finished() {
 			return nil
 		}
 		i := P(&s.Job).Next()
@@ -154,7 +165,7 @@ func (r Runner[J, P]) run(ctx context.Context, vendorID, id string, step Step[J]
 			// final status. Finish a job left otherwise.
 			err = r.Write(ctx, s, func(P) {}, nil)
 		} else {
-			err = step(ctx, s, i)
+			err = r.settle(ctx, s, i, step)
 		}
 		if errors.Is(err, ErrReload) {
 			continue // Write left the current job in s
@@ -164,6 +175,23 @@ func (r Runner[J, P]) run(ctx context.Context, vendorID, id string, step Step[J]
 		}
 	}
 	return fmt.Errorf("jobrun: job %s did not settle", id)
+}
+
+// settle runs step on record i, unless the record spent its attempts or
+// the job's credential no longer holds.
+func (r Runner[J, P]) settle(ctx context.Context, s *State[J], i int, step Step[J]) error {
+	if n := *P(&s.Job).Attempts(i); r.MaxAttempts > 0 && n >= r.MaxAttempts {
+		return r.Stop(ctx, s, i, r.Exhausted(n))
+	}
+	if r.Recheck != nil {
+		if err := r.Recheck(ctx, s.Job); err != nil {
+			if Transient(err) {
+				return r.Retry(ctx, s, i, err)
+			}
+			return r.Stop(ctx, s, i, err)
+		}
+	}
+	return step(ctx, s, i)
 }
 
 // Write applies change to a copy of the job and stores it with ops in one
@@ -177,7 +205,7 @@ func (r Runner[J, P]) Write(ctx context.Context, s *State[J], change func(P), op
 	n := P(&s.Job).Clone()
 	change(P(&n))
 	now := r.Clock.Now()
-	P(&n).Start(now)
+	P(&n).Head().Start(now)
 	if P(&n).Next() < 0 {
 		ev, err := event.Op(P(&n).Complete(now))
 		if err != nil {
@@ -185,7 +213,7 @@ func (r Runner[J, P]) Write(ctx context.Context, s *State[J], change func(P), op
 		}
 		ops = append(ops, ev)
 	}
-	it, err := P(&n).Item(s.Version + 1)
+	it, err := r.Kind.Item(*P(&n).Head(), n, s.Version+1)
 	if err != nil {
 		return err
 	}
@@ -194,7 +222,7 @@ func (r Runner[J, P]) Write(ctx context.Context, s *State[J], change func(P), op
 	if ce, ok := store.AsCondition(err); ok && (ce.Has(jobAt) || len(ops) == 0) {
 		// Which condition failed is not always reported: read the job to
 		// tell a moved job from a lost race on the caller's conditions.
-		vendorID, id := P(&s.Job).Ref()
+		vendorID, id := P(&s.Job).Head().Ref()
 		cur, curVer, lerr := r.Load(ctx, vendorID, id)
 		if lerr != nil {
 			return lerr
@@ -217,9 +245,9 @@ func (r Runner[J, P]) Write(ctx context.Context, s *State[J], change func(P), op
 // failure), so the run reads it again at once. When it cannot be counted,
 // the message is retried and the queue's receive limit bounds it.
 func (r Runner[J, P]) Retry(ctx context.Context, s *State[J], i int, cause error) error {
-	vendorID, id := P(&s.Job).Ref()
+	vendorID, id := P(&s.Job).Head().Ref()
 	n := *P(&s.Job).Attempts(i)
-	r.Log.ErrorContext(ctx, "job record attempt failed", "queue", r.QueueName, "vendor_id", vendorID, "job_id", id,
+	r.Log.ErrorContext(ctx, "job record attempt failed", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id,
 		"record", i, "attempt", n+1, "error", cause)
 	err := r.Write(ctx, s, func(j P) { *j.Attempts(i)++ }, nil)
 	switch {
@@ -229,4 +257,13 @@ func (r Runner[J, P]) Retry(ctx context.Context, s *State[J], i int, cause error
 		return queue.RetryAfter(Backoff(n+1), cause)
 	}
 	return Later(Backoff(n+1), cause)
+}
+
+// Stop ends the job at record i for cause (see Job.Stop) and writes it.
+func (r Runner[J, P]) Stop(ctx context.Context, s *State[J], i int, cause error) error {
+	vendorID, id := P(&s.Job).Head().Ref()
+	e := errs.As(cause)
+	r.Log.WarnContext(ctx, r.Kind.Name+" stopped", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id,
+		"record", i, "code", e.Code, "error", cause)
+	return r.Write(ctx, s, func(j P) { j.Stop(i, e) }, nil)
 }

@@ -2,6 +2,7 @@ package jobrun
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -10,9 +11,9 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
-
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/jobstart"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
@@ -22,7 +23,7 @@ import (
 // marks them done.
 type testJob struct {
 	Header
-	Records []testRecord `json:"records"`
+	Records `json:"records"`
 }
 
 type testRecord struct {
@@ -30,24 +31,45 @@ type testRecord struct {
 	Attempts int    `json:"attempts"`
 }
 
-func (j testJob) Len() int { return len(j.Records) }
-func (j testJob) Next() int {
-	return slices.IndexFunc(j.Records, func(r testRecord) bool { return r.Status == "pending" })
-}
-func (j *testJob) Attempts(i int) *int { return &j.Records[i].Attempts }
+func (r *testRecord) Progress() (*string, *int) { return &r.Status, &r.Attempts }
+
+type Records = Rows[testRecord, *testRecord]
+
 func (j testJob) Clone() testJob {
-	j.Records = slices.Clone(j.Records)
+	j.Records = j.Records.Clone()
 	return j
 }
 func (j *testJob) Complete(now time.Time) event.Event {
 	j.Status, j.CompletedAt = "completed", &now
 	return event.New(now, j.VendorID, "test_job.completed", "test_job", j.ID, nil)
 }
-func (j testJob) Item(version int64) (store.Item, error) {
-	return j.Header.Encode(j, testKey(j.ID), version, time.Hour)
+func (j *testJob) Stop(i int, e *errs.Error) {
+	for k := i; k < len(j.Records); k++ {
+		j.Records[k].Status = "stopped: " + string(e.Code)
+	}
 }
 
-func testKey(id string) store.Key { return store.Key{PK: "VENDOR#ven_1", SK: "TESTJOB#" + id} }
+func testKey(_, id string) store.Key { return store.Key{PK: "VENDOR#ven_1", SK: "TESTJOB#" + id} }
+
+type testMessage struct {
+	VendorID string `json:"vendor_id"`
+	ID       string `json:"job_id"`
+}
+
+func (m testMessage) Job() (string, string) { return m.VendorID, m.ID }
+
+var testKind = Kind{Name: "test job", IDPrefix: "job", Key: testKey, Retention: time.Hour, Queue: "test-jobs",
+	Parse: jobstart.Parse[testMessage]}
+
+// message is the queue message of job id.
+func message(t *testing.T, id string) queue.Message {
+	t.Helper()
+	b, err := json.Marshal(testMessage{VendorID: "ven_1", ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queue.Message{ID: "msg_" + id, Queue: testKind.Queue, Body: b}
+}
 
 type sent struct {
 	body  string
@@ -61,8 +83,9 @@ func (r *recorder) Send(_ context.Context, _ string, body []byte, delay time.Dur
 	return nil
 }
 
-// fixture stores a job of n pending records and returns its runner.
-func fixture(t *testing.T, n int, q queue.Sender) (Runner[testJob, *testJob], store.Store) {
+// fixture stores a job of n pending records and returns its runner and
+// the job's id.
+func fixture(t *testing.T, n int, q queue.Sender) (Runner[testJob, *testJob], store.Store, string) {
 	t.Helper()
 	c := clocktest.Fake(2026, 11, 22, 8, 0, 0)
 	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
@@ -70,25 +93,19 @@ func fixture(t *testing.T, n int, q queue.Sender) (Runner[testJob, *testJob], st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	j := testJob{Header: Header{ID: "job_1", VendorID: "ven_1", Status: "queued", CreatedAt: c.Now()}, Records: make([]testRecord, n)}
+	j := testJob{Header: testKind.Header("ven_1", c.Now()), Records: make(Records, n)}
 	for i := range j.Records {
-		j.Records[i].Status = "pending"
+		j.Records[i].Status = Pending
 	}
-	it, err := j.Item(1)
+	put, err := testKind.Insert(j.Header, j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Transact(context.Background(), store.Put(it, store.IfAbsent())); err != nil {
+	if err := st.Transact(context.Background(), put); err != nil {
 		t.Fatal(err)
 	}
-	r := Runner[testJob, *testJob]{Store: st, Clock: c, Log: slog.New(slog.DiscardHandler), Queue: q, QueueName: "test-jobs",
-		Load: func(ctx context.Context, vendorID, id string) (testJob, int64, error) {
-			if id != "job_1" {
-				return testJob{}, 0, errs.E(errs.CodeNotFound, "no such job")
-			}
-			return Load[testJob](ctx, st, testKey(id), errs.E(errs.CodeNotFound, "no such job"), "test job")
-		}}
-	return r, st
+	r := Runner[testJob, *testJob]{Kind: testKind, Store: st, Clock: c, Log: slog.New(slog.DiscardHandler), Queue: q}
+	return r, st, j.ID
 }
 
 func done(r Runner[testJob, *testJob]) Step[testJob] {
@@ -100,15 +117,15 @@ func done(r Runner[testJob, *testJob]) Step[testJob] {
 // TestRunsToCompletion: one write per record; the first starts the job,
 // the last completes it with its event in the same transaction.
 func TestRunsToCompletion(t *testing.T) {
-	r, st := fixture(t, 3, nil)
-	if err := r.Handle(context.Background(), []byte("m"), "ven_1", "job_1", done(r)); err != nil {
+	r, st, id := fixture(t, 3, nil)
+	if err := r.Handle(context.Background(), message(t, id), done(r)); err != nil {
 		t.Fatal(err)
 	}
-	j, ver, err := r.Load(context.Background(), "ven_1", "job_1")
+	j, ver, err := r.Load(context.Background(), "ven_1", id)
 	if err != nil || ver != 4 || j.Status != "completed" || j.StartedAt == nil || j.CompletedAt == nil || j.Next() != -1 {
 		t.Fatalf("job %+v at version %d (%v)", j, ver, err)
 	}
-	it, _ := st.Get(context.Background(), testKey("job_1"))
+	it, _ := st.Get(context.Background(), testKey("", id))
 	if it.ExpiresAt != j.CompletedAt.Add(time.Hour).Unix() {
 		t.Fatalf("expiry %d", it.ExpiresAt)
 	}
@@ -117,10 +134,10 @@ func TestRunsToCompletion(t *testing.T) {
 		t.Fatalf("%d completion events (%v), want 1", len(evs), err)
 	}
 	// A job that is gone, or finished, is a message done.
-	if err := r.Handle(context.Background(), []byte("m"), "ven_1", "job_2", done(r)); err != nil {
+	if err := r.Handle(context.Background(), message(t, "job_2"), done(r)); err != nil {
 		t.Fatalf("gone job: %v", err)
 	}
-	if err := r.Handle(context.Background(), []byte("m"), "ven_1", "job_1", done(r)); err != nil {
+	if err := r.Handle(context.Background(), message(t, id), done(r)); err != nil {
 		t.Fatalf("finished job: %v", err)
 	}
 }
@@ -128,9 +145,9 @@ func TestRunsToCompletion(t *testing.T) {
 // TestWriteReloadsAMovedJob: a write against a stale version reads the job
 // again and says so, and the run goes on from the job as it is.
 func TestWriteReloadsAMovedJob(t *testing.T) {
-	r, _ := fixture(t, 2, nil)
+	r, _, id := fixture(t, 2, nil)
 	ctx := context.Background()
-	j, ver, _ := r.Load(ctx, "ven_1", "job_1")
+	j, ver, _ := r.Load(ctx, "ven_1", id)
 	stale := &State[testJob]{Job: j, Version: ver}
 	fresh := &State[testJob]{Job: j.Clone(), Version: ver}
 	if err := r.Write(ctx, fresh, func(j *testJob) { j.Records[0].Status = "done" }, nil); err != nil {
@@ -147,7 +164,7 @@ func TestWriteReloadsAMovedJob(t *testing.T) {
 		steps = append(steps, i)
 		return done(r)(ctx, s, i)
 	}
-	if err := r.Handle(ctx, []byte("m"), "ven_1", "job_1", step); err != nil || !slices.Equal(steps, []int{1}) {
+	if err := r.Handle(ctx, message(t, id), step); err != nil || !slices.Equal(steps, []int{1}) {
 		t.Fatalf("steps %v (%v), want [1]", steps, err)
 	}
 }
@@ -157,25 +174,78 @@ func TestWriteReloadsAMovedJob(t *testing.T) {
 // message itself is retried after the same delay.
 func TestRetryCountsAndContinues(t *testing.T) {
 	q := &recorder{}
-	r, _ := fixture(t, 1, q)
+	r, _, id := fixture(t, 1, q)
 	ctx := context.Background()
 	cause := errs.Unavailablef(errors.New("store down"), "down")
 	fail := func(ctx context.Context, s *State[testJob], i int) error { return r.Retry(ctx, s, i, cause) }
 	for n := 1; n <= 2; n++ {
-		if err := r.Handle(ctx, []byte("body"), "ven_1", "job_1", fail); err != nil {
+		if err := r.Handle(ctx, message(t, id), fail); err != nil {
 			t.Fatalf("attempt %d: %v", n, err)
 		}
-		j, _, _ := r.Load(ctx, "ven_1", "job_1")
-		if j.Records[0].Attempts != n || len(q.sent) != n || q.sent[n-1] != (sent{"body", Backoff(n)}) {
+		j, _, _ := r.Load(ctx, "ven_1", id)
+		if j.Records[0].Attempts != n || len(q.sent) != n || q.sent[n-1] != (sent{string(message(t, id).Body), Backoff(n)}) {
 			t.Fatalf("attempt %d: record %+v, sent %+v", n, j.Records[0], q.sent)
 		}
 	}
 	r.Queue = nil
-	err := r.Handle(ctx, []byte("body"), "ven_1", "job_1", fail)
+	err := r.Handle(ctx, message(t, id), fail)
 	if d, ok := queue.DelayOf(err); !ok || d != Backoff(3) || !errors.Is(err, cause) {
 		t.Fatalf("without a queue: %v", err)
 	}
 	if Backoff(0) != time.Second || Backoff(3) != 8*time.Second || Backoff(10) != time.Minute {
 		t.Fatalf("backoff %v %v %v", Backoff(0), Backoff(3), Backoff(10))
+	}
+}
+
+// TestStopsAtSpentAttemptsAndLostCredentials: before each record the
+// runner stops a job whose record spent its attempts, or whose credential
+// no longer holds; a fault while rechecking costs an attempt instead.
+func TestStopsAtSpentAttemptsAndLostCredentials(t *testing.T) {
+	ctx := context.Background()
+	never := func(context.Context, *State[testJob], int) error { t.Fatal("a step ran"); return nil }
+	cases := map[string]struct {
+		recheck  error
+		attempts int
+		want     string // record 0's status after one message
+	}{
+		"attempts spent":     {attempts: 2, want: "stopped: " + string(errs.CodeServiceUnavailable)},
+		"credential revoked": {recheck: errs.E(errs.CodeUnauthenticated, "revoked"), want: "stopped: " + string(errs.CodeUnauthenticated)},
+		"recheck failed":     {recheck: errs.Unavailablef(errors.New("down"), "down"), want: Pending},
+	}
+	for name, c := range cases {
+		r, _, id := fixture(t, 2, &recorder{})
+		r.MaxAttempts = 2
+		r.Exhausted = func(n int) error { return errs.Ef(errs.CodeServiceUnavailable, "%d attempts", n) }
+		r.Recheck = func(context.Context, testJob) error { return c.recheck }
+		if c.attempts > 0 {
+			j, ver, _ := r.Load(ctx, "ven_1", id)
+			if err := r.Write(ctx, &State[testJob]{Job: j, Version: ver}, func(j *testJob) { j.Records[0].Attempts = c.attempts }, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Handle(ctx, message(t, id), never); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		j, _, _ := r.Load(ctx, "ven_1", id)
+		if j.Records[0].Status != c.want || (c.want == Pending) == j.Finished() {
+			t.Fatalf("%s: job %+v", name, j)
+		}
+		if c.want == Pending && j.Records[0].Attempts != 1 {
+			t.Fatalf("%s: %d attempts counted, want 1", name, j.Records[0].Attempts)
+		}
+	}
+}
+
+// TestRowsTally: the records the runner reads through Progress.
+func TestRowsTally(t *testing.T) {
+	rs := Records{{Status: "done"}, {Status: Pending}, {Status: "done"}}
+	if rs.Next() != 1 || rs.Len() != 3 || rs.Tally()["done"] != 2 || rs.Tally()[Pending] != 1 {
+		t.Fatalf("next %d, tally %v", rs.Next(), rs.Tally())
+	}
+	c := rs.Clone()
+	c[1].Status = "done"
+	*c.Attempts(0) = 3
+	if rs[1].Status != Pending || rs[0].Attempts != 0 || c.Next() != -1 {
+		t.Fatalf("the clone shares records: %+v", rs)
 	}
 }

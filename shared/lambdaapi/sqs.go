@@ -90,7 +90,19 @@ func NewWorker(a *app.App, q Queues, queueName string) (SQSHandler, error) {
 // built once, then the Lambda loop. An init failure is printed
 // as "<name>: init: <err>" and exits with status 1.
 func WorkerMain(name, queueName string) {
-	ctx := context.Background()
+	a, q := boot(context.Background(), name, queueName)
+	h, err := NewWorker(a, q, queueName)
+	if err != nil {
+		fail(name, err)
+	}
+	lambda.Start(h)
+}
+
+// boot is the init of the mains the queues drive (the workers, the stream
+// router): configuration from the environment, the app on the AWS
+// adapters, and the queues named, each of which must have a URL. A
+// failure ends the process (see fail).
+func boot(ctx context.Context, name string, queues ...string) (*app.App, *sqsqueue.Queue) {
 	cfg, err := config.FromEnv()
 	if err != nil {
 		fail(name, err)
@@ -99,13 +111,9 @@ func WorkerMain(name, queueName string) {
 	if err != nil {
 		fail(name, err)
 	}
-	q, err := awsapp.OpenQueues(ctx, cfg, queueName)
+	q, err := awsapp.OpenQueues(ctx, cfg, queues...)
 	if err != nil {
 		fail(name, err)
 	}
-	h, err := NewWorker(a, q, queueName)
-	if err != nil {
-		fail(name, err)
-	}
-	lambda.Start(h)
+	return a, q
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/moku/sellerapi/shared/app"
-	"github.com/moku/sellerapi/shared/app/awsapp"
-	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
@@ -39,23 +37,7 @@ type Route = func(ctx context.Context, changes []store.Change) (int, error)
 func NewStreamHandler(route Route, log *slog.Logger) StreamHandler {
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
-		changes := make([]store.Change, 0, len(ev.Records))
-		var cerr error
-		for _, rec := range ev.Records {
-			c, err := dynamodb.ChangeFromLambda(rec)
-			if err != nil {
-				cerr = err
-				break
-			}
-			changes = append(changes, c)
-		}
-		n, err := 0, error(nil)
-		if len(changes) > 0 {
-			n, err = route(ctx, changes)
-		}
-		if err == nil {
-			err = cerr
-		}
+		n, err := dynamodb.RouteRecords(ctx, ev.Records, dynamodb.ChangeFromLambda, route)
 		if n < len(ev.Records) {
 			rec := ev.Records[n]
 			log.ErrorContext(ctx, "stream batch stopped; Lambda retries from the failed record", "routed", n,
@@ -81,19 +63,7 @@ func NewStreamRouter(a *app.App, q queue.Sender) StreamHandler {
 // every work queue: any rule may send to any), the handler built once, then the Lambda loop. An init
 // failure is printed as "<name>: init: <err>" and exits with status 1.
 func StreamRouterMain(name string) {
-	ctx := context.Background()
-	cfg, err := config.FromEnv()
-	if err != nil {
-		fail(name, err)
-	}
-	a, err := awsapp.New(ctx, cfg, app.WithLogHandler(WithRequestIDs))
-	if err != nil {
-		fail(name, err)
-	}
-	q, err := awsapp.OpenQueues(ctx, cfg, queue.Names()...)
-	if err != nil {
-		fail(name, err)
-	}
+	a, q := boot(context.Background(), name, queue.Names()...)
 	lambda.Start(NewRouterHandler(NewStreamRouter(a, q), a.SweepUnrouted, q))
 }
 

@@ -62,42 +62,39 @@ func SyncOf(r connection.Roles) Sync {
 	return Sync{Catalog: r.Catalog == connection.Destination, Price: r.BasePrice == connection.Destination, Stock: r.Inventory == connection.Destination}
 }
 
+// Fields are what a listing is both stored and shown with: which product
+// or variation it offers on which connection, and how.
+type Fields struct {
+	ID                string  `json:"id"`
+	VendorID          string  `json:"vendor_id"`
+	ConnectionID      string  `json:"connection_id"`
+	ProductID         string  `json:"product_id"`
+	VariationID       *string `json:"variation_id"`
+	ExternalListingID *string `json:"external_listing_id"`
+	Status            string  `json:"status"`
+	ChannelPrice      *int64  `json:"channel_price"`
+}
+
 // Listing is the stored record.
 type Listing struct {
-	ID                string    `json:"id"`
-	VendorID          string    `json:"vendor_id"`
-	ConnectionID      string    `json:"connection_id"`
-	ProductID         string    `json:"product_id"`
-	VariationID       *string   `json:"variation_id"`
-	ExternalListingID *string   `json:"external_listing_id"`
-	Status            string    `json:"status"`
-	ChannelPrice      *int64    `json:"channel_price"`
-	Version           int64     `json:"-"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	Fields
+	Version   int64     `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // View is a listing as the API shows it.
 type View struct {
-	ID                string    `json:"id"`
-	VendorID          string    `json:"vendor_id"`
-	ConnectionID      string    `json:"connection_id"`
-	ProductID         string    `json:"product_id"`
-	VariationID       *string   `json:"variation_id"`
-	ExternalListingID *string   `json:"external_listing_id"`
-	Status            string    `json:"status"`
-	ChannelPrice      *int64    `json:"channel_price"`
-	Sync              Sync      `json:"sync"`
-	Version           int64     `json:"version"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	Fields
+	Sync      Sync      `json:"sync"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // View shows l with the sync of its connection's roles.
 func (l Listing) View(r connection.Roles) View {
-	return View{ID: l.ID, VendorID: l.VendorID, ConnectionID: l.ConnectionID, ProductID: l.ProductID, VariationID: l.VariationID,
-		ExternalListingID: l.ExternalListingID, Status: l.Status, ChannelPrice: l.ChannelPrice, Sync: SyncOf(r),
-		Version: l.Version, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
+	return View{Fields: l.Fields, Sync: SyncOf(r), Version: l.Version, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
 
 // Decode reads a listing item.
@@ -167,14 +164,4 @@ func ParseUpdate(body []byte) (UpdateInput, error) {
 	in.ChannelPrice, _ = o.IntPtr("channel_price", fields.OptionalNullable, 0, catalog.MaxPrice)
 	in.ExternalListingID, _ = o.StringPtr("external_listing_id", fields.OptionalNullable, externalIDRule)
 	return in, o.Err()
-}
-
-// ParseVersion reads {"expected_version": n}.
-func ParseVersion(body []byte) (int64, error) {
-	o, err := fields.Parse(body, "")
-	if err != nil {
-		return 0, err
-	}
-	v := o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	return v, o.Err()
 }

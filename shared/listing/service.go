@@ -147,8 +147,8 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		return store.Prepared[View]{}, exists()
 	}
 	now := s.Clock.Now()
-	l := Listing{ID: ids.Sortable("lst", now), VendorID: vendorID, ConnectionID: conn.ID, ProductID: p.ID, VariationID: in.VariationID,
-		ExternalListingID: in.ExternalListingID, Status: StatusDraft, ChannelPrice: in.ChannelPrice, Version: 1, CreatedAt: now, UpdatedAt: now}
+	l := Listing{Fields: Fields{ID: ids.Sortable("lst", now), VendorID: vendorID, ConnectionID: conn.ID, ProductID: p.ID, VariationID: in.VariationID,
+		ExternalListingID: in.ExternalListingID, Status: StatusDraft, ChannelPrice: in.ChannelPrice}, Version: 1, CreatedAt: now, UpdatedAt: now}
 	data, err := l.encode()
 	if err != nil {
 		return store.Prepared[View]{}, err

@@ -39,27 +39,16 @@ const (
 	MaxHold     = 24 * time.Hour
 )
 
-// Reservation is the stored record.
+// Reservation is the stored record: what the API shows of it, and where
+// its stock is.
 type Reservation struct {
-	ID              string     `json:"id"`
-	VendorID        string     `json:"vendor_id"`
-	ConnectionID    string     `json:"connection_id"`
-	InventoryItemID string     `json:"inventory_item_id"`
-	ProductID       string     `json:"product_id"`
-	Quantity        int64      `json:"quantity"`
-	Status          string     `json:"status"`
-	Owner           string     `json:"owner"`
-	Reference       *string    `json:"reference"`
-	Version         int64      `json:"version"`
-	ExpiresAt       time.Time  `json:"expires_at"`
-	CreatedAt       time.Time  `json:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-	CommittedAt     *time.Time `json:"committed_at"`
-	ReleasedAt      *time.Time `json:"released_at"`
-	ExpiredAt       *time.Time `json:"expired_at"`
-	// seq is the item's bucket number on its product.
+	Shown
+	// Seq is the item's bucket number on its product.
 	Seq int `json:"seq"`
 }
+
+// Shown is the part of the record the API shows.
+type Shown = View
 
 // View is a reservation as the API shows it.
 type View struct {
@@ -82,12 +71,7 @@ type View struct {
 }
 
 // View returns the API representation.
-func (r Reservation) View() View {
-	return View{ID: r.ID, VendorID: r.VendorID, ConnectionID: r.ConnectionID, InventoryItemID: r.InventoryItemID,
-		ProductID: r.ProductID, Quantity: r.Quantity, Status: r.Status, Owner: r.Owner, Reference: r.Reference,
-		Version: r.Version, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		CommittedAt: r.CommittedAt, ReleasedAt: r.ReleasedAt, ExpiredAt: r.ExpiredAt}
-}
+func (r Reservation) View() View { return r.Shown }
 
 // expiryPartitions lists every partition the expirer walks.
 func expiryPartitions() []string {
@@ -187,12 +171,8 @@ type VersionInput struct{ ExpectedVersion int64 }
 
 // ParseVersion reads {"expected_version": n}.
 func ParseVersion(body []byte) (VersionInput, error) {
-	o, err := fields.Parse(body, "")
-	if err != nil {
-		return VersionInput{}, err
-	}
-	v := o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	return VersionInput{ExpectedVersion: v}, o.Err()
+	v, err := fields.ParseVersion(body)
+	return VersionInput{ExpectedVersion: v}, err
 }
 
 // RenewInput is a renew body.

@@ -113,9 +113,9 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		}
 	}
 	now := s.Clock.Now()
-	r := Reservation{ID: ids.Sortable("res", now), VendorID: vendorID, ConnectionID: st.conn.ID, InventoryItemID: in.InventoryItemID,
+	r := Reservation{Shown: Shown{ID: ids.Sortable("res", now), VendorID: vendorID, ConnectionID: st.conn.ID, InventoryItemID: in.InventoryItemID,
 		ProductID: st.product.ID, Quantity: in.Quantity, Status: StatusActive, Owner: connection.Moku, Reference: in.Reference,
-		Version: 1, ExpiresAt: now.Add(in.Hold).Truncate(time.Second), CreatedAt: now, UpdatedAt: now, Seq: st.seq}
+		Version: 1, ExpiresAt: now.Add(in.Hold).Truncate(time.Second), CreatedAt: now, UpdatedAt: now}, Seq: st.seq}
 	it, err := r.item()
 	if err != nil {
 		return store.Prepared[View]{}, err

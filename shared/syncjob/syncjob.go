@@ -16,6 +16,7 @@ package syncjob
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ import (
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
-	"github.com/moku/sellerapi/shared/ids"
+
 	"github.com/moku/sellerapi/shared/jobrun"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -59,7 +60,7 @@ func DomainScope(kind string) auth.Scope {
 // first verdict, then completed (every item has a verdict) or failed (the
 // job stopped before some items).
 const (
-	StatusQueued    = "queued"
+	StatusQueued    = jobrun.StatusQueued
 	StatusRunning   = jobrun.StatusRunning
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
@@ -72,7 +73,7 @@ func Statuses() []string {
 
 // Item statuses.
 const (
-	ItemPending      = "pending"
+	ItemPending      = jobrun.Pending
 	ItemInSync       = "in_sync"
 	ItemUpdated      = "updated"
 	ItemChannelStale = "channel_stale"
@@ -122,19 +123,17 @@ type Value struct {
 
 // Item is one reported resource and its verdict.
 type Item struct {
-	Resource      Resource `json:"resource"`
-	VariationID   *string  `json:"variation_id"`
-	Status        string   `json:"status"`
-	ChannelValue  Value    `json:"channel_value"`
-	ServiceValue  *Value   `json:"service_value"`
-	ConflictID    *string  `json:"conflict_id"`
-	StockEffectID *string  `json:"stock_effect_id"`
-	Code          *string  `json:"code"`
-	Detail        *string  `json:"detail"`
+	ItemView
 	// Attempts counts tries of this item that failed for reasons of the
 	// service; after MaxAttempts the job stops.
 	Attempts int `json:"attempts"`
 }
+
+// Progress is the item's status and count of attempts.
+func (it *Item) Progress() (*string, *int) { return &it.Status, &it.Attempts }
+
+// Items are a job's items.
+type Items = jobrun.Rows[Item, *Item]
 
 // StartedBy is the credential that started a job: a token, or a store
 // plugin's pairing.
@@ -149,7 +148,7 @@ type Job struct {
 	ConnectionID string    `json:"connection_id"`
 	Kind         string    `json:"kind"`
 	StartedBy    StartedBy `json:"started_by"`
-	Items        []Item    `json:"items"`
+	Items        `json:"items"`
 }
 
 // Counts are the items per status.
@@ -194,26 +193,9 @@ type View struct {
 
 // Counts tallies the items.
 func (j Job) Counts() Counts {
-	c := Counts{Total: len(j.Items)}
-	for _, it := range j.Items {
-		switch it.Status {
-		case ItemInSync:
-			c.InSync++
-		case ItemUpdated:
-			c.Updated++
-		case ItemChannelStale:
-			c.ChannelStale++
-		case ItemConflict:
-			c.Conflicts++
-		case ItemFailed:
-			c.Failed++
-		case ItemPending:
-			c.Pending++
-		case ItemNotAttempted:
-			c.NotAttempted++
-		}
-	}
-	return c
+	n := j.Tally()
+	return Counts{Total: len(j.Items), InSync: n[ItemInSync], Updated: n[ItemUpdated], ChannelStale: n[ItemChannelStale],
+		Conflicts: n[ItemConflict], Failed: n[ItemFailed], Pending: n[ItemPending], NotAttempted: n[ItemNotAttempted]}
 }
 
 // View returns the API representation.
@@ -221,22 +203,10 @@ func (j Job) View() View {
 	v := View{ID: j.ID, VendorID: j.VendorID, ConnectionID: j.ConnectionID, Kind: j.Kind, Status: j.Status, Counts: j.Counts(),
 		Items: make([]ItemView, len(j.Items)), StartedBy: j.StartedBy, CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, CompletedAt: j.CompletedAt}
 	for i, it := range j.Items {
-		v.Items[i] = ItemView{Resource: it.Resource, VariationID: it.VariationID, Status: it.Status, ChannelValue: it.ChannelValue,
-			ServiceValue: it.ServiceValue, ConflictID: it.ConflictID, StockEffectID: it.StockEffectID, Code: it.Code, Detail: it.Detail}
+		v.Items[i] = it.ItemView
 	}
 	return v
 }
-
-// Next is the index of the first pending item, or -1.
-func (j Job) Next() int {
-	return slices.IndexFunc(j.Items, func(it Item) bool { return it.Status == ItemPending })
-}
-
-// Len is the number of items.
-func (j Job) Len() int { return len(j.Items) }
-
-// Attempts is item i's count of failed attempts.
-func (j *Job) Attempts(i int) *int { return &j.Items[i].Attempts }
 
 // Complete gives the job its final status at now and returns the
 // sync_job.completed event.
@@ -255,19 +225,22 @@ func (j Job) outcome() string {
 	return StatusCompleted
 }
 
+// Stop ends the job at item i: it and every later pending item become
+// not_attempted, naming the cause.
+func (j *Job) Stop(i int, e *errs.Error) {
+	detail := fmt.Sprintf("The job stopped at items[%d] (%s: %s); start a new job once the cause is fixed.", i, e.Code, e.Detail)
+	for k := i; k < len(j.Items); k++ {
+		if j.Items[k].Status == ItemPending {
+			j.Items[k].Status, j.Items[k].Code, j.Items[k].Detail = ItemNotAttempted, new(string(errs.CodeSyncStopped)), new(detail)
+		}
+	}
+}
+
 // Clone copies the job deeply enough to change its items.
 func (j Job) Clone() Job {
-	j.Items = slices.Clone(j.Items)
+	j.Items = j.Items.Clone()
 	return j
 }
-
-// Item encodes the job at version, expiring Retention after completion.
-func (j Job) Item(version int64) (store.Item, error) {
-	return j.Header.Encode(j, datamodel.SyncJobKey(j.VendorID, j.ID), version, Retention)
-}
-
-// Decode reads a job item.
-func Decode(it store.Item) (Job, error) { return jobrun.Decode[Job](it) }
 
 var (
 	kindRule    = fields.StringRule{OneOf: Kinds()}
@@ -313,8 +286,6 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "sync job not found") }
-
 func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs could not be read") }
 
 // PrepareCreate checks a submission against its connection and builds the
@@ -329,14 +300,12 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedB
 	if err := Admissible(c, sub.Kind); err != nil {
 		return store.Prepared[View]{}, err
 	}
-	now := s.Clock.Now()
-	j := Job{Header: jobrun.Header{ID: ids.Sortable(IDPrefix, now), VendorID: vendorID, Status: StatusQueued, CreatedAt: now}, ConnectionID: c.ID, Kind: sub.Kind,
-		StartedBy: by, Items: slices.Clone(sub.Items)}
-	it, err := j.Item(1)
+	j := Job{Header: kind.Header(vendorID, s.Clock.Now()), ConnectionID: c.ID, Kind: sub.Kind, StartedBy: by, Items: slices.Clone(sub.Items)}
+	put, err := kind.Insert(j.Header, j)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}
-	ops := []store.Op{store.Put(it, store.IfAbsent()), store.Check(datamodel.ConnectionKey(vendorID, c.ID), store.IfVersion(c.Version))}
+	ops := []store.Op{put, store.Check(datamodel.ConnectionKey(vendorID, c.ID), store.IfVersion(c.Version))}
 	lost := func(*store.ConditionError) error {
 		return idempotency.Retry(errs.E(errs.CodeConflict, "the connection changed while the sync job was stored; retry"))
 	}
@@ -356,23 +325,15 @@ func Admissible(c connection.Connection, kind string) error {
 	return nil
 }
 
-// Load reads a job and its stored version.
-func Load(ctx context.Context, st store.Store, vendorID, id string) (Job, int64, error) {
-	if !ids.Issued(IDPrefix, id) {
-		return Job{}, 0, notFound()
-	}
-	return jobrun.Load[Job](ctx, st, datamodel.SyncJobKey(vendorID, id), notFound(), "sync job")
-}
-
 // Get reads a sync job; a non-empty connectionID hides the jobs of other
 // connections (the plugin sees its own only).
 func (s Service) Get(ctx context.Context, vendorID, connectionID, id string) (View, error) {
-	j, _, err := Load(ctx, s.Store, vendorID, id)
+	j, _, err := jobrun.Load[Job](ctx, s.Store, kind, vendorID, id)
 	if err != nil {
 		return View{}, err
 	}
 	if connectionID != "" && j.ConnectionID != connectionID {
-		return View{}, notFound()
+		return View{}, kind.NotFound()
 	}
 	return j.View(), nil
 }
@@ -390,7 +351,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	if after != "" && !strings.HasPrefix(after, datamodel.SyncJobPrefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SyncJobKey(vendorID, "").PK, Prefix: datamodel.SyncJobPrefix, After: after}, limit, Decode, f.keep)
+	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SyncJobKey(vendorID, "").PK, Prefix: datamodel.SyncJobPrefix, After: after}, limit, jobrun.Decode[Job], f.keep)
 	if err != nil {
 		return nil, "", false, unavailable(err)
 	}

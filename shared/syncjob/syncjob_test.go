@@ -41,11 +41,14 @@ func TestParseKinds(t *testing.T) {
 }
 
 func TestCountsAndOutcome(t *testing.T) {
-	j := Job{Items: []Item{{Status: ItemInSync}, {Status: ItemUpdated}, {Status: ItemConflict}, {Status: ItemFailed}, {Status: ItemChannelStale}}}
+	var j Job
+	for _, st := range []string{ItemInSync, ItemUpdated, ItemConflict, ItemFailed, ItemChannelStale} {
+		j.Items = append(j.Items, Item{ItemView: ItemView{Status: st}})
+	}
 	if c := j.Counts(); c != (Counts{Total: 5, InSync: 1, Updated: 1, Conflicts: 1, Failed: 1, ChannelStale: 1}) || j.outcome() != StatusCompleted {
 		t.Fatalf("%+v %s", c, j.outcome())
 	}
-	j.Items = append(j.Items, Item{Status: ItemNotAttempted})
+	j.Items = append(j.Items, Item{ItemView: ItemView{Status: ItemNotAttempted}})
 	if j.outcome() != StatusFailed {
 		t.Fatal("a stopped job completed")
 	}

@@ -44,6 +44,10 @@ type Message struct {
 // Job names the message's job.
 func (m Message) Job() (vendorID, id string) { return m.VendorID, m.ID }
 
+// kind is how sync jobs are named, stored and queued.
+var kind = jobrun.Kind{Name: "sync job", IDPrefix: IDPrefix, Key: datamodel.SyncJobKey, Retention: Retention,
+	Queue: queue.SyncJobs, Parse: jobstart.Parse[Message]}
+
 // Rule starts a job: the insert of a job item makes one message.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 	return jobstart.Rule(c, datamodel.SyncJobPrefix, queue.SyncJobs, func(vendorID, id string) jobstart.Message {
@@ -55,14 +59,10 @@ func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 type Worker struct {
 	Store     store.Store
 	Clock     clock.Clock
-	Auth      auth.Service
 	Pairings  pairing.Service
 	Inventory inventory.Service
 	Conflicts conflict.Service
-	Log       *slog.Logger
-	// Queue, when set, takes the job's continuation after a failed
-	// attempt; without it the message itself is retried.
-	Queue queue.Sender
+	jobs      jobrun.Runner[Job, *Job]
 }
 
 // NewWorker builds a worker over st, sending continuations to q (may be nil).
@@ -70,30 +70,24 @@ func NewWorker(st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	conns := connection.Service{Store: st, Clock: c}
-	return Worker{
+	w := Worker{
 		Store:     st,
 		Clock:     c,
-		Auth:      auth.Service{Store: st, Clock: c},
-		Pairings:  pairing.Service{Store: st, Clock: c, Connections: conns},
+		Pairings:  pairing.Service{Store: st, Clock: c, Connections: connection.Service{Store: st, Clock: c}},
 		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
 		Conflicts: conflict.Service{Store: st, Clock: c},
-		Log:       log,
-		Queue:     q,
 	}
+	w.jobs = jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, MaxAttempts: MaxAttempts,
+		Exhausted: func(n int) error {
+			return errs.Ef(errs.CodeServiceUnavailable, "the item could not be decided after %d attempts", n)
+		},
+		Recheck: w.recheck(auth.Service{Store: st, Clock: c})}
+	return w
 }
 
 // errRace says the state an item was decided on moved before its write:
 // decide it again.
 var errRace = errors.New("syncjob: the state moved; decide again")
-
-// jobs is the runner of sync jobs.
-func (w Worker) jobs() jobrun.Runner[Job, *Job] {
-	return jobrun.Runner[Job, *Job]{Store: w.Store, Clock: w.Clock, Log: w.Log, Queue: w.Queue, QueueName: queue.SyncJobs,
-		Load: func(ctx context.Context, vendorID, id string) (Job, int64, error) {
-			return Load(ctx, w.Store, vendorID, id)
-		}}
-}
 
 // progress is a job as the worker last read or wrote it.
 type progress = jobrun.State[Job]
@@ -103,27 +97,13 @@ type progress = jobrun.State[Job]
 // of the service: the attempt is counted on the job and the job goes on
 // after a backoff (see jobrun.Runner.Handle).
 func (w Worker) Handle(ctx context.Context, m queue.Message) error {
-	vendorID, id, err := jobstart.Parse[Message](m)
-	if err != nil {
-		return fmt.Errorf("syncjob: %w", err)
-	}
-	return w.jobs().Handle(ctx, m.Body, vendorID, id, w.step)
+	return w.jobs.Handle(ctx, m, w.step)
 }
 
-// step settles item i: re-verify the credential, then decide the item on
-// the current state and write the verdict with what it changes, again
-// while the state moves under it.
+// step settles item i once the runner rechecked the credential: decide
+// the item on the current state and write the verdict with what it
+// changes, again while the state moves under it.
 func (w Worker) step(ctx context.Context, s *progress, i int) error {
-	j := &s.Job
-	if n := j.Items[i].Attempts; n >= MaxAttempts {
-		return w.stop(ctx, s, i, errs.Ef(errs.CodeServiceUnavailable, "the item could not be decided after %d attempts", n))
-	}
-	if err := w.recheck(ctx, *j); err != nil {
-		if jobrun.Transient(err) {
-			return w.jobs().Retry(ctx, s, i, err)
-		}
-		return w.stop(ctx, s, i, err)
-	}
 	var err error
 	for race := 0; race < MaxRaces; race++ {
 		err = w.settle(ctx, s, i)
@@ -131,28 +111,30 @@ func (w Worker) step(ctx context.Context, s *progress, i int) error {
 			return err
 		}
 	}
-	return w.jobs().Retry(ctx, s, i, err)
+	return w.jobs.Retry(ctx, s, i, err)
 }
 
 // recheck verifies the job's original credential again. A token must be
 // valid, unexpired, unrevoked, hold both scopes and still be the vendor
 // owner's; a store plugin's pairing must still pass the operational gate
 // for the job's connection.
-func (w Worker) recheck(ctx context.Context, j Job) error {
-	if j.StartedBy.Type == StartedByPairing {
-		connID, err := w.Pairings.AuthorizeOperationalWrite(ctx, pairing.Principal{PairingID: j.StartedBy.ID, VendorID: j.VendorID})
-		if err != nil {
-			return err
+func (w Worker) recheck(tokens auth.Service) func(context.Context, Job) error {
+	return func(ctx context.Context, j Job) error {
+		if j.StartedBy.Type == StartedByPairing {
+			connID, err := w.Pairings.AuthorizeOperationalWrite(ctx, pairing.Principal{PairingID: j.StartedBy.ID, VendorID: j.VendorID})
+			if err != nil {
+				return err
+			}
+			if connID != j.ConnectionID {
+				return errs.E(errs.CodePairingNotActive, "the pairing no longer acts for the job's connection")
+			}
+			return nil
 		}
-		if connID != j.ConnectionID {
-			return errs.E(errs.CodePairingNotActive, "the pairing no longer acts for the job's connection")
-		}
-		return nil
+		// The scopes the job was admitted with, the domain's included: a
+		// token that lost inventory.write (or products.write) meanwhile stops
+		// the job.
+		return tokens.RecheckFor(ctx, j.VendorID, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite, DomainScope(j.Kind))
 	}
-	// The scopes the job was admitted with, the domain's included: a
-	// token that lost inventory.write (or products.write) meanwhile stops
-	// the job.
-	return w.Auth.RecheckFor(ctx, j.VendorID, j.StartedBy.ID, auth.JobsWrite, auth.ConnectionsWrite, DomainScope(j.Kind))
 }
 
 // settle decides item i on the state as it is now and writes the verdict.
@@ -192,11 +174,11 @@ func (w Worker) undecided(ctx context.Context, s *progress, i int, err error) er
 	var stop stopping
 	switch {
 	case errors.As(err, &stop):
-		return w.stop(ctx, s, i, stop.err)
+		return w.jobs.Stop(ctx, s, i, stop.err)
 	case errors.Is(err, errRace):
 		return err
 	}
-	return w.jobs().Retry(ctx, s, i, err)
+	return w.jobs.Retry(ctx, s, i, err)
 }
 
 // decision is an item's verdict, before it is written.
@@ -220,7 +202,7 @@ func (w Worker) decided(ctx context.Context, s *progress, batch []decision) erro
 		// The state moved between the batch's reads.
 		return errRace
 	}
-	err := w.jobs().Write(ctx, s, func(n *Job) {
+	err := w.jobs.Write(ctx, s, func(n *Job) {
 		for _, d := range batch {
 			d.v.apply(&n.Items[d.i])
 		}
@@ -234,20 +216,5 @@ func (w Worker) decided(ctx context.Context, s *progress, batch []decision) erro
 	// The transaction failed without a verdict: it either committed or
 	// not, effects and verdicts together; the conditioned count of the
 	// attempt tells which (a committed one moved the job's version).
-	return w.jobs().Retry(ctx, s, batch[0].i, err)
-}
-
-// stop ends the job at item i: it and every later item become
-// not_attempted, naming the cause. Earlier verdicts and effects stay.
-func (w Worker) stop(ctx context.Context, s *progress, i int, cause error) error {
-	j, e := s.Job, errs.As(cause)
-	w.Log.WarnContext(ctx, "sync job stopped", "vendor_id", j.VendorID, "sync_job_id", j.ID, "item", i, "code", e.Code, "error", cause)
-	detail := fmt.Sprintf("The job stopped at items[%d] (%s: %s); start a new job once the cause is fixed.", i, e.Code, e.Detail)
-	return w.jobs().Write(ctx, s, func(n *Job) {
-		for k := i; k < len(n.Items); k++ {
-			if n.Items[k].Status == ItemPending {
-				n.Items[k].Status, n.Items[k].Code, n.Items[k].Detail = ItemNotAttempted, new(string(errs.CodeSyncStopped)), new(detail)
-			}
-		}
-	}, nil)
+	return w.jobs.Retry(ctx, s, batch[0].i, err)
 }

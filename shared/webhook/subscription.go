@@ -53,18 +53,8 @@ const (
 // kept with it (the signature needs it) and shown only on creation and
 // rotation.
 type Subscription struct {
-	ID             string     `json:"id"`
-	VendorID       string     `json:"vendor_id"`
-	URL            string     `json:"url"`
-	EventTypes     []string   `json:"event_types"`
-	Description    *string    `json:"description"`
-	Status         string     `json:"status"`
-	DisabledReason *string    `json:"disabled_reason"`
-	DisabledAt     *time.Time `json:"disabled_at"`
-	Version        int64      `json:"version"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	Secret         string     `json:"secret"`
+	Shown
+	Secret string `json:"secret"`
 	// Successes counts successful deliveries (a numeric attribute of the
 	// item, moved atomically by the workers); the disable policy compares
 	// it with its value when a failing delivery began.
@@ -86,6 +76,9 @@ type View struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 }
 
+// Shown is the part of a subscription the API shows.
+type Shown = View
+
 // WithSecret is the view shown on creation and rotation.
 type WithSecret struct {
 	View
@@ -93,11 +86,7 @@ type WithSecret struct {
 }
 
 // View returns the public fields.
-func (s Subscription) View() View {
-	return View{ID: s.ID, VendorID: s.VendorID, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
-		Status: s.Status, DisabledReason: s.DisabledReason, DisabledAt: s.DisabledAt, Version: s.Version,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
-}
+func (s Subscription) View() View { return s.Shown }
 
 // Matches reports whether the subscription wants events of typ.
 func (s Subscription) Matches(typ string) bool {
@@ -218,8 +207,8 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.LT, Value: MaxSubscriptions}}})
 	}
 	now := s.Clock.Now()
-	sub := Subscription{ID: ids.Sortable("whsub", now), VendorID: vendorID, URL: in.URL, EventTypes: in.EventTypes,
-		Description: in.Description, Status: StatusEnabled, Version: 1, CreatedAt: now, UpdatedAt: now, Secret: NewSecret()}
+	sub := Subscription{Shown: Shown{ID: ids.Sortable("whsub", now), VendorID: vendorID, URL: in.URL, EventTypes: in.EventTypes,
+		Description: in.Description, Status: StatusEnabled, Version: 1, CreatedAt: now, UpdatedAt: now}, Secret: NewSecret()}
 	data, err := encode(sub)
 	if err != nil {
 		return store.Prepared[WithSecret]{}, err

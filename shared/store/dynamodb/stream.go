@@ -112,6 +112,30 @@ func fromLambda(m map[string]events.DynamoDBAttributeValue) (map[string]types.At
 	return out, nil
 }
 
+// RouteRecords converts a batch of stream records (Lambda's or DynamoDB
+// Streams') in order, up to the first that does not convert, and routes
+// those changes: n is how many were routed, err the router's failure or
+// else the conversion's. The records from n on are for the next read.
+func RouteRecords[R any](ctx context.Context, recs []R, change func(R) (store.Change, error), route Route) (n int, err error) {
+	changes := make([]store.Change, 0, len(recs))
+	var cerr error
+	for _, rec := range recs {
+		c, err := change(rec)
+		if err != nil {
+			cerr = err
+			break
+		}
+		changes = append(changes, c)
+	}
+	if len(changes) > 0 {
+		n, err = route(ctx, changes)
+	}
+	if err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
 // ChangeFromStream converts a record read from DynamoDB Streams.
 func ChangeFromStream(r streamtypes.Record) (store.Change, error) {
 	if r.Dynamodb == nil {
@@ -356,23 +380,7 @@ func (r *StreamReader) pollShard(ctx context.Context, sh *shard, route Route) (i
 		}
 		break
 	}
-	changes := make([]store.Change, 0, len(out.Records))
-	var cerr error
-	for _, rec := range out.Records {
-		c, err := ChangeFromStream(rec)
-		if err != nil {
-			cerr = err
-			break
-		}
-		changes = append(changes, c)
-	}
-	n, err := 0, error(nil)
-	if len(changes) > 0 {
-		n, err = route(ctx, changes)
-	}
-	if err == nil && cerr != nil {
-		err = cerr
-	}
+	n, err := RouteRecords(ctx, out.Records, ChangeFromStream, route)
 	if n > 0 {
 		sh.after, sh.at = seqOf(out.Records[n-1]), ""
 	}
