@@ -16,6 +16,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/pipeline"
+	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/queue/sqlitequeue"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
@@ -59,6 +60,9 @@ func Local(st *sqlite.Store, c clock.Clock) (app.Local, error) {
 		return app.Local{}, fmt.Errorf("embedded: queue: %w", err)
 	}
 	st.CloseWith(q)
+	// Webhook deliveries are hints the contract lets be lost; the jobs,
+	// replays and seller-order projections the other queues carry are not.
+	q.Durable = func(name string) bool { return name != queue.WebhookDeliveries }
 	// Messages queued by a server from before the queue had its own file.
 	if _, err := q.Adopt(context.Background(), st.DB()); err != nil {
 		return app.Local{}, fmt.Errorf("embedded: queue: %w", err)

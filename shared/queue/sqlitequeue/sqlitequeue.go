@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go driver
@@ -43,10 +44,22 @@ type Queue struct {
 	// the wait for the file's write lock hundreds of milliseconds under
 	// load.
 	writes chan struct{}
+	// synced is the connection that commits durable sends (Durable), with
+	// synchronous=FULL; nil on New's shared database. syncedCommits counts
+	// its commits.
+	synced        *sql.Conn
+	syncedCommits atomic.Int64
 	// Visibility is how long a received message stays hidden.
 	Visibility time.Duration
 	// MaxReceives is how many receives a message gets before it is dead.
 	MaxReceives int
+	// Durable names the queues whose sends must outlive a power loss or an
+	// OS crash, not only a crash of the process: a batch with a message
+	// for one of them is committed with an fsync of the file (Open's
+	// queues only). The file is otherwise synchronous=NORMAL, like the
+	// store's, so its last commits can be lost with the machine while the
+	// change router's cursor, in the store's file, is already past them.
+	Durable func(queue string) bool
 }
 
 // New prepares the queue tables in db.
@@ -66,14 +79,23 @@ func Open(path string, now func() time.Time) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitequeue: open %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
+	// Four for the queue's work, one held for durable sends.
+	db.SetMaxOpenConns(5)
+	db.SetMaxIdleConns(5)
 	q, err := New(db, now)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	q.own = true
+	ctx := context.Background()
+	if q.synced, err = db.Conn(ctx); err == nil {
+		_, err = q.synced.ExecContext(ctx, `PRAGMA synchronous = FULL`)
+	}
+	if err != nil {
+		q.Close()
+		return nil, fmt.Errorf("sqlitequeue: open %s: durable sends: %w", path, err)
+	}
 	return q, nil
 }
 
@@ -82,7 +104,11 @@ func (q *Queue) Close() error {
 	if !q.own {
 		return nil
 	}
-	return q.db.Close()
+	var err error
+	if q.synced != nil {
+		err = q.synced.Close()
+	}
+	return errors.Join(err, q.db.Close())
 }
 
 // Adopt moves into q the messages that from holds in a queue table of its
@@ -144,13 +170,26 @@ func (q *Queue) Adopt(ctx context.Context, from *sql.DB) (int, error) {
 // write runs f in a write transaction, in turn with the queue's other
 // writes.
 func (q *Queue) write(ctx context.Context, f func(tx *sql.Tx) error) error {
+	return q.writeOn(ctx, false, f)
+}
+
+// writeOn is write; a durable one commits on the synchronous=FULL
+// connection, whose commit syncs the write-ahead log (and so every commit
+// before it) to disk.
+func (q *Queue) writeOn(ctx context.Context, durable bool, f func(tx *sql.Tx) error) error {
 	select {
 	case q.writes <- struct{}{}:
 		defer func() { <-q.writes }()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	tx, err := q.db.BeginTx(ctx, nil)
+	var tx *sql.Tx
+	var err error
+	if durable {
+		tx, err = q.synced.BeginTx(ctx, nil)
+	} else {
+		tx, err = q.db.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -158,7 +197,26 @@ func (q *Queue) write(ctx context.Context, f func(tx *sql.Tx) error) error {
 	if err := f(tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if durable {
+		q.syncedCommits.Add(1)
+	}
+	return nil
+}
+
+// durable says whether a batch must be committed durably (Durable).
+func (q *Queue) durable(msgs []queue.Outgoing) bool {
+	if q.synced == nil || q.Durable == nil {
+		return false
+	}
+	for _, m := range msgs {
+		if q.Durable(m.Queue) {
+			return true
+		}
+	}
+	return false
 }
 
 // Send enqueues a message.
@@ -172,7 +230,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.Outgoing) error {
 		return nil
 	}
 	now := q.now()
-	err := q.write(ctx, func(tx *sql.Tx) error {
+	err := q.writeOn(ctx, q.durable(msgs), func(tx *sql.Tx) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO queue_messages (id, queue, body, visible_at) VALUES (?, ?, ?, ?)`)
 		if err != nil {
 			return err

@@ -208,3 +208,40 @@ func TestConcurrentWorkersHandleEachMessageOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDurableQueuesAreSynced: a batch with a message for a queue Durable
+// names is committed on the synchronous=FULL connection, so the file is
+// synced before the router's cursor moves past it; a batch for other
+// queues is not, and every message arrives either way.
+func TestDurableQueuesAreSynced(t *testing.T) {
+	ctx := context.Background()
+	q, _ := open(t)
+	q.Durable = func(name string) bool { return name == "jobs" }
+	if n, err := q.DurableSync(ctx); err != nil || n != 2 {
+		t.Fatalf("durable sends' synchronous = %d, %v; want 2 (FULL)", n, err)
+	}
+	if err := q.SendBatch(ctx, []queue.Outgoing{{Queue: "hints", Body: []byte("h")}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.DurableCommits(); n != 0 {
+		t.Fatalf("%d durable commits after a batch of hints, want 0", n)
+	}
+	err := q.SendBatch(ctx, []queue.Outgoing{{Queue: "hints", Body: []byte("h2")}, {Queue: "jobs", Body: []byte("j")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := q.DurableCommits(); n != 1 {
+		t.Fatalf("%d durable commits after a batch with a job, want 1", n)
+	}
+	if err := q.Send(ctx, "jobs", []byte("j2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.DurableCommits(); n != 2 {
+		t.Fatalf("%d durable commits after a job's send, want 2", n)
+	}
+	for name, want := range map[string]int{"hints": 2, "jobs": 2} {
+		if msgs, err := q.Receive(ctx, name, 10); err != nil || len(msgs) != want {
+			t.Fatalf("received %d from %s (%v), want %d", len(msgs), name, err, want)
+		}
+	}
+}
