@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,18 +105,18 @@ func (q *Queues) Take(name string) []Sent {
 	return took
 }
 
-var batchSeq atomic.Int64
-
 // SQSBatch wraps messages of the named queue as its event source mapping
-// hands them to the worker: one record each, received for the first time.
+// hands them to the worker: one record each, received for the first time,
+// each with a fresh random message id as SQS gives one (workers claim
+// attempts by message id, so ids must never repeat across batches).
 func SQSBatch(queueName string, msgs ...Sent) events.SQSEvent {
 	var ev events.SQSEvent
 	for _, m := range msgs {
-		n := batchSeq.Add(1)
+		id := messageID()
 		sum := md5.Sum(m.Body)
 		ev.Records = append(ev.Records, events.SQSMessage{
-			MessageId:      fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
-			ReceiptHandle:  fmt.Sprintf("rh-%d", n),
+			MessageId:      id,
+			ReceiptHandle:  "rh-" + id,
 			Body:           string(m.Body),
 			Md5OfBody:      hex.EncodeToString(sum[:]),
 			Attributes:     map[string]string{"ApproximateReceiveCount": "1"},
@@ -127,4 +126,14 @@ func SQSBatch(queueName string, msgs ...Sent) events.SQSEvent {
 		})
 	}
 	return ev
+}
+
+// messageID is a random version 4 UUID, the shape of an SQS message id.
+func messageID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
