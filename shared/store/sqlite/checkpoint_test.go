@@ -13,10 +13,16 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 )
 
-// checkpointEvery sets how many write turns pass between the store's
-// background checkpoints, and the log's limit in pages.
-func checkpointEvery(every, limit int) Option {
-	return func(s *Store) { s.checkpointEvery, s.walLimit = every, limit }
+// openCheckpointing opens a store whose background checkpoints come every
+// `every` write turns, with the log's limit in pages (0: the default).
+func openCheckpointing(t *testing.T, every, limit int) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), WithClock(clock.System{}.Now), func(s *Store) { s.checkpointEvery, s.walLimit = every, limit })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // walPages is how many pages the store's write-ahead log holds (a passive
@@ -57,11 +63,7 @@ func putN(t *testing.T, s *Store, prefix string, n int) {
 // its turn): with the background checkpointer idle, the log keeps every
 // page written.
 func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
-	s, err := Open(t.TempDir(), WithClock(clock.System{}.Now), checkpointEvery(1<<30, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openCheckpointing(t, 1<<30, 0)
 	putN(t, s, "a", 600)
 	if pages := walPages(t, s); pages < 1200 {
 		t.Fatalf("the log holds %d pages after 600 writes of 2 or more each: a commit checkpointed it", pages)
@@ -75,11 +77,7 @@ func TestCommitsLeaveCheckpointsToTheCheckpointer(t *testing.T) {
 // wake a passive checkpoint, which runs on the checkpointer's own
 // connection.
 func TestTheCheckpointerCopiesTheLogInTheBackground(t *testing.T) {
-	s, err := Open(t.TempDir(), WithClock(clock.System{}.Now), checkpointEvery(10, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openCheckpointing(t, 10, 0)
 	putN(t, s, "a", 100)
 	for i := 0; ; i++ {
 		if passive, _ := s.checkpoints.counts(); passive > 0 {
@@ -96,11 +94,7 @@ func TestTheCheckpointerCopiesTheLogInTheBackground(t *testing.T) {
 // its limit takes the writers' turn and empties the log's file; nothing
 // written is lost.
 func TestTheLogIsTruncatedPastItsLimit(t *testing.T) {
-	s, err := Open(t.TempDir(), WithClock(clock.System{}.Now), checkpointEvery(1<<30, 100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openCheckpointing(t, 1<<30, 100)
 	putN(t, s, "a", 100)
 	if err := s.checkpoints.checkpoint(context.Background()); err != nil {
 		t.Fatal(err)
@@ -126,11 +120,7 @@ func TestTheLogIsTruncatedPastItsLimit(t *testing.T) {
 // the limit the log kept every page the writers wrote, about 16,700.
 func TestTheLogStaysBoundedUnderSustainedWrites(t *testing.T) {
 	const limit = 1000
-	s, err := Open(t.TempDir(), WithClock(clock.System{}.Now), checkpointEvery(5, limit))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openCheckpointing(t, 5, limit)
 	ctx := context.Background()
 	var writers, readers sync.WaitGroup
 	var stop atomic.Bool
