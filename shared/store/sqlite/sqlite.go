@@ -65,6 +65,11 @@ type Store struct {
 	batchStmts [maxPreparedBatch + 1]*sql.Stmt
 	queryStmts map[string]*sql.Stmt
 	cache      *cache
+	// checkpoints copies the write-ahead log into the database off the
+	// writers' path (checkpoint.go); checkpointEvery and walLimit are its
+	// settings (0: its defaults).
+	checkpoints               *checkpointer
+	checkpointEvery, walLimit int
 }
 
 // Option configures Open.
@@ -88,8 +93,12 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
 	}
 	path := filepath.Join(dir, "store.db")
+	// No automatic checkpoints: SQLite would run one, with an fsync, in
+	// the commit of the writer that takes the log past 1000 pages, and
+	// every writer waiting for its turn would wait for it too; the store's
+	// checkpointer runs them beside the writers (checkpoint.go).
 	dsn := "file:" + path +
-		"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	return open(path, dsn, opts...)
 }
 
@@ -98,9 +107,10 @@ func open(path, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	// Eight for requests, one held by the cache's watch.
-	db.SetMaxOpenConns(9)
-	db.SetMaxIdleConns(9)
+	// Eight for requests, one held by the cache's watch, one by the
+	// checkpointer.
+	db.SetMaxOpenConns(10)
+	db.SetMaxIdleConns(10)
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", err)
@@ -127,6 +137,11 @@ func open(path, dsn string, opts ...Option) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if s.checkpoints, err = startCheckpoints(db, s.turn, s.checkpointEvery, s.walLimit); err != nil {
+		s.cache.close()
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	return s, nil
 }
 
@@ -136,11 +151,12 @@ func open(path, dsn string, opts ...Option) (*Store, error) {
 // 100 ms) let a writer wait hundreds of milliseconds while later ones took
 // the lock: under load the change router and the webhook worker's claims
 // waited behind the clients' writes for up to a second. Another process
-// writing the same file is still waited for by the busy handler.
+// writing the same file is still waited for by the busy handler. Each turn
+// that ends counts towards the next checkpoint.
 func (s *Store) turn(ctx context.Context) (end func(), err error) {
 	select {
 	case s.writes <- struct{}{}:
-		return func() { <-s.writes }, nil
+		return func() { <-s.writes; s.checkpoints.wrote() }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("sqlite: wait to write: %w", ctx.Err())
 	}
@@ -162,8 +178,9 @@ func (s *Store) beginWrite(ctx context.Context) (tx *sql.Tx, end func(), err err
 
 // Close closes the database, then what CloseWith handed over.
 func (s *Store) Close() error {
+	err := s.checkpoints.close()
 	s.cache.close()
-	err := s.db.Close()
+	err = errors.Join(err, s.db.Close())
 	s.closeMu.Lock()
 	also := s.also
 	s.also = nil
