@@ -55,5 +55,5 @@ func (s *Server) importExternalOrder(c *Call) error {
 }
 
 func (s *Server) externalOrderTransition(action string) func(*Call) error {
-	return transition(s.extorders.Store, "external order", "external_order_id", action, s.extorders.PrepareTransition)
+	return applyTransition(s.extorders.Store, "external order", "external_order_id", action, s.extorders.PrepareTransition)
 }

@@ -68,5 +68,5 @@ func (s *Server) updateListing(c *Call) error {
 }
 
 func (s *Server) listingTransition(action string) func(*Call) error {
-	return transition(s.listings.Store, "listing", "listing_id", action, s.listings.PrepareTransition)
+	return applyTransition(s.listings.Store, "listing", "listing_id", action, s.listings.PrepareTransition)
 }

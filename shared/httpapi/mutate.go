@@ -111,10 +111,10 @@ func apply[V any](c *Call, st store.Store, what string, prepare func(context.Con
 	}
 }
 
-// transition is the handler of a lifecycle action on the resource the
+// applyTransition is the handler of a lifecycle action on the resource the
 // path parameter param names: the body's expected_version, then the
 // service's PrepareTransition applied (apply).
-func transition[V any](st store.Store, what, param, action string, prepare func(ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[V], error)) func(*Call) error {
+func applyTransition[V any](st store.Store, what, param, action string, prepare func(ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[V], error)) func(*Call) error {
 	return func(c *Call) error {
 		_, expected, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
