@@ -60,11 +60,7 @@ type connection struct {
 func create(t *testing.T, f lt.Function) (events.APIGatewayV2HTTPResponse, connection) {
 	t.Helper()
 	resp := invoke(t, f, "connections/create-connection.json", "")
-	lt.WantStatus(t, resp, http.StatusCreated)
-	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-	c := lt.Data[connection](t, resp)
+	c := lt.Answer[connection](t, resp, http.StatusCreated)
 	want := connection{ID: c.ID, VendorID: f.Vendor.ID, Provider: "store_plugin", ExternalAccountID: "shop-4411",
 		DisplayName: "Main web store", Status: "active", Roles: serviceSource, Health: health{State: "unknown", Blockers: []string{}}, Version: 1}
 	if !strings.HasPrefix(c.ID, "conn_") || !reflect.DeepEqual(c, want) {
@@ -95,8 +91,7 @@ type authority struct {
 func wantAuthority(t *testing.T, f lt.Function, catalog string) {
 	t.Helper()
 	resp := invoke(t, f, "connections/get-authority.json", "")
-	lt.WantStatus(t, resp, http.StatusOK)
-	got := lt.Data[authority](t, resp)
+	got := lt.Answer[authority](t, resp, http.StatusOK)
 	a := got
 	want := master{Type: "moku"}
 	if catalog != "" {
@@ -121,8 +116,7 @@ func TestGetConnection(t *testing.T) {
 	f := lt.OnSQLite(t, group())
 	_, created := create(t, f)
 	resp := invoke(t, f, "connections/get-connection.json", created.ID)
-	lt.WantStatus(t, resp, http.StatusOK)
-	if got := lt.Data[connection](t, resp); !reflect.DeepEqual(got, created) {
+	if got := lt.Answer[connection](t, resp, http.StatusOK); !reflect.DeepEqual(got, created) {
 		t.Errorf("got %+v, want %+v", got, created)
 	}
 }
@@ -131,8 +125,7 @@ func TestListConnections(t *testing.T) {
 	f := lt.OnSQLite(t, group())
 	_, created := create(t, f)
 	resp := invoke(t, f, "connections/list-connections.json", "")
-	lt.WantStatus(t, resp, http.StatusOK)
-	got := lt.Data[[]connection](t, resp)
+	got := lt.Answer[[]connection](t, resp, http.StatusOK)
 	if want := []connection{created}; !reflect.DeepEqual(got, want) {
 		t.Errorf("data = %+v, want %+v", got, want)
 	}
@@ -142,7 +135,13 @@ func TestListConnections(t *testing.T) {
 // are replaced by store_catalog_source, it masters catalog and base price
 // while the service keeps the Stock Pool.
 func TestAuthority(t *testing.T) {
-	f := lt.OnSQLite(t, group())
+	wantAuthorityFollowsRoles(t, lt.OnSQLite(t, group()))
+}
+
+// wantAuthorityFollowsRoles creates a connection and wants the authority
+// before and after its roles are replaced (TestAuthority).
+func wantAuthorityFollowsRoles(t *testing.T, f lt.Function) {
+	t.Helper()
 	_, created := create(t, f)
 	wantAuthority(t, f, "")
 	wantRolesReplaced(t, f, created)
@@ -173,8 +172,7 @@ func TestReportHealth(t *testing.T) {
 	f := lt.OnSQLite(t, group())
 	_, created := create(t, f)
 	resp := invoke(t, f, "connections/report-health.json", created.ID)
-	lt.WantStatus(t, resp, http.StatusOK)
-	got := lt.Data[health](t, resp)
+	got := lt.Answer[health](t, resp, http.StatusOK)
 	at := "2026-11-22T05:12:40Z"
 	want := health{State: "healthy", LastObservedAt: &at, LastSuccessAt: &at, Blockers: []string{}}
 	if !reflect.DeepEqual(got, want) {
@@ -199,9 +197,5 @@ func TestServesItsGroup(t *testing.T) {
 // store the Lambda uses in AWS. It skips without the emulator unless
 // REQUIRE_EMULATORS=1.
 func TestDynamoDB(t *testing.T) {
-	f := lt.OnDynamoDB(t, group())
-	_, created := create(t, f)
-	wantAuthority(t, f, "")
-	wantRolesReplaced(t, f, created)
-	wantAuthority(t, f, created.ID)
+	wantAuthorityFollowsRoles(t, lt.OnDynamoDB(t, group()))
 }

@@ -35,11 +35,7 @@ type product struct {
 func create(t *testing.T, f lt.Function) (events.APIGatewayV2HTTPResponse, product) {
 	t.Helper()
 	resp := invoke(t, f, "products/create-product.json", "")
-	lt.WantStatus(t, resp, http.StatusCreated)
-	if ct := lt.Header(resp, "Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-	p := lt.Data[product](t, resp)
+	p := lt.Answer[product](t, resp, http.StatusCreated)
 	want := product{ID: p.ID, VendorID: f.Vendor.ID, Status: "draft", Revision: 1, Kind: "simple", Name: "Sample Shirt",
 		Slug: "sample-shirt", Price: 4500, ImageURLs: []string{"https://cdn.example.com/shirt.jpg"}}
 	if !strings.HasPrefix(p.ID, "prd_") || !reflect.DeepEqual(p, want) {
@@ -59,8 +55,7 @@ func TestGetProduct(t *testing.T) {
 	f := lt.OnSQLite(t, group())
 	_, created := create(t, f)
 	resp := invoke(t, f, "products/get-product.json", created.ID)
-	lt.WantStatus(t, resp, http.StatusOK)
-	if got := lt.Data[product](t, resp); !reflect.DeepEqual(got, created) {
+	if got := lt.Answer[product](t, resp, http.StatusOK); !reflect.DeepEqual(got, created) {
 		t.Errorf("got %+v, want %+v", got, created)
 	}
 }
@@ -74,8 +69,7 @@ func TestListProducts(t *testing.T) {
 func wantList(t *testing.T, f lt.Function, want ...product) {
 	t.Helper()
 	resp := invoke(t, f, "products/list-products.json", "")
-	lt.WantStatus(t, resp, http.StatusOK)
-	got := lt.Data[[]product](t, resp)
+	got := lt.Answer[[]product](t, resp, http.StatusOK)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("data = %+v, want %+v", got, want)
 	}
@@ -90,8 +84,7 @@ func TestPublishProduct(t *testing.T) {
 func wantPublished(t *testing.T, f lt.Function, created product) {
 	t.Helper()
 	resp := invoke(t, f, "products/publish-product.json", created.ID)
-	lt.WantStatus(t, resp, http.StatusOK)
-	got := lt.Data[product](t, resp)
+	got := lt.Answer[product](t, resp, http.StatusOK)
 	if got.ID != created.ID || got.Status != "published" || got.Revision != 2 {
 		t.Errorf("published %+v, want %s at status published, revision 2", got, created.ID)
 	}

@@ -9,10 +9,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -192,11 +192,7 @@ func LoadTemplate(path string) (*Template, error) {
 }
 
 func (t *Template) parse() error {
-	ids := make([]string, 0, len(t.resources))
-	for id := range t.resources {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(t.resources))
 	for _, id := range ids {
 		r := t.resources[id]
 		known, ok := played[r.Type]

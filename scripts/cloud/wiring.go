@@ -7,7 +7,8 @@ package main
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/moku/sellerapi/shared/resources"
@@ -42,19 +43,9 @@ func CheckWiring(tpl *Template) error {
 		}
 		want[w.URLEnv] = q
 	}
-	names := make([]string, 0, len(tpl.Functions))
-	for id := range tpl.Functions {
-		names = append(names, id)
-	}
-	sort.Strings(names)
-	for _, id := range names {
+	for _, id := range slices.Sorted(maps.Keys(tpl.Functions)) {
 		f := tpl.Functions[id]
-		vars := make([]string, 0, len(f.Env))
-		for k := range f.Env {
-			vars = append(vars, k)
-		}
-		sort.Strings(vars)
-		for _, k := range vars {
+		for _, k := range slices.Sorted(maps.Keys(f.Env)) {
 			if !strings.HasPrefix(k, "SELLERAPI_QUEUE_URL_") {
 				continue
 			}

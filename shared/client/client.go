@@ -30,6 +30,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/moku/sellerapi/shared/clock"
 )
 
 // Client calls the API with one bearer credential.
@@ -65,22 +67,11 @@ func WithSleep(f func(context.Context, time.Duration) error) Option {
 // New returns a client of the API at baseURL (ending in /v1) with token
 // (a personal access token mkpat_..., or a store plugin's mkdsc_...).
 func New(baseURL, token string, opts ...Option) *Client {
-	c := &Client{base: baseURL, token: token, hc: http.DefaultClient, maxRetries: 3, maxWait: time.Minute, sleep: sleepCtx}
+	c := &Client{base: baseURL, token: token, hc: http.DefaultClient, maxRetries: 3, maxWait: time.Minute, sleep: clock.Sleep}
 	for _, o := range opts {
 		o(c)
 	}
 	return c
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 type keyCtx struct{}

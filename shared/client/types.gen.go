@@ -37,23 +37,10 @@ type Connection struct {
 type ConnectionCreate struct {
 	DisplayName string `json:"display_name"`
 	// Trimmed; at most 256 characters and 256 UTF-8 bytes.
-	ExternalAccountID string                   `json:"external_account_id"`
-	Provider          ConnectionCreateProvider `json:"provider"`
-	Roles             ConnectionCreateRoles    `json:"roles"`
+	ExternalAccountID string                `json:"external_account_id"`
+	Provider          ConnectionProvider    `json:"provider"`
+	Roles             ConnectionCreateRoles `json:"roles"`
 }
-
-// ConnectionCreateProvider is #/components/schemas/ConnectionCreate/properties/provider.
-type ConnectionCreateProvider string
-
-// The values of ConnectionCreateProvider.
-const (
-	ConnectionCreateProviderStorePlugin  ConnectionCreateProvider = "store_plugin"
-	ConnectionCreateProviderMarketplaceA ConnectionCreateProvider = "marketplace_a"
-	ConnectionCreateProviderMarketplaceB ConnectionCreateProvider = "marketplace_b"
-	ConnectionCreateProviderMarketplaceC ConnectionCreateProvider = "marketplace_c"
-	ConnectionCreateProviderMarketplaceD ConnectionCreateProvider = "marketplace_d"
-	ConnectionCreateProviderMarketplaceE ConnectionCreateProvider = "marketplace_e"
-)
 
 // ConnectionCreateRoles is #/components/schemas/ConnectionCreate/properties/roles.
 //
@@ -107,7 +94,7 @@ const (
 	ConnectionHealthStateBlocked  ConnectionHealthState = "blocked"
 )
 
-// ConnectionProvider is #/components/schemas/Connection/properties/provider.
+// ConnectionProvider is #/components/schemas/ConnectionProvider.
 type ConnectionProvider string
 
 // The values of ConnectionProvider.
@@ -128,6 +115,16 @@ const (
 	ConnectionStatusActive       ConnectionStatus = "active"
 	ConnectionStatusPaused       ConnectionStatus = "paused"
 	ConnectionStatusDisconnected ConnectionStatus = "disconnected"
+)
+
+// DomainRole is #/components/schemas/DomainRole.
+type DomainRole string
+
+// The values of DomainRole.
+const (
+	DomainRoleSource      DomainRole = "source"
+	DomainRoleDestination DomainRole = "destination"
+	DomainRoleDisabled    DomainRole = "disabled"
 )
 
 // ErrorCode is #/components/schemas/ErrorCode.
@@ -386,7 +383,7 @@ type Product struct {
 	WeightKg    float64       `json:"weight_kg"`
 }
 
-// ProductBadge is #/components/schemas/Product/properties/badge.
+// ProductBadge is #/components/schemas/ProductBadge.
 type ProductBadge string
 
 // The values of ProductBadge.
@@ -409,7 +406,7 @@ const (
 // When kind is simple, options has no keys and variations no items. When kind
 // is variable, sku is null.
 type ProductCreate struct {
-	Badge *ProductCreateBadge `json:"badge,omitempty"`
+	Badge *ProductBadge `json:"badge,omitempty"`
 	// Null when the service owns base price.
 	BasePriceAuthorityConnectionID *string `json:"base_price_authority_connection_id,omitempty"`
 	// Null when the service owns Catalog.
@@ -419,7 +416,7 @@ type ProductCreate struct {
 	Description                  string              `json:"description"`
 	Features                     []string            `json:"features"`
 	ImageURLs                    []string            `json:"image_urls"`
-	Kind                         ProductCreateKind   `json:"kind"`
+	Kind                         ProductKind         `json:"kind"`
 	Name                         string              `json:"name"`
 	Options                      map[string][]string `json:"options"`
 	// When present, greater than price.
@@ -436,25 +433,7 @@ type ProductCreate struct {
 	WeightKg     float64             `json:"weight_kg"`
 }
 
-// ProductCreateBadge is #/components/schemas/ProductCreate/properties/badge.
-type ProductCreateBadge string
-
-// The values of ProductCreateBadge.
-const (
-	ProductCreateBadgeSale ProductCreateBadge = "sale"
-	ProductCreateBadgeNew  ProductCreateBadge = "new"
-)
-
-// ProductCreateKind is #/components/schemas/ProductCreate/properties/kind.
-type ProductCreateKind string
-
-// The values of ProductCreateKind.
-const (
-	ProductCreateKindSimple   ProductCreateKind = "simple"
-	ProductCreateKindVariable ProductCreateKind = "variable"
-)
-
-// ProductKind is #/components/schemas/Product/properties/kind.
+// ProductKind is #/components/schemas/ProductKind.
 type ProductKind string
 
 // The values of ProductKind.
@@ -557,32 +536,12 @@ const (
 //
 // A source role claims the domain's Authority; a destination role never does.
 type Roles struct {
-	BasePrice                RolesBasePrice                `json:"base_price"`
-	Catalog                  RolesCatalog                  `json:"catalog"`
+	BasePrice                DomainRole                    `json:"base_price"`
+	Catalog                  DomainRole                    `json:"catalog"`
 	ExternalOrderFulfillment RolesExternalOrderFulfillment `json:"external_order_fulfillment"`
-	Inventory                RolesInventory                `json:"inventory"`
+	Inventory                DomainRole                    `json:"inventory"`
 	OrderIngress             RolesOrderIngress             `json:"order_ingress"`
 }
-
-// RolesBasePrice is #/components/schemas/Roles/properties/base_price.
-type RolesBasePrice string
-
-// The values of RolesBasePrice.
-const (
-	RolesBasePriceSource      RolesBasePrice = "source"
-	RolesBasePriceDestination RolesBasePrice = "destination"
-	RolesBasePriceDisabled    RolesBasePrice = "disabled"
-)
-
-// RolesCatalog is #/components/schemas/Roles/properties/catalog.
-type RolesCatalog string
-
-// The values of RolesCatalog.
-const (
-	RolesCatalogSource      RolesCatalog = "source"
-	RolesCatalogDestination RolesCatalog = "destination"
-	RolesCatalogDisabled    RolesCatalog = "disabled"
-)
 
 // RolesExternalOrderFulfillment is #/components/schemas/Roles/properties/external_order_fulfillment.
 type RolesExternalOrderFulfillment string
@@ -591,16 +550,6 @@ type RolesExternalOrderFulfillment string
 const (
 	RolesExternalOrderFulfillmentMoku    RolesExternalOrderFulfillment = "moku"
 	RolesExternalOrderFulfillmentChannel RolesExternalOrderFulfillment = "channel"
-)
-
-// RolesInventory is #/components/schemas/Roles/properties/inventory.
-type RolesInventory string
-
-// The values of RolesInventory.
-const (
-	RolesInventorySource      RolesInventory = "source"
-	RolesInventoryDestination RolesInventory = "destination"
-	RolesInventoryDisabled    RolesInventory = "disabled"
 )
 
 // RolesOrderIngress is #/components/schemas/Roles/properties/order_ingress.
@@ -697,7 +646,7 @@ type WebhookSubscriptionCreate struct {
 	URL string `json:"url"`
 }
 
-// WebhookSubscriptionDisabledReason is #/components/schemas/WebhookSubscription/properties/disabled_reason.
+// WebhookSubscriptionDisabledReason is #/components/schemas/WebhookSubscriptionDisabledReason.
 type WebhookSubscriptionDisabledReason string
 
 // The values of WebhookSubscriptionDisabledReason.
@@ -706,7 +655,7 @@ const (
 	WebhookSubscriptionDisabledReasonDeliveriesFailing WebhookSubscriptionDisabledReason = "deliveries_failing"
 )
 
-// WebhookSubscriptionStatus is #/components/schemas/WebhookSubscription/properties/status.
+// WebhookSubscriptionStatus is #/components/schemas/WebhookSubscriptionStatus.
 type WebhookSubscriptionStatus string
 
 // The values of WebhookSubscriptionStatus.
@@ -725,7 +674,7 @@ type WebhookSubscriptionWithSecret struct {
 	DisabledAt  *time.Time `json:"disabled_at"`
 	// Why the subscription is disabled: by the vendor, or because deliveries
 	// kept failing; null while enabled.
-	DisabledReason *WebhookSubscriptionWithSecretDisabledReason `json:"disabled_reason"`
+	DisabledReason *WebhookSubscriptionDisabledReason `json:"disabled_reason"`
 	// Event types to receive: specific types, or "*" alone for every type
 	// (including types added later).
 	EventTypes []string `json:"event_types"`
@@ -738,8 +687,8 @@ type WebhookSubscriptionWithSecret struct {
 	// subscription when one delivery has failed for 3 days and no delivery to
 	// it succeeded meanwhile (event webhook_subscription.disabled); PATCH
 	// status enabled re-enables it.
-	Status    WebhookSubscriptionWithSecretStatus `json:"status"`
-	UpdatedAt time.Time                           `json:"updated_at"`
+	Status    WebhookSubscriptionStatus `json:"status"`
+	UpdatedAt time.Time                 `json:"updated_at"`
 	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
 	// name or a canonical public IP literal; no user info, no fragment.
 	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
@@ -752,21 +701,3 @@ type WebhookSubscriptionWithSecret struct {
 	// Used as expected_version on PATCH.
 	Version int64 `json:"version"`
 }
-
-// WebhookSubscriptionWithSecretDisabledReason is #/components/schemas/WebhookSubscriptionWithSecret/properties/disabled_reason.
-type WebhookSubscriptionWithSecretDisabledReason string
-
-// The values of WebhookSubscriptionWithSecretDisabledReason.
-const (
-	WebhookSubscriptionWithSecretDisabledReasonVendor            WebhookSubscriptionWithSecretDisabledReason = "vendor"
-	WebhookSubscriptionWithSecretDisabledReasonDeliveriesFailing WebhookSubscriptionWithSecretDisabledReason = "deliveries_failing"
-)
-
-// WebhookSubscriptionWithSecretStatus is #/components/schemas/WebhookSubscriptionWithSecret/properties/status.
-type WebhookSubscriptionWithSecretStatus string
-
-// The values of WebhookSubscriptionWithSecretStatus.
-const (
-	WebhookSubscriptionWithSecretStatusEnabled  WebhookSubscriptionWithSecretStatus = "enabled"
-	WebhookSubscriptionWithSecretStatusDisabled WebhookSubscriptionWithSecretStatus = "disabled"
-)

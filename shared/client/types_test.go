@@ -190,11 +190,11 @@ func typesMatchTheServer(t *testing.T, kind apitest.StoreKind) {
 	_, err = c.GetVendor(ctx, v)
 	must(err)
 	in := shirt("typed-shirt")
-	in.Badge, in.OriginalPrice, in.SKU, in.Tags = new(client.ProductCreateBadgeSale), new(int64(5000)), new("SHIRT-1"), []string{"linen"}
+	in.Badge, in.OriginalPrice, in.SKU, in.Tags = new(client.ProductBadgeSale), new(int64(5000)), new("SHIRT-1"), []string{"linen"}
 	p, _, err := c.CreateProduct(ctx, v, in)
 	must(err)
 	variable := shirt("typed-variable")
-	variable.Kind, variable.Options = client.ProductCreateKindVariable, map[string][]string{"size": {"S", "M"}}
+	variable.Kind, variable.Options = client.ProductKindVariable, map[string][]string{"size": {"S", "M"}}
 	variable.Variations = []client.NewVariationInput{{Options: map[string]string{"size": "S"}, Price: 4500},
 		{Options: map[string]string{"size": "M"}, Price: 4700, SKU: new("SHIRT-M")}}
 	if _, _, err := c.CreateProduct(ctx, v, variable); err != nil {
@@ -222,11 +222,11 @@ func typesMatchTheServer(t *testing.T, kind apitest.StoreKind) {
 
 	var roles client.ConnectionCreateRoles
 	must(roles.FromRolePreset(client.RolePresetServiceSource))
-	conn, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: client.ConnectionCreateProviderStorePlugin, ExternalAccountID: "shop-1", DisplayName: "Web store", Roles: roles})
+	conn, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: client.ConnectionProviderStorePlugin, ExternalAccountID: "shop-1", DisplayName: "Web store", Roles: roles})
 	must(err)
 	must(roles.FromRoles(client.Roles{Catalog: "destination", BasePrice: "destination", Inventory: "destination", OrderIngress: "disabled", ExternalOrderFulfillment: "moku"}))
 	other, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "acct-1", DisplayName: "Marketplace", Roles: roles})
-	if err != nil || other.Roles.Catalog != client.RolesCatalogDestination {
+	if err != nil || other.Roles.Catalog != client.DomainRoleDestination {
 		t.Fatalf("roles sent as a Roles value: %+v %v", other.Roles, err)
 	}
 	if _, err := c.TransitionConnection(ctx, v, other.ID, "pause", other.Version); err != nil {

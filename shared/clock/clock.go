@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -17,6 +18,20 @@ type System struct{}
 
 // Now returns the current UTC time.
 func (System) Now() time.Time { return time.Now().UTC() }
+
+// Sleep waits d on the wall clock, or less if ctx is done first, when it
+// returns ctx's error: the pause of a retry loop (the clients' backoffs),
+// which no test clock moves.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // Fake is a clock that only moves when told to; safe for concurrent use.
 type Fake struct {

@@ -156,12 +156,7 @@ func (c Conflict) item() (store.Item, error) {
 
 // Decode reads a conflict item.
 func Decode(it store.Item) (Conflict, error) {
-	var c Conflict
-	if err := json.Unmarshal(it.Data, &c); err != nil {
-		return Conflict{}, fmt.Errorf("conflict: decode %s: %w", it.SK, err)
-	}
-	c.Version = it.Version
-	return c, nil
+	return store.Unmarshal(it, "conflict", func(c *Conflict) *int64 { return &c.Version })
 }
 
 // openEntry is the document of an open-index item.

@@ -154,11 +154,10 @@ func (c Connection) View(h Health) View {
 
 // Decode reads a connection item.
 func Decode(it store.Item) (Connection, error) {
-	var c Connection
-	if err := json.Unmarshal(it.Data, &c); err != nil {
-		return Connection{}, fmt.Errorf("connection: decode %s: %w", it.SK, err)
+	c, err := store.Unmarshal(it, "connection", func(c *Connection) *int64 { return &c.Version })
+	if err != nil {
+		return Connection{}, err
 	}
-	c.Version = it.Version
 	c.Counters = Counters{ActiveListings: it.Nums[datamodel.ActiveListingsAttr], ActiveReservations: it.Nums[datamodel.ActiveReservationsAttr],
 		UnresolvedExternalOrders: it.Nums[datamodel.UnresolvedOrdersAttr], ActiveChannelFulfillment: it.Nums[datamodel.ChannelFulfillmentsAttr],
 		OpenConflicts: it.Nums[datamodel.OpenConflictsAttr]}

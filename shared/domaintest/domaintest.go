@@ -198,10 +198,10 @@ func Walk[T any](t testing.TB, list func(after string) ([]T, string, bool, error
 }
 
 // Race runs do(0) … do(n-1) at once from n goroutines and returns their
-// errors in the order of i: the shape of every test of concurrent writers
-// against the real store.
-func Race(n int, do func(i int) error) []error {
-	out := make([]error, n)
+// results (errors, responses) in the order of i: the shape of every test
+// of concurrent writers against the real store.
+func Race[T any](n int, do func(i int) T) []T {
+	out := make([]T, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)

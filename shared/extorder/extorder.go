@@ -107,12 +107,7 @@ type keyEntry struct {
 
 // Decode reads an order item.
 func Decode(it store.Item) (Order, error) {
-	var o Order
-	if err := json.Unmarshal(it.Data, &o); err != nil {
-		return Order{}, fmt.Errorf("extorder: decode %s: %w", it.SK, err)
-	}
-	o.Version = it.Version
-	return o, nil
+	return store.Unmarshal(it, "extorder", func(o *Order) *int64 { return &o.Version })
 }
 
 func (o Order) item() (store.Item, error) {

@@ -45,11 +45,7 @@ func (s *Server) getConflict(c *Call) error {
 // repeat fail instead of closing twice, so no Idempotency-Key is needed.
 func (s *Server) closeConflict(status string) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		in, err := conflict.ParseClosing(body)
+		_, in, err := parsed(c, 0, conflict.ParseClosing)
 		if err != nil {
 			return err
 		}

@@ -1,15 +1,12 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
-	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
-	"github.com/moku/sellerapi/shared/store"
 )
 
 // ExternalOrders is the External orders group; orders hold and move stock
@@ -58,13 +55,5 @@ func (s *Server) importExternalOrder(c *Call) error {
 }
 
 func (s *Server) externalOrderTransition(action string) func(*Call) error {
-	return func(c *Call) error {
-		_, expected, err := parsed(c, 0, fields.ParseVersion)
-		if err != nil {
-			return err
-		}
-		return apply(c, s.extorders.Store, "external order", func(ctx context.Context) (store.Prepared[extorder.View], error) {
-			return s.extorders.PrepareTransition(ctx, c.Principal.Vendor.ID, c.R.PathValue("external_order_id"), action, expected)
-		})
-	}
+	return applyTransition(s.extorders.Store, "external order", "external_order_id", action, s.extorders.PrepareTransition)
 }

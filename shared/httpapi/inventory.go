@@ -54,11 +54,7 @@ func (s *Server) getInventoryItem(c *Call) error {
 }
 
 func (s *Server) adjustInventory(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	a, err := inventory.ParseAdjustment(body)
+	body, a, err := parsed(c, 0, inventory.ParseAdjustment)
 	if err != nil {
 		return err
 	}

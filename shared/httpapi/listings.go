@@ -6,7 +6,6 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
-	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/store"
@@ -69,13 +68,5 @@ func (s *Server) updateListing(c *Call) error {
 }
 
 func (s *Server) listingTransition(action string) func(*Call) error {
-	return func(c *Call) error {
-		_, v, err := parsed(c, 0, fields.ParseVersion)
-		if err != nil {
-			return err
-		}
-		return apply(c, s.listings.Store, "listing", func(ctx context.Context) (store.Prepared[listing.View], error) {
-			return s.listings.PrepareTransition(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), action, v)
-		})
-	}
+	return applyTransition(s.listings.Store, "listing", "listing_id", action, s.listings.PrepareTransition)
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -107,5 +108,20 @@ func apply[V any](c *Call, st store.Store, what string, prepare func(context.Con
 		if err := idempotency.Pause(c.Ctx, attempt); err != nil {
 			return errs.Unavailablef(err, "the %s could not be stored", what)
 		}
+	}
+}
+
+// applyTransition is the handler of a lifecycle action on the resource the
+// path parameter param names: the body's expected_version, then the
+// service's PrepareTransition applied (apply).
+func applyTransition[V any](st store.Store, what, param, action string, prepare func(ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[V], error)) func(*Call) error {
+	return func(c *Call) error {
+		_, expected, err := parsed(c, 0, fields.ParseVersion)
+		if err != nil {
+			return err
+		}
+		return apply(c, st, what, func(ctx context.Context) (store.Prepared[V], error) {
+			return prepare(ctx, c.Principal.Vendor.ID, c.R.PathValue(param), action, expected)
+		})
 	}
 }

@@ -51,11 +51,7 @@ func (s *Server) getProduct(c *Call) error {
 }
 
 func (s *Server) createProduct(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := catalog.ParseCreate(body)
+	body, in, err := parsed(c, 0, catalog.ParseCreate)
 	if err != nil {
 		return err
 	}
@@ -69,11 +65,7 @@ func (s *Server) createProduct(c *Call) error {
 }
 
 func (s *Server) updateProduct(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := catalog.ParseUpdate(body)
+	_, in, err := parsed(c, 0, catalog.ParseUpdate)
 	if err != nil {
 		return err
 	}
@@ -86,11 +78,7 @@ func (s *Server) updateProduct(c *Call) error {
 
 func (s *Server) transition(action string) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		t, err := catalog.ParseTransition(body)
+		_, t, err := parsed(c, 0, catalog.ParseTransition)
 		if err != nil {
 			return err
 		}

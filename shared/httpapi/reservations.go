@@ -54,11 +54,7 @@ func (c *Call) mutateReservation(operation string, status int, body []byte, prep
 }
 
 func (s *Server) createReservation(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := reservation.ParseCreate(body)
+	body, in, err := parsed(c, 0, reservation.ParseCreate)
 	if err != nil {
 		return err
 	}
@@ -68,11 +64,7 @@ func (s *Server) createReservation(c *Call) error {
 }
 
 func (s *Server) renewReservation(c *Call) error {
-	body, err := c.Body(0)
-	if err != nil {
-		return err
-	}
-	in, err := reservation.ParseRenew(body)
+	body, in, err := parsed(c, 0, reservation.ParseRenew)
 	if err != nil {
 		return err
 	}
@@ -85,11 +77,7 @@ type settleFunc = func(context.Context, string, string, reservation.VersionInput
 
 func (s *Server) settleReservation(operation string, settle settleFunc) func(*Call) error {
 	return func(c *Call) error {
-		body, err := c.Body(0)
-		if err != nil {
-			return err
-		}
-		in, err := reservation.ParseVersion(body)
+		body, in, err := parsed(c, 0, reservation.ParseVersion)
 		if err != nil {
 			return err
 		}

@@ -172,14 +172,7 @@ func Retry(err error) error { return retryError{err} }
 // contenders that lost together spread out instead of colliding again.
 func Pause(ctx context.Context, attempt int) error {
 	d := 2 * time.Millisecond << min(attempt-1, 4)
-	t := time.NewTimer(d/4 + rand.N(d))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return clock.Sleep(ctx, d/4+rand.N(d))
 }
 
 // run is one attempt of Run; last says no retry follows it.

@@ -99,12 +99,7 @@ func (l Listing) View(r connection.Roles) View {
 
 // Decode reads a listing item.
 func Decode(it store.Item) (Listing, error) {
-	var l Listing
-	if err := json.Unmarshal(it.Data, &l); err != nil {
-		return Listing{}, fmt.Errorf("listing: decode %s: %w", it.SK, err)
-	}
-	l.Version = it.Version
-	return l, nil
+	return store.Unmarshal(it, "listing", func(l *Listing) *int64 { return &l.Version })
 }
 
 func (l Listing) encode() ([]byte, error) {

@@ -164,12 +164,7 @@ type codeRecord struct {
 }
 
 func decode(it store.Item) (Pairing, error) {
-	var p Pairing
-	if err := json.Unmarshal(it.Data, &p); err != nil {
-		return Pairing{}, fmt.Errorf("pairing: decode %s: %w", it.SK, err)
-	}
-	p.Version = it.Version
-	return p, nil
+	return store.Unmarshal(it, "pairing", func(p *Pairing) *int64 { return &p.Version })
 }
 
 func encode(v any) ([]byte, error) {

@@ -115,12 +115,7 @@ func expiryOp(r Reservation) store.Op {
 
 // Decode reads a reservation item.
 func Decode(it store.Item) (Reservation, error) {
-	var r Reservation
-	if err := json.Unmarshal(it.Data, &r); err != nil {
-		return Reservation{}, fmt.Errorf("reservation: decode %s: %w", it.SK, err)
-	}
-	r.Version = it.Version
-	return r, nil
+	return store.Unmarshal(it, "reservation", func(r *Reservation) *int64 { return &r.Version })
 }
 
 func (r Reservation) item() (store.Item, error) {

@@ -66,12 +66,7 @@ type Order struct {
 func IDOf(externalOrderID string) string { return "so_" + strings.TrimPrefix(externalOrderID, "xo_") }
 
 func decode(it store.Item) (Order, error) {
-	var o Order
-	if err := json.Unmarshal(it.Data, &o); err != nil {
-		return Order{}, fmt.Errorf("sellerorder: decode %s: %w", it.SK, err)
-	}
-	o.Version = it.Version
-	return o, nil
+	return store.Unmarshal(it, "sellerorder", func(o *Order) *int64 { return &o.Version })
 }
 
 func (o Order) item() (store.Item, error) {

@@ -78,6 +78,18 @@ func Data[T any](t testing.TB, resp events.APIGatewayV2HTTPResponse) T {
 	return got.Data
 }
 
+// Answer fails the test unless resp is an application/json answer with
+// status, and decodes the data member of its body into a T: WantProblem's
+// counterpart for a success.
+func Answer[T any](t testing.TB, resp events.APIGatewayV2HTTPResponse, status int) T {
+	t.Helper()
+	WantStatus(t, resp, status)
+	if ct := Header(resp, "Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	return Data[T](t, resp)
+}
+
 // WantReplayed sends the sample at path again, as a client retrying with
 // the same Idempotency-Key, and wants first replayed: the same status and
 // body, marked Idempotent-Replayed: true, where first was not marked.

@@ -9,7 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -93,12 +94,7 @@ func Build(doc []byte) (Page, error) {
 		index[t.Name] = len(p.Groups)
 		p.Groups = append(p.Groups, Group{Name: t.Name, Anchor: anchor(t.Name), Description: t.Description})
 	}
-	paths := make([]string, 0, len(d.Paths))
-	for path := range d.Paths {
-		paths = append(paths, path)
-	}
-	sort.Strings(paths)
-	for _, path := range paths {
+	for _, path := range slices.Sorted(maps.Keys(d.Paths)) {
 		for _, method := range []string{"get", "post", "put", "patch", "delete"} {
 			raw, ok := d.Paths[path][method]
 			if !ok {
@@ -116,12 +112,7 @@ func Build(doc []byte) (Page, error) {
 				}
 				op.Parameters = append(op.Parameters, prm)
 			}
-			codes := make([]string, 0, len(o.Responses))
-			for code := range o.Responses {
-				codes = append(codes, code)
-			}
-			sort.Strings(codes)
-			for _, code := range codes {
+			for _, code := range slices.Sorted(maps.Keys(o.Responses)) {
 				r := o.Responses[code]
 				if r.Ref != "" {
 					r = d.Components.Responses[strings.TrimPrefix(r.Ref, "#/components/responses/")]

@@ -10,6 +10,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -65,7 +66,7 @@ func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, er
 		pending := map[string]types.KeysAndAttributes{s.table: {Keys: req, ConsistentRead: aws.Bool(true)}}
 		for attempt := 0; len(pending) > 0; attempt++ {
 			if attempt > 0 {
-				if err := sleep(ctx, backoff(attempt)); err != nil {
+				if err := clock.Sleep(ctx, backoff(attempt)); err != nil {
 					return nil, fmt.Errorf("dynamodb: get many: %w", err)
 				}
 			}

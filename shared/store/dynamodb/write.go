@@ -13,6 +13,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -200,7 +201,7 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 			return fmt.Errorf("dynamodb: transact %d operations: %w", len(ops), err)
 		}
 		lastErr = err
-		if err := sleep(ctx, conflictBackoff(attempt+1)); err != nil {
+		if err := clock.Sleep(ctx, conflictBackoff(attempt+1)); err != nil {
 			return fmt.Errorf("dynamodb: transact %d operations: %w", len(ops), err)
 		}
 	}
@@ -349,15 +350,4 @@ func conflictBackoff(n int) time.Duration {
 func backoff(n int) time.Duration {
 	d := 10 * time.Millisecond << min(n, 6)
 	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

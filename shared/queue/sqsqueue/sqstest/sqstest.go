@@ -18,17 +18,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/moku/sellerapi/shared/awstest"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
 )
 
@@ -39,18 +37,8 @@ const EndpointEnv = "AWS_ENDPOINT_URL_SQS"
 // region so that no AWS configuration is needed.
 func Client(t testing.TB) *sqs.Client {
 	t.Helper()
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		if os.Getenv("REQUIRE_EMULATORS") == "1" {
-			t.Fatalf("REQUIRE_EMULATORS=1 but %s is not set: start the SQS emulator with scripts/sqs-local start DIR and export %s=$(cat DIR/sqs-local.endpoint), or run make test", EndpointEnv, EndpointEnv)
-		}
-		t.Skip("SQS emulator not running; run make test")
-	}
-	c, err := sqsqueue.NewClient(context.Background(),
-		config.WithRegion("us-east-1"),
-		config.WithBaseEndpoint(endpoint),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-	)
+	endpoint := awstest.Endpoint(t, EndpointEnv, "the SQS emulator", "scripts/sqs-local", "sqs-local.endpoint")
+	c, err := sqsqueue.NewClient(context.Background(), awstest.Options(endpoint)...)
 	if err != nil {
 		t.Fatalf("sqstest: %v", err)
 	}

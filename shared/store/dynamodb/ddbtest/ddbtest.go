@@ -8,16 +8,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/moku/sellerapi/shared/awstest"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 )
 
@@ -28,18 +26,8 @@ const EndpointEnv = "AWS_ENDPOINT_URL_DYNAMODB"
 // dummy credentials and region so that no AWS configuration is needed.
 func Client(t testing.TB) *ddb.Client {
 	t.Helper()
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		if os.Getenv("REQUIRE_EMULATORS") == "1" {
-			t.Fatalf("REQUIRE_EMULATORS=1 but %s is not set: start DynamoDB Local with scripts/dynamodb-local start DIR and export %s=$(cat DIR/dynamodb-local.endpoint), or run make test", EndpointEnv, EndpointEnv)
-		}
-		t.Skip("DynamoDB Local not running; run make test")
-	}
-	c, err := dynamodb.NewClient(context.Background(),
-		config.WithRegion("us-east-1"),
-		config.WithBaseEndpoint(endpoint),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-	)
+	endpoint := awstest.Endpoint(t, EndpointEnv, "DynamoDB Local", "scripts/dynamodb-local", "dynamodb-local.endpoint")
+	c, err := dynamodb.NewClient(context.Background(), awstest.Options(endpoint)...)
 	if err != nil {
 		t.Fatalf("ddbtest: %v", err)
 	}
