@@ -138,6 +138,15 @@ func (c *Call) page(status int, b []byte) {
 // Data writes {"data": v}.
 func (c *Call) Data(status int, v any) error { return c.JSON(status, envelope{Data: v}) }
 
+// encodedData writes {"data": b} for b already encoded, the bytes Data
+// writes for its value.
+func (c *Call) encodedData(status int, b []byte) {
+	out := make([]byte, 0, len(`{"data":}`)+len(b))
+	out = append(out, `{"data":`...)
+	out = append(out, b...)
+	c.raw(status, append(out, '}'))
+}
+
 type envelope struct {
 	Data any `json:"data"`
 }
