@@ -77,11 +77,8 @@ type Buckets struct {
 // BucketsOf reads item seq's counters; ok is false when any is missing,
 // which must fail reads closed rather than show a guess.
 func BucketsOf(nums map[string]int64, seq int) (Buckets, bool) {
-	oh, ok1 := nums[datamodel.OnHandAttr(seq)]
-	rs, ok2 := nums[datamodel.ReservedAttr(seq)]
-	av, ok3 := nums[datamodel.AvailableAttr(seq)]
-	v, ok4 := nums[datamodel.ItemVersionAttr(seq)]
-	return Buckets{OnHand: oh, Reserved: rs, Available: av, Version: v}, ok1 && ok2 && ok3 && ok4
+	oh, rs, av, v, ok := datamodel.ItemCounters(nums, seq)
+	return Buckets{OnHand: oh, Reserved: rs, Available: av, Version: v}, ok
 }
 
 // view builds item seq of product p with buckets b.
@@ -213,6 +210,7 @@ func page[V any](ctx context.Context, s Service, vendorID, after string, limit i
 		}
 	}
 	pk := datamodel.ProductKey(vendorID, "").PK
+	items = make([]V, 0, limit)
 	lastSK, lastSeq := "", 0
 	// done is the page so far, with the position after its last item.
 	done := func(full bool, err error) ([]V, string, bool, error) {
