@@ -160,12 +160,9 @@ func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status
 	s.setGate(c, startGate(c.Ctx, take))
 }
 
-// setGate makes g the request's rate decision.
-func (s *Server) setGate(c *Call, g *rateGate) {
-	c.Ctx = context.WithValue(c.Ctx, gateKey{}, g)
-	c.R = c.R.WithContext(c.Ctx)
-	c.gate = g
-}
+// setGate makes g the request's rate decision, which the store its
+// handlers see finds through the request's context (gateOf).
+func (s *Server) setGate(c *Call, g *rateGate) { c.gate = g }
 
 // settleRate waits for the request's rate decision, once, before anything
 // is sent: it sets the RateLimit headers and returns a refusal that
