@@ -319,7 +319,7 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 	c := &Call{
 		W: rec, RequestID: rid, Route: rt,
 		s: s, rec: rec, cancel: cancel, start: time.Now(), roundTrips: rts,
-		logAttrs: append(make([]any, 0, 22), "request_id", rid),
+		logAttrs: append(make([]slog.Attr, 0, 12), slog.String("request_id", rid)),
 	}
 	c.Ctx = context.WithValue(ctx, callKey{}, c)
 	c.R = r.WithContext(c.Ctx)
