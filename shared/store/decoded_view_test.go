@@ -3,6 +3,9 @@ package store_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/store"
@@ -89,4 +92,64 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestDecodedViewsUnderConcurrency: goroutines reading views of documents
+// that change under them each get the view of the bytes they passed.
+func TestDecodedViewsUnderConcurrency(t *testing.T) {
+	c := store.NewDecoded[doc](4)
+	decode := func(it store.Item) (doc, error) {
+		var d doc
+		err := json.Unmarshal(it.Data, &d)
+		return d, err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				name := strconv.Itoa((g + i) % 5)
+				it := store.Item{PK: "P", SK: strconv.Itoa(i % 6), Version: int64(i % 3), Data: []byte(`{"Name":"` + name + `"}`)}
+				b, err := c.View(it, decode, i%2, func(d doc) ([]byte, error) { return []byte(d.Name + "/" + strconv.Itoa(i%2)), nil })
+				if want := name + "/" + strconv.Itoa(i%2); err != nil || string(b) != want {
+					errs <- fmt.Errorf("view of %s: %q %v, want %q", it.Data, b, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestDecodedViewIsNotKeptForANewerDocument: a view encoded while another
+// reader replaced the document's entry is answered to its caller but not
+// kept for the newer bytes.
+func TestDecodedViewIsNotKeptForANewerDocument(t *testing.T) {
+	c := store.NewDecoded[doc](4)
+	decode := func(it store.Item) (doc, error) {
+		var d doc
+		err := json.Unmarshal(it.Data, &d)
+		return d, err
+	}
+	old := store.Item{PK: "P", SK: "S", Version: 1, Data: []byte(`{"Name":"old"}`)}
+	newer := store.Item{PK: "P", SK: "S", Version: 2, Data: []byte(`{"Name":"new"}`)}
+	view := func(d doc) ([]byte, error) { return []byte(d.Name), nil }
+	b, err := c.View(old, decode, 0, func(d doc) ([]byte, error) {
+		if _, err := c.Decode(newer, decode); err != nil { // another reader, meanwhile
+			return nil, err
+		}
+		return view(d)
+	})
+	if err != nil || string(b) != "old" {
+		t.Fatalf("the racing view: %q %v", b, err)
+	}
+	if b, err := c.View(newer, decode, 0, view); err != nil || string(b) != "new" {
+		t.Fatalf("the newer document answered %q %v", b, err)
+	}
 }
