@@ -112,6 +112,20 @@ func (d *Decoded) vendor(it store.Item) (account.Vendor, error) {
 	return d.vendors.Decode(it, account.Decode)
 }
 
+// VendorView is the JSON of the view of the vendor stored as it, kept
+// encoded beside its decoding (store.Decoded.View: it answers only for
+// the item's very bytes). The bytes are shared and must not be modified.
+func (d *Decoded) VendorView(it store.Item) ([]byte, error) {
+	var vendors *store.Decoded[account.Vendor]
+	if d != nil {
+		vendors = d.vendors
+	}
+	return vendors.View(it, account.Decode, vendorView{}, func(v account.Vendor) ([]byte, error) { return json.Marshal(v.View()) })
+}
+
+// vendorView names a vendor's view among the encodings kept beside it.
+type vendorView struct{}
+
 // Issue creates a token for the vendor's current owner. ttl zero means the
 // token does not expire.
 func (s Service) Issue(ctx context.Context, vendorID string, scopes []Scope, ttl time.Duration) (Issued, error) {

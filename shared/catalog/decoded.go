@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/moku/sellerapi/shared/datamodel"
@@ -35,11 +36,20 @@ func (s Service) get(ctx context.Context, vendorID, productID string, decode fun
 	return p, it, nil
 }
 
-// ViewOf reads a product to answer with it (GetShared).
-func (s Service) ViewOf(ctx context.Context, vendorID, productID string) (View, error) {
-	p, _, err := s.GetShared(ctx, vendorID, productID)
-	if err != nil {
-		return View{}, err
-	}
-	return p.View(), nil
+// EncodedViewOf reads a product to answer with its view's JSON, kept encoded in
+// s.Decoded beside the product (store.Decoded.View: it answers only for
+// the product's very bytes). The bytes are shared and must not be
+// modified.
+func (s Service) EncodedViewOf(ctx context.Context, vendorID, productID string) ([]byte, error) {
+	var b []byte
+	_, _, err := s.get(ctx, vendorID, productID, func(it store.Item) (Product, error) {
+		var err error
+		b, err = s.Decoded.View(it, Decode, productView{}, func(p Product) ([]byte, error) { return json.Marshal(p.View()) })
+		return Product{}, err
+	})
+	return b, err
 }
+
+// productView names a product's own view among the encodings kept beside
+// it.
+type productView struct{}

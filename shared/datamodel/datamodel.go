@@ -83,6 +83,30 @@ func seqAttr(prefix string, seq int) string {
 	return prefix + string(d[:])
 }
 
+// ItemCounters reads item seq's on-hand, reserved, available and version
+// attributes (the names above) from nums; ok is false when any is missing.
+// For seqs of three digits it looks the names up from a buffer without
+// building strings: a list page reads four per item.
+func ItemCounters(nums map[string]int64, seq int) (onHand, reserved, available, version int64, ok bool) {
+	if seq < 0 || seq > 999 {
+		var ok1, ok2, ok3, ok4 bool
+		onHand, ok1 = nums[OnHandAttr(seq)]
+		reserved, ok2 = nums[ReservedAttr(seq)]
+		available, ok3 = nums[AvailableAttr(seq)]
+		version, ok4 = nums[ItemVersionAttr(seq)]
+		return onHand, reserved, available, version, ok1 && ok2 && ok3 && ok4
+	}
+	k := [6]byte{'o', 'h', '_', '0' + byte(seq/100), '0' + byte(seq/10%10), '0' + byte(seq%10)}
+	onHand, ok1 := nums[string(k[:])]
+	k[0], k[1] = 'r', 's'
+	reserved, ok2 := nums[string(k[:])]
+	k[0], k[1] = 'a', 'v'
+	available, ok3 := nums[string(k[:])]
+	k[0], k[1] = 'i', 'v'
+	version, ok4 := nums[string(k[:])]
+	return onHand, reserved, available, version, ok1 && ok2 && ok3 && ok4
+}
+
 // ConnectionPrefix starts connection sort keys in the vendor partition.
 const ConnectionPrefix = "CONN#"
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -52,7 +53,7 @@ func (s *Server) admit(c *Call, rt Route) error {
 		return err
 	}
 	c.Principal = p
-	c.logWith("vendor_id", p.Vendor.ID, "token_id", p.Token.ID)
+	c.logWith(slog.String("vendor_id", p.Vendor.ID), slog.String("token_id", p.Token.ID))
 	if !early {
 		s.spendRate(c, rt, p.Vendor.ID)
 	}
@@ -90,7 +91,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	if err != nil {
 		return err
 	}
-	c.logWith("vendor_id", d.VendorID, "pairing_id", d.PairingID)
+	c.logWith(slog.String("vendor_id", d.VendorID), slog.String("pairing_id", d.PairingID))
 	if rt.Credential != DiscoveryCredential {
 		c.W.Header().Set("WWW-Authenticate", `Bearer realm="moku", error="insufficient_scope"`)
 		return errs.E(errs.CodeInsufficientScope, "A store-plugin discovery credential reaches only the /store-pairings/current routes of its own pairing.")
@@ -160,12 +161,9 @@ func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status
 	s.setGate(c, startGate(c.Ctx, take))
 }
 
-// setGate makes g the request's rate decision.
-func (s *Server) setGate(c *Call, g *rateGate) {
-	c.Ctx = context.WithValue(c.Ctx, gateKey{}, g)
-	c.R = c.R.WithContext(c.Ctx)
-	c.gate = g
-}
+// setGate makes g the request's rate decision, which the store its
+// handlers see finds through the request's context (gateOf).
+func (s *Server) setGate(c *Call, g *rateGate) { c.gate = g }
 
 // settleRate waits for the request's rate decision, once, before anything
 // is sent: it sets the RateLimit headers and returns a refusal that
@@ -178,10 +176,10 @@ func (c *Call) settleRate() error {
 	c.gate.once.Do(func() {
 		err = c.gate.wait()
 		if st := c.gate.status; st.Limit > 0 {
+			// Set as h.Set would, the three values in one allocation.
+			v := []string{itoa(st.Limit), itoa(st.Remaining), itoa(int(st.Reset.Unix()))}
 			h := c.W.Header()
-			h.Set("RateLimit-Limit", itoa(st.Limit))
-			h.Set("RateLimit-Remaining", itoa(st.Remaining))
-			h.Set("RateLimit-Reset", itoa(int(st.Reset.Unix())))
+			h["Ratelimit-Limit"], h["Ratelimit-Remaining"], h["Ratelimit-Reset"] = v[0:1:1], v[1:2:2], v[2:3:3]
 		}
 	})
 	return err

@@ -36,7 +36,7 @@ type Call struct {
 	// logAttrs are the attributes every log line of the request carries
 	// (its id, then who it acts as); log is the logger with them, made
 	// only when something besides the request's own line is logged.
-	logAttrs   []any
+	logAttrs   []slog.Attr
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	start      time.Time
@@ -82,22 +82,23 @@ func (c *Call) finish() {
 	if c.rec.status >= 500 {
 		level = slog.LevelError
 	}
-	c.s.deps.Log.Log(c.Ctx, level, "request", append(c.logAttrs,
-		"method", c.R.Method, "path", c.R.URL.Path, "operation", c.Route.Operation,
-		"status", c.rec.status, "duration_ms", float64(time.Since(c.start).Microseconds())/1000,
-		"round_trips", c.roundTrips.N())...)
+	// Typed attributes: the request's line is written for every request.
+	c.s.deps.Log.LogAttrs(c.Ctx, level, "request", append(c.logAttrs,
+		slog.String("method", c.R.Method), slog.String("path", c.R.URL.Path), slog.String("operation", c.Route.Operation),
+		slog.Int("status", c.rec.status), slog.Float64("duration_ms", float64(time.Since(c.start).Microseconds())/1000),
+		slog.Int64("round_trips", c.roundTrips.N()))...)
 }
 
 // logWith adds attributes to the request's log lines.
-func (c *Call) logWith(args ...any) {
-	c.logAttrs = append(c.logAttrs, args...)
+func (c *Call) logWith(attrs ...slog.Attr) {
+	c.logAttrs = append(c.logAttrs, attrs...)
 	c.log = nil
 }
 
 // logger is the request's logger, with its attributes.
 func (c *Call) logger() *slog.Logger {
 	if c.log == nil {
-		c.log = c.s.deps.Log.With(c.logAttrs...)
+		c.log = slog.New(c.s.deps.Log.Handler().WithAttrs(c.logAttrs))
 	}
 	return c.log
 }
@@ -137,6 +138,15 @@ func (c *Call) page(status int, b []byte) {
 
 // Data writes {"data": v}.
 func (c *Call) Data(status int, v any) error { return c.JSON(status, envelope{Data: v}) }
+
+// encodedData writes {"data": b} for b already encoded, the bytes Data
+// writes for its value.
+func (c *Call) encodedData(status int, b []byte) {
+	out := make([]byte, 0, len(`{"data":}`)+len(b))
+	out = append(out, `{"data":`...)
+	out = append(out, b...)
+	c.raw(status, append(out, '}'))
+}
 
 type envelope struct {
 	Data any `json:"data"`

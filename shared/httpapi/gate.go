@@ -44,11 +44,15 @@ func (g *rateGate) wait() error {
 	return g.err
 }
 
-type gateKey struct{}
+// callKey carries a request's Call in its context, for the store its
+// handlers see to find the request's gate.
+type callKey struct{}
 
 func gateOf(ctx context.Context) *rateGate {
-	g, _ := ctx.Value(gateKey{}).(*rateGate)
-	return g
+	if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
+		return c.gate
+	}
+	return nil
 }
 
 // readAhead holds the items a request read in its admission batch, so that
@@ -57,30 +61,36 @@ func gateOf(ctx context.Context) *rateGate {
 // read goes to the store again, so that a retry or a replay after a lost
 // race sees what the race left.
 type readAhead struct {
-	mu    sync.Mutex
-	items map[store.Key]store.Item // a zero PK: read and absent
+	mu sync.Mutex
+	// keys[i] was read as items[i] (a zero PK: read and absent); a handful
+	// of keys, searched in order, which costs less than building a map
+	// per request.
+	keys  []store.Key
+	items []store.Item
 }
 
+// set keeps keys and items, which the request owns from then on.
 func (a *readAhead) set(keys []store.Key, items []store.Item) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.items = make(map[store.Key]store.Item, len(keys))
-	for i, k := range keys {
-		a.items[k] = items[i]
-	}
+	a.keys, a.items = keys, items[:len(keys)]
 }
 
 func (a *readAhead) get(k store.Key) (store.Item, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	it, ok := a.items[k]
-	return it, ok
+	for i, have := range a.keys {
+		if have == k {
+			return a.items[i], true
+		}
+	}
+	return store.Item{}, false
 }
 
 func (a *readAhead) drop() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.items = nil
+	a.keys, a.items = nil, nil
 }
 
 // gatedStore is the store handlers see: reads of keys the request read

@@ -35,12 +35,9 @@ func (s *Server) listInventory(c *Call) error {
 	if err != nil {
 		return err
 	}
-	items, last, more, err := s.inventory.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	items, last, more, err := s.inventory.ListEncoded(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
-	}
-	if items == nil {
-		items = []inventory.Item{}
 	}
 	return c.List(pr, items, last, more)
 }

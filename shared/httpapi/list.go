@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 
 	"github.com/moku/sellerapi/shared/cursor"
@@ -82,7 +83,36 @@ func (c *Call) List(pr PageRequest, data any, lastKey string, more bool) error {
 		}
 		p.NextCursor = &cur
 	}
+	if rows, ok := data.([]json.RawMessage); ok {
+		return c.encodedList(rows, p)
+	}
 	return c.JSON(200, listEnvelope{Data: data, Page: p})
+}
+
+// encodedList writes a page whose rows are already encoded, the bytes
+// json.Marshal writes for a listEnvelope of them.
+func (c *Call) encodedList(rows []json.RawMessage, p Page) error {
+	page, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	n := len(`{"data":[],"page":}`) + len(page) + len(rows)
+	for _, r := range rows {
+		n += len(r)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"data":[`...)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	b = append(b, `],"page":`...)
+	b = append(b, page...)
+	b = append(b, '}')
+	c.raw(200, b)
+	return nil
 }
 
 // pageOf reads one page of the caller's vendor: rows after the sort key

@@ -43,11 +43,12 @@ func (s *Server) listProducts(c *Call) error {
 }
 
 func (s *Server) getProduct(c *Call) error {
-	v, err := s.catalog.ViewOf(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
+	b, err := s.catalog.EncodedViewOf(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	c.encodedData(http.StatusOK, b)
+	return nil
 }
 
 func (s *Server) createProduct(c *Call) error {

@@ -316,9 +316,12 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 	ctx, rts := store.WithRoundTrips(ctx)
 	ctx = ids.WithRequestID(ctx, rid)
 	rec := &recorder{ResponseWriter: w}
-	return &Call{
-		W: rec, R: r.WithContext(ctx), Ctx: ctx, RequestID: rid, Route: rt,
+	c := &Call{
+		W: rec, RequestID: rid, Route: rt,
 		s: s, rec: rec, cancel: cancel, start: time.Now(), roundTrips: rts,
-		logAttrs: append(make([]any, 0, 22), "request_id", rid),
+		logAttrs: append(make([]slog.Attr, 0, 12), slog.String("request_id", rid)),
 	}
+	c.Ctx = context.WithValue(ctx, callKey{}, c)
+	c.R = r.WithContext(c.Ctx)
+	return c
 }

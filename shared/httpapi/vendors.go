@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/openapi"
 	"github.com/moku/sellerapi/shared/openapi/reference"
@@ -46,6 +47,17 @@ func (s *Server) listVendors(c *Call) error {
 // getVendor answers with the path's vendor, already read and granted by
 // authentication.
 func (s *Server) getVendor(c *Call) error {
+	// The vendor's item admission read and checked, its view kept encoded.
+	if c.gate != nil {
+		if it, ok := c.gate.ahead.get(datamodel.VendorKey(c.Principal.Vendor.ID)); ok && it.PK != "" {
+			b, err := s.auth.Decoded.VendorView(it)
+			if err != nil {
+				return errs.Unavailablef(err, "the vendor could not be read")
+			}
+			c.encodedData(http.StatusOK, b)
+			return nil
+		}
+	}
 	return c.Data(http.StatusOK, c.Principal.Vendor.View())
 }
 

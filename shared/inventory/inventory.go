@@ -7,6 +7,7 @@ package inventory
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -76,11 +77,8 @@ type Buckets struct {
 // BucketsOf reads item seq's counters; ok is false when any is missing,
 // which must fail reads closed rather than show a guess.
 func BucketsOf(nums map[string]int64, seq int) (Buckets, bool) {
-	oh, ok1 := nums[datamodel.OnHandAttr(seq)]
-	rs, ok2 := nums[datamodel.ReservedAttr(seq)]
-	av, ok3 := nums[datamodel.AvailableAttr(seq)]
-	v, ok4 := nums[datamodel.ItemVersionAttr(seq)]
-	return Buckets{OnHand: oh, Reserved: rs, Available: av, Version: v}, ok1 && ok2 && ok3 && ok4
+	oh, rs, av, v, ok := datamodel.ItemCounters(nums, seq)
+	return Buckets{OnHand: oh, Reserved: rs, Available: av, Version: v}, ok
 }
 
 // view builds item seq of product p with buckets b.
@@ -177,6 +175,33 @@ func parseCursorKey(k string) (sk string, seq int, ok bool) {
 // then by item, continuing after the position after. A product whose
 // buckets are missing fails the whole page closed (503).
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (items []Item, lastKey string, more bool, err error) {
+	return page(ctx, s, vendorID, after, limit, func(_ store.Item, p catalog.Product, seq int, b Buckets) (Item, error) {
+		return view(p, seq, b), nil
+	})
+}
+
+// ListEncoded is List answering each item's JSON view, kept encoded in
+// s.Products beside its product (store.Decoded.View: an encoding answers
+// only for the product's very bytes and the item's counters), so a page
+// of unchanged items is neither built nor encoded again. The bytes are
+// shared and must not be modified.
+func (s Service) ListEncoded(ctx context.Context, vendorID, after string, limit int) (items []json.RawMessage, lastKey string, more bool, err error) {
+	return page(ctx, s, vendorID, after, limit, func(it store.Item, p catalog.Product, seq int, b Buckets) (json.RawMessage, error) {
+		return s.Products.View(it, catalog.Decode, itemView{seq, b}, func(p catalog.Product) ([]byte, error) {
+			return json.Marshal(view(p, seq, b))
+		})
+	})
+}
+
+// itemView names an item's view of its product: everything besides the
+// product's document that view reads.
+type itemView struct {
+	seq int
+	b   Buckets
+}
+
+// page reads a page of List, each item made by mk.
+func page[V any](ctx context.Context, s Service, vendorID, after string, limit int, mk func(it store.Item, p catalog.Product, seq int, b Buckets) (V, error)) (items []V, lastKey string, more bool, err error) {
 	startSK, startSeq := "", -1
 	if after != "" {
 		var ok bool
@@ -185,6 +210,18 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 		}
 	}
 	pk := datamodel.ProductKey(vendorID, "").PK
+	items = make([]V, 0, limit)
+	lastSK, lastSeq := "", 0
+	// done is the page so far, with the position after its last item.
+	done := func(full bool, err error) ([]V, string, bool, error) {
+		if err != nil {
+			return nil, "", false, err
+		}
+		if lastSK != "" {
+			lastKey = cursorKey(lastSK, lastSeq)
+		}
+		return items, lastKey, full, nil
+	}
 	// emit adds the items of one product after the start position; it
 	// reports whether the page is full.
 	emit := func(it store.Item) (full bool, err error) {
@@ -203,8 +240,12 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 			if !ok {
 				return false, missingBucket(catalog.InventoryItemID(p.ID, seq))
 			}
-			items = append(items, view(p, seq, b))
-			lastKey = cursorKey(it.SK, seq)
+			v, err := mk(it, p, seq, b)
+			if err != nil {
+				return false, errs.Unavailablef(err, "inventory could not be read")
+			}
+			items = append(items, v)
+			lastSK, lastSeq = it.SK, seq
 		}
 		return false, nil
 	}
@@ -216,7 +257,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 		}
 		if err == nil {
 			if full, err := emit(it); err != nil || full {
-				return items, lastKey, full, err
+				return done(full, err)
 			}
 		}
 	}
@@ -231,14 +272,11 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 		}
 		for _, it := range batch {
 			if full, err := emit(it); err != nil || full {
-				if err != nil {
-					return nil, "", false, err
-				}
-				return items, lastKey, true, nil
+				return done(full, err)
 			}
 		}
 		if len(batch) < limit+1 {
-			return items, lastKey, false, nil
+			return done(false, nil)
 		}
 		queryAfter = batch[len(batch)-1].SK
 	}

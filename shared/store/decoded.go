@@ -21,7 +21,19 @@ type decodedDoc[T any] struct {
 	version int64
 	data    []byte
 	v       T
+	// views are encodings of v (see View), made on first use; guarded by
+	// the cache's mutex.
+	views map[any][]byte
 }
+
+// holds reports whether the entry was decoded from it's version and bytes.
+func (e decodedDoc[T]) holds(it Item) bool {
+	return e.version == it.Version && bytes.Equal(e.data, it.Data)
+}
+
+// maxViews bounds the views one document keeps: past it they start over
+// (views keyed by counters that change leave old ones behind).
+const maxViews = 256
 
 // NewDecoded returns a cache of at most max documents; past that, each new
 // document evicts an arbitrary one.
@@ -39,7 +51,7 @@ func (d *Decoded[T]) Decode(it Item, decode func(Item) (T, error)) (T, error) {
 	d.mu.Lock()
 	e, ok := d.m[k]
 	d.mu.Unlock()
-	if ok && e.version == it.Version && bytes.Equal(e.data, it.Data) {
+	if ok && e.holds(it) {
 		return e.v, nil
 	}
 	v, err := decode(it)
@@ -60,9 +72,60 @@ func (d *Decoded[T]) Decode(it Item, decode func(Item) (T, error)) (T, error) {
 	return v, nil
 }
 
+// View returns encode(v) for v = decode(it), from the cache when the entry
+// for it's version and bytes holds the view named key. An encoding is
+// built from the document and key alone: key must name, as a comparable
+// value, everything besides the document that encode reads (an item's
+// counters, say), so that the entry, which answers only for the bytes it
+// was decoded from, can never serve a stale view. The bytes returned are
+// shared and must not be modified. A nil *Decoded encodes every time.
+func (d *Decoded[T]) View(it Item, decode func(Item) (T, error), key any, encode func(T) ([]byte, error)) ([]byte, error) {
+	if d == nil {
+		v, err := decode(it)
+		if err != nil {
+			return nil, err
+		}
+		return encode(v)
+	}
+	k := it.Key()
+	d.mu.Lock()
+	if e, ok := d.m[k]; ok && e.holds(it) {
+		if b, ok := e.views[key]; ok {
+			d.mu.Unlock()
+			return b, nil
+		}
+	}
+	d.mu.Unlock()
+	v, err := d.Decode(it, decode)
+	if err != nil {
+		return nil, err
+	}
+	b, err := encode(v)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.m[k]; ok && e.holds(it) {
+		if e.views == nil || len(e.views) >= maxViews {
+			e.views = make(map[any][]byte)
+			d.m[k] = e
+		}
+		e.views[key] = b
+	}
+	return b, nil
+}
+
 // Len is how many documents the cache holds.
 func (d *Decoded[T]) Len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.m)
+}
+
+// ViewCount is how many views the document under k holds.
+func (d *Decoded[T]) ViewCount(k Key) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.m[k].views)
 }
