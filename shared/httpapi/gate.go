@@ -59,15 +59,33 @@ func gateOf(ctx context.Context) *rateGate {
 type readAhead struct {
 	mu    sync.Mutex
 	items map[store.Key]store.Item // a zero PK: read and absent
+	// page is the list route's page query started beside the batch
+	// (Route.PageAhead): it answers the request's first query when that
+	// is the identical query, and nothing else.
+	page *store.Pending
 }
 
-func (a *readAhead) set(keys []store.Key, items []store.Item) {
+func (a *readAhead) set(keys []store.Key, items []store.Item, page *store.Pending) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.items = make(map[store.Key]store.Item, len(keys))
 	for i, k := range keys {
 		a.items[k] = items[i]
 	}
+	a.page = page
+}
+
+// firstQuery returns the page query started ahead when it is q; either
+// way the request's first query has come, and the page is dropped.
+func (a *readAhead) firstQuery(q store.Query) *store.Pending {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.page
+	a.page = nil
+	if !p.Answers(q) {
+		return nil
+	}
+	return p
 }
 
 func (a *readAhead) get(k store.Key) (store.Item, bool) {
@@ -81,13 +99,15 @@ func (a *readAhead) drop() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.items = nil
+	a.page = nil
 }
 
 // gatedStore is the store handlers see: reads of keys the request read
-// ahead are answered from that batch, other single reads and a request's
-// first query go straight through; writes and any further query wait for
-// the request's rate decision and are refused when it is no, so a refused
-// request does no expensive work.
+// ahead are answered from that batch, and its first query by the page
+// query started beside it when identical; other single reads and a
+// request's first query go straight through; writes and any further
+// query wait for the request's rate decision and are refused when it is
+// no, so a refused request does no expensive work.
 type gatedStore struct{ store.Store }
 
 func (s gatedStore) Get(ctx context.Context, k store.Key) (store.Item, error) {
@@ -131,9 +151,13 @@ func (s gatedStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item
 }
 
 func (s gatedStore) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
-	if g := gateOf(ctx); g != nil && g.queries.Add(1) > 1 {
-		if err := g.wait(); err != nil {
-			return nil, err
+	if g := gateOf(ctx); g != nil {
+		if g.queries.Add(1) > 1 {
+			if err := g.wait(); err != nil {
+				return nil, err
+			}
+		} else if p := g.ahead.firstQuery(q); p != nil {
+			return p.Result()
 		}
 	}
 	return s.Store.Query(ctx, q)

@@ -106,6 +106,13 @@ type Route struct {
 	// further round trip. Keys derive from the path and headers only; the
 	// items are answered only once the credentials are admitted.
 	ReadAhead func(*Call) []store.Key
+	// PageAhead, on a token list route, is the first query of the page its
+	// handler will read, from the path, the query string and the cursor's
+	// position (unchecked: the handler checks the cursor as before); false
+	// when there is none to start. The query starts beside the admission
+	// batch and answers the handler's identical query once the request is
+	// admitted; on a refusal it is dropped unread.
+	PageAhead func(*Call) (store.Query, bool)
 	Handle    func(*Call) error
 }
 
