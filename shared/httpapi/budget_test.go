@@ -166,7 +166,7 @@ func TestListPageBudgets(t *testing.T) {
 		var items struct {
 			Data []struct{ ID string }
 		}
-		e.Get(vendor + "/inventory-items?limit=3").JSON(t, &items)
+		e.Get(vendor+"/inventory-items?limit=3").JSON(t, &items)
 		for i, it := range items.Data {
 			if r := e.Do(apitest.Req{Method: http.MethodPost, Path: vendor + "/inventory-items/" + it.ID + "/adjustments", Token: e.Token,
 				Body: map[string]any{"target_on_hand": 5, "expected_version": 1}, Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("pages-adjust-%d", i)}}); r.Status != http.StatusOK {
