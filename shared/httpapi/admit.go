@@ -41,12 +41,12 @@ func (s *Server) admit(c *Call, rt Route) error {
 		early = true
 	}
 	var ahead []store.Key
-	var page *store.Pending
+	var pages []*store.Pending
 	if early {
 		if rt.ReadAhead != nil {
 			ahead = rt.ReadAhead(c)
 		}
-		page = s.startPage(c, rt)
+		pages = s.startPages(c, rt)
 	}
 	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) admit(c *Call, rt Route) error {
 	if len(items) > len(ahead) {
 		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
 	}
-	c.gate.ahead.set(ahead, items, page)
+	c.gate.ahead.set(ahead, items, pages)
 	if rt.Credential != TokenCredential {
 		return errs.E(errs.CodeInsufficientScope, "This operation takes a store-plugin discovery credential, not an access token.")
 	}
@@ -76,22 +76,25 @@ func (s *Server) admit(c *Call, rt Route) error {
 	return nil
 }
 
-// startPage starts the page query a list route declares, beside the
-// credentials' batch, on the ungated store (it is the request's first
-// query, which the rate decision does not hold back). It runs only for a
+// startPages starts the queries a list route declares, beside the
+// credentials' batch, on the ungated store (the request's first query,
+// which the rate decision does not hold back). They run only for a
 // token-shaped bearer and a well-formed path vendor (admit's early path),
-// in that vendor's partition, at most one page (limit+1 items) long; its
-// result is handed to the handler only after admission, and never on a
-// refusal.
-func (s *Server) startPage(c *Call, rt Route) *store.Pending {
+// in that vendor's partition, each at most one page (limit+1 items)
+// long; what they read reaches the handler only after admission, never
+// on a refusal.
+func (s *Server) startPages(c *Call, rt Route) []*store.Pending {
 	if rt.PageAhead == nil {
 		return nil
 	}
-	q, ok := rt.PageAhead(c)
-	if !ok || q.PK != datamodel.VendorPartition(c.R.PathValue("vendor_id")) {
-		return nil
+	var pages []*store.Pending
+	pk := datamodel.VendorPartition(c.R.PathValue("vendor_id"))
+	for _, q := range rt.PageAhead(c) {
+		if q.PK == pk && q.Limit <= maxPageLimit+1 {
+			pages = append(pages, store.StartQuery(c.Ctx, s.deps.Store, q))
+		}
 	}
-	return store.StartQuery(c.Ctx, s.deps.Store, q)
+	return pages
 }
 
 // giveBack returns the unit a refused credential's request spent of the

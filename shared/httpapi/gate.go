@@ -59,39 +59,46 @@ func gateOf(ctx context.Context) *rateGate {
 type readAhead struct {
 	mu    sync.Mutex
 	items map[store.Key]store.Item // a zero PK: read and absent
-	// page is the list route's page query started beside the batch
-	// (Route.PageAhead): it answers the request's first query when that
-	// is the identical query, and nothing else.
-	page *store.Pending
+	// pages are the list route's queries started beside the batch
+	// (Route.PageAhead): one answers the request's first query when that
+	// is the identical query, and each answers reads of keys in the range
+	// it covered (store.Pending.Lookup).
+	pages []*store.Pending
 }
 
-func (a *readAhead) set(keys []store.Key, items []store.Item, page *store.Pending) {
+func (a *readAhead) set(keys []store.Key, items []store.Item, pages []*store.Pending) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.items = make(map[store.Key]store.Item, len(keys))
 	for i, k := range keys {
 		a.items[k] = items[i]
 	}
-	a.page = page
+	a.pages = pages
 }
 
-// firstQuery returns the page query started ahead when it is q; either
-// way the request's first query has come, and the page is dropped.
+// firstQuery returns the query started ahead that is q, if any.
 func (a *readAhead) firstQuery(q store.Query) *store.Pending {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	p := a.page
-	a.page = nil
-	if !p.Answers(q) {
-		return nil
+	for _, p := range a.pages {
+		if p.Answers(q) {
+			return p
+		}
 	}
-	return p
+	return nil
 }
 
 func (a *readAhead) get(k store.Key) (store.Item, bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	it, ok := a.items[k]
+	pages := a.pages
+	a.mu.Unlock()
+	for _, p := range pages {
+		if ok {
+			break
+		}
+		it, ok = p.Lookup(k)
+	}
 	return it, ok
 }
 
@@ -99,7 +106,7 @@ func (a *readAhead) drop() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.items = nil
-	a.page = nil
+	a.pages = nil
 }
 
 // gatedStore is the store handlers see: reads of keys the request read

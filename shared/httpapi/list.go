@@ -68,14 +68,25 @@ func pageLimit(q url.Values) (int, bool) {
 		return 50, true
 	}
 	n, err := strconv.Atoi(v[0])
-	return n, err == nil && len(v) == 1 && n >= 1 && n <= 100
+	return n, err == nil && len(v) == 1 && n >= 1 && n <= maxPageLimit
 }
+
+// maxPageLimit is the largest page a client may ask for.
+const maxPageLimit = 100
 
 // pageAhead declares the page query (Route.PageAhead) of a list of the
 // path vendor's records whose sort keys start with prefix, newest first
 // when desc.
-func pageAhead(prefix string, desc bool) func(*Call) (store.Query, bool) {
-	return func(c *Call) (store.Query, bool) { return c.pageQuery(prefix, desc, nil) }
+func pageAhead(prefix string, desc bool) func(*Call) []store.Query {
+	return func(c *Call) []store.Query { return pageOr(c.pageQuery(prefix, desc, nil)) }
+}
+
+// pageOr is the declaration of q when ok, none otherwise.
+func pageOr(q store.Query, ok bool) []store.Query {
+	if !ok {
+		return nil
+	}
+	return []store.Query{q}
 }
 
 // pageQuery is the first query of a page of the path vendor's records

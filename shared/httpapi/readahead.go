@@ -69,18 +69,35 @@ func aheadListStart(c *Call) []store.Key {
 
 // pageInventory is an inventory page's first query: products after the
 // one its cursor stopped in.
-func pageInventory(c *Call) (store.Query, bool) {
-	return c.pageQuery(datamodel.ProductPrefix, false, inventory.ListStart)
+func pageInventory(c *Call) []store.Query {
+	return pageOr(c.pageQuery(datamodel.ProductPrefix, false, inventory.ListStart))
+}
+
+// pageConnections is a connection page's first query, then the range of
+// health records its handler reads by the ids the page holds: one per
+// connection (connections are never deleted), after the same position,
+// so limit+1 of them cover the page's.
+func pageConnections(c *Call) []store.Query {
+	q, ok := c.pageQuery(datamodel.ConnectionPrefix, false, nil)
+	if !ok {
+		return nil
+	}
+	h := q
+	h.Prefix = datamodel.ConnectionHealthKey("", "").SK
+	if q.After != "" {
+		h.After = h.Prefix + strings.TrimPrefix(q.After, datamodel.ConnectionPrefix)
+	}
+	return []store.Query{q, h}
 }
 
 // pageEffects is a stock-effect page's first query, narrowed to the
 // item the inventory_item_id filter names.
-func pageEffects(c *Call) (store.Query, bool) {
+func pageEffects(c *Call) []store.Query {
 	item := c.R.URL.Query().Get("inventory_item_id")
 	if !validEffectsItem(item) {
-		return store.Query{}, false
+		return nil
 	}
-	return c.pageQuery(stockeffect.ListPrefix(item), false, nil)
+	return pageOr(c.pageQuery(stockeffect.ListPrefix(item), false, nil))
 }
 
 // validEffectsItem reports whether the stock-effect list can be narrowed
@@ -94,8 +111,8 @@ func aheadSubscription(c *Call) []store.Key {
 
 // pageDeliveries is a delivery page's first query: the attempts of the
 // subscription the path names, newest first.
-func pageDeliveries(c *Call) (store.Query, bool) {
-	return c.pageQuery(webhook.AttemptsPrefix(c.R.PathValue("subscription_id")), true, nil)
+func pageDeliveries(c *Call) []store.Query {
+	return pageOr(c.pageQuery(webhook.AttemptsPrefix(c.R.PathValue("subscription_id")), true, nil))
 }
 
 // aheadReservation is the reservation the path names.
