@@ -66,22 +66,36 @@ func (c Codec) Encode(b Binding, after string) (string, error) {
 // continue after. Every failure is 400 INVALID_CURSOR.
 func (c Codec) Decode(b Binding, cursor string) (string, error) {
 	invalid := errs.E(errs.CodeInvalidCursor, "page_after: the cursor is malformed, altered, or from another list")
-	if cursor == "" || len(cursor) > MaxLen {
+	after, sig, ok := split(cursor)
+	if !ok || !hmac.Equal(sig, c.mac(b, string(after))) {
 		return "", invalid
+	}
+	return string(after), nil
+}
+
+// Position is the sort key a well-formed cursor names, unchecked: a list
+// route uses it to start its page query before the request, and with it
+// the cursor, is checked (Decode), never to answer with.
+func Position(cursor string) (string, bool) {
+	after, _, ok := split(cursor)
+	return string(after), ok
+}
+
+// split takes a cursor apart into its sort key and its MAC.
+func split(cursor string) (after, sig []byte, ok bool) {
+	if cursor == "" || len(cursor) > MaxLen {
+		return nil, nil, false
 	}
 	p, m, ok := strings.Cut(cursor, ".")
 	if !ok {
-		return "", invalid
+		return nil, nil, false
 	}
 	after, err1 := enc.DecodeString(p)
 	sig, err2 := enc.DecodeString(m)
 	if err1 != nil || err2 != nil || len(after) == 0 {
-		return "", invalid
+		return nil, nil, false
 	}
-	if !hmac.Equal(sig, c.mac(b, string(after))) {
-		return "", invalid
-	}
-	return string(after), nil
+	return after, sig, true
 }
 
 // LoadKey returns the store's cursor key, creating it on first use. Two

@@ -7,8 +7,9 @@ import (
 	"github.com/moku/sellerapi/shared/errs"
 )
 
-// FuzzCursor drives Decode with the page_after a client sends. Nothing
-// panics; every refusal is 400 INVALID_CURSOR; a sort key survives a round
+// FuzzCursor drives Decode and Position with the page_after a client
+// sends. Nothing panics; every refusal is 400 INVALID_CURSOR; a cursor
+// Decode accepts is positioned where Position says; a sort key survives a round
 // trip through Encode and Decode, and only under its own binding.
 func FuzzCursor(f *testing.F) {
 	c, err := NewCodec([]byte(strings.Repeat("k", 32)))
@@ -26,12 +27,20 @@ func FuzzCursor(f *testing.F) {
 	other := b
 	other.Filters += "&x=1"
 	f.Fuzz(func(t *testing.T, cursor, after string) {
+		pos, posOK := Position(cursor)
 		if got, err := c.Decode(b, cursor); err != nil {
 			if e := errs.As(err); e.Code != errs.CodeInvalidCursor {
 				t.Fatalf("Decode(%q) = %v, want INVALID_CURSOR", cursor, err)
 			}
 		} else if got == "" {
 			t.Fatalf("Decode(%q) accepted an empty sort key", cursor)
+		} else if !posOK || pos != got {
+			// What a list reads ahead from is what the cursor, once
+			// checked, continues after.
+			t.Fatalf("Position(%q) = %q, %v; Decode gave %q", cursor, pos, posOK, got)
+		}
+		if posOK && pos == "" {
+			t.Fatalf("Position(%q) named an empty sort key", cursor)
 		}
 		cur, err := c.Encode(b, after)
 		if err != nil || after == "" {

@@ -42,8 +42,12 @@ func (s *Server) admit(c *Call, rt Route) error {
 		early = true
 	}
 	var ahead []store.Key
-	if rt.ReadAhead != nil && early {
-		ahead = rt.ReadAhead(c)
+	var pages []*store.Pending
+	if early {
+		if rt.ReadAhead != nil {
+			ahead = rt.ReadAhead(c)
+		}
+		pages = s.startPages(c, rt)
 	}
 	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
 	if err != nil {
@@ -60,7 +64,7 @@ func (s *Server) admit(c *Call, rt Route) error {
 	if len(items) > len(ahead) {
 		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
 	}
-	c.gate.ahead.set(ahead, items)
+	c.gate.ahead.set(ahead, items, pages)
 	if rt.Credential != TokenCredential {
 		return errs.E(errs.CodeInsufficientScope, "This operation takes a store-plugin discovery credential, not an access token.")
 	}
@@ -71,6 +75,27 @@ func (s *Server) admit(c *Call, rt Route) error {
 		}
 	}
 	return nil
+}
+
+// startPages starts the queries a list route declares, beside the
+// credentials' batch, on the ungated store (the request's first query,
+// which the rate decision does not hold back). They run only for a
+// token-shaped bearer and a well-formed path vendor (admit's early path),
+// in that vendor's partition, each at most one page (limit+1 items)
+// long; what they read reaches the handler only after admission, never
+// on a refusal.
+func (s *Server) startPages(c *Call, rt Route) []*store.Pending {
+	if rt.PageAhead == nil {
+		return nil
+	}
+	var pages []*store.Pending
+	pk := datamodel.VendorPartition(c.R.PathValue("vendor_id"))
+	for _, q := range rt.PageAhead(c) {
+		if q.PK == pk && q.Limit <= maxPageLimit+1 {
+			pages = append(pages, store.StartQuery(c.Ctx, s.deps.Store, q))
+		}
+	}
+	return pages
 }
 
 // giveBack returns the unit a refused credential's request spent of the

@@ -1,17 +1,22 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"sync"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // roundTrips records the store round trips of each operation.
@@ -42,7 +47,8 @@ func (r *roundTrips) of(op string) int64 {
 // unnoticed: calls made side by side count once (store.RoundTrips), and the
 // rate window, spent beside the request's batch read, not at all. A read
 // waits for 1 (token, vendor and the route's read-ahead keys in one batch),
-// a mutation for 2 (that batch, then its transaction).
+// a mutation for 2 (that batch, then its transaction); a list page for 1
+// (its query starts beside the batch, TestListPageBudgets).
 func TestRoundTripBudgets(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		rt := &roundTrips{last: map[string]int64{}, calls: map[string]int64{}}
@@ -73,7 +79,8 @@ func TestRoundTripBudgets(t *testing.T) {
 		}{
 			// Token, vendor and product in one batch.
 			{"getProduct", apitest.Req{Path: pp + p.Data.ID, Token: e.Token}, 1},
-			{"listProducts", apitest.Req{Path: strings.TrimSuffix(pp, "/"), Token: e.Token}, 2},
+			// Token, vendor and the page's query started beside them.
+			{"listProducts", apitest.Req{Path: strings.TrimSuffix(pp, "/"), Token: e.Token}, 1},
 			// Token, vendor, authority and receipt, then product, slug, event and receipt in one transaction.
 			{"createProduct", apitest.Req{Method: http.MethodPost, Path: strings.TrimSuffix(pp, "/"), Token: e.Token, Body: simpleProduct("budget-2"),
 				Headers: map[string]string{"Idempotency-Key": "budget-product-2"}}, 2},
@@ -81,7 +88,7 @@ func TestRoundTripBudgets(t *testing.T) {
 			{"updateProduct", apitest.Req{Method: http.MethodPatch, Path: pp + p.Data.ID, Token: e.Token, Body: update}, 2},
 			{"publishProduct", apitest.Req{Method: http.MethodPost, Path: pp + p.Data.ID + "/publish", Token: e.Token, Body: map[string]any{"expected_revision": 2}}, 2},
 			{"getInventoryItem", apitest.Req{Path: "/vendors/" + e.Vendor.ID + "/inventory-items/" + item, Token: e.Token}, 1},
-			{"listInventoryItems", apitest.Req{Path: "/vendors/" + e.Vendor.ID + "/inventory-items", Token: e.Token}, 2},
+			{"listInventoryItems", apitest.Req{Path: "/vendors/" + e.Vendor.ID + "/inventory-items", Token: e.Token}, 1},
 			{"adjustInventoryItem", apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/inventory-items/" + item + "/adjustments", Token: e.Token,
 				Body: map[string]any{"target_on_hand": 5, "expected_version": 1}, Headers: map[string]string{"Idempotency-Key": "budget-adjust-1"}}, 2},
 		}...)
@@ -127,6 +134,124 @@ func TestRoundTripBudgets(t *testing.T) {
 			if got := rt.of("adjustInventoryItem"); got != 1 {
 				t.Errorf("adjustInventoryItem (%s) made %d store round trips, budget 1", r.name, got)
 			}
+		}
+	})
+}
+
+// listRoutes are the mounted token routes that answer a page of the path
+// vendor's records.
+func listRoutes(e *apitest.Env) []httpapi.Route {
+	var out []httpapi.Route
+	for _, r := range e.Server.Routes() {
+		if r.Method == http.MethodGet && r.Scopes != nil && strings.HasPrefix(r.Operation, "list") && strings.Contains(r.Path, "{vendor_id}") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestListPageBudgets pins every list page, first and continued, at 1
+// wait: the route's page query (Route.PageAhead) starts beside the
+// admission batch, so it fails as soon as a list's query runs after the
+// batch again, or a route's declaration stops matching the query its
+// handler runs.
+func TestListPageBudgets(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		rt := &roundTrips{last: map[string]int64{}, calls: map[string]int64{}}
+		e := apitest.New(t, apitest.Options{Store: kind, Observe: rt.observe, WebhookResolver: publicHosts,
+			Config: func(c *config.Config) { c.RateReads, c.RateWrites = 1<<20, 1<<20 }})
+		for i := range 3 {
+			mustCreate(t, e, fmt.Sprintf("pages-product-%d", i), variableProduct(fmt.Sprintf("pages-%d", i), 2))
+		}
+		// Three connections, the first and last with a health report: the
+		// pages' health records are answered from the range read ahead.
+		health := map[string]string{}
+		for i := range 3 {
+			conn := mustConnection(t, e, fmt.Sprintf("pages-connection-%d", i), connectionBody("marketplace_a", destinationRoles))
+			health[conn.Data.ID] = "unknown"
+			if i != 1 {
+				k := datamodel.ConnectionHealthKey(e.Vendor.ID, conn.Data.ID)
+				if err := e.Store.Transact(context.Background(), store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1,
+					Data: []byte(`{"state":"healthy","last_observed_at":null,"last_success_at":null,"blockers":[]}`)}, store.Cond{})); err != nil {
+					t.Fatal(err)
+				}
+				health[conn.Data.ID] = "healthy"
+			}
+		}
+		listed := map[string]string{}
+		sub := mustSubscribe(t, e, "https://hooks.example.com/pages", "*")
+		vendor := "/vendors/" + e.Vendor.ID
+		var items struct {
+			Data []struct{ ID string }
+		}
+		e.Get(vendor+"/inventory-items?limit=3").JSON(t, &items)
+		for i, it := range items.Data {
+			if r := e.Do(apitest.Req{Method: http.MethodPost, Path: vendor + "/inventory-items/" + it.ID + "/adjustments", Token: e.Token,
+				Body: map[string]any{"target_on_hand": 5, "expected_version": 1}, Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("pages-adjust-%d", i)}}); r.Status != http.StatusOK {
+				t.Fatalf("adjust: %d %s", r.Status, r.Body)
+			}
+		}
+		budgets := map[string]int64{}
+		for _, r := range listRoutes(e) {
+			budgets[r.Operation] = 1
+		}
+		continued := map[string]bool{}
+		routes := listRoutes(e)
+		for _, r := range routes {
+			path := strings.NewReplacer("{vendor_id}", e.Vendor.ID, "{subscription_id}", sub.Data.ID).Replace(r.Path)
+			if strings.Contains(path, "{") {
+				t.Fatalf("%s: no value for the path %s", r.Operation, r.Path)
+			}
+			page := path + "?limit=2"
+			for n := 0; n < 3 && page != ""; n++ {
+				res := e.Do(apitest.Req{Path: page, Token: e.Token})
+				if res.Status != http.StatusOK {
+					t.Fatalf("%s %s: %d %s", r.Operation, page, res.Status, res.Body)
+				}
+				if got, want := rt.of(r.Operation), budgets[r.Operation]; got != want {
+					t.Errorf("%s (page %d) made %d sequential store round trips (%d calls), budget %d", r.Operation, n+1, got, rt.calls[r.Operation], want)
+				}
+				var body struct {
+					Data []struct {
+						ID     string
+						Health struct{ State string }
+					}
+					Page httpapi.Page
+				}
+				res.JSON(t, &body)
+				if r.Operation == "listConnections" {
+					for _, d := range body.Data {
+						listed[d.ID] = d.Health.State
+					}
+				}
+				page = ""
+				if body.Page.NextCursor != nil {
+					page = path + "?limit=2&page_after=" + url.QueryEscape(*body.Page.NextCursor)
+					continued[r.Operation] = true
+				}
+			}
+		}
+		if len(routes) < 14 {
+			t.Errorf("%d list routes mounted; want every group's", len(routes))
+		}
+		// Pages that continue inside a product, and after one.
+		for _, op := range []string{"listProducts", "listInventoryItems", "listStockEffects", "listEvents", "listConnections"} {
+			if !continued[op] {
+				t.Errorf("%s: no second page was read", op)
+			}
+		}
+		if fmt.Sprint(listed) != fmt.Sprint(health) {
+			t.Errorf("connections' health listed %v, want %v", listed, health)
+		}
+		// A narrowed list.
+		res := e.Get(vendor + "/stock-effects?limit=1&inventory_item_id=" + items.Data[0].ID)
+		if res.Status != http.StatusOK || rt.of("listStockEffects") != 1 {
+			t.Errorf("narrowed stock effects: %d, %d waits", res.Status, rt.of("listStockEffects"))
+		}
+		// Without a vendor in the path the token is read before its vendor.
+		e.Get("/vendors")
+		if got := rt.of("listVendors"); got != 2 {
+			t.Errorf("listVendors made %d store round trips, budget 2", got)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/conflict"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 )
 
@@ -17,7 +18,7 @@ var Conflicts = Group{Name: "conflicts", Routes: func(s *Server) []Route {
 	base := "/vendors/{vendor_id}/conflicts"
 	one := base + "/{conflict_id}"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listConflicts", Scopes: read, Handle: s.listConflicts},
+		{Method: http.MethodGet, Path: base, Operation: "listConflicts", Scopes: read, PageAhead: pageAhead(datamodel.ConflictPrefix, false), Handle: s.listConflicts},
 		{Method: http.MethodGet, Path: one, Operation: "getConflict", Scopes: read, Handle: s.getConflict},
 		{Method: http.MethodPost, Path: one + "/resolve", Operation: "resolveConflict", Scopes: write, Handle: s.closeConflict(conflict.StatusResolved)},
 		{Method: http.MethodPost, Path: one + "/dismiss", Operation: "dismissConflict", Scopes: write, Handle: s.closeConflict(conflict.StatusDismissed)},

@@ -18,7 +18,7 @@ var Connections = Group{Name: "connections", Routes: func(s *Server) []Route {
 	one := base + "/{connection_id}"
 	return []Route{
 		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/authority", Operation: "getVendorAuthority", Scopes: read, Handle: s.getAuthority},
-		{Method: http.MethodGet, Path: base, Operation: "listConnections", Scopes: read, Handle: s.listConnections},
+		{Method: http.MethodGet, Path: base, Operation: "listConnections", Scopes: read, PageAhead: pageConnections, Handle: s.listConnections},
 		{Method: http.MethodPost, Path: base, Operation: "createConnection", Scopes: write, Handle: s.createConnection},
 		{Method: http.MethodGet, Path: one, Operation: "getConnection", Scopes: read, Handle: s.getConnection},
 		{Method: http.MethodPost, Path: one + "/pause", Operation: "pauseConnection", Scopes: write, Handle: s.connectionTransition(connection.Pause)},

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 )
@@ -12,7 +13,7 @@ import (
 var Events = Group{Name: "events", Routes: func(s *Server) []Route {
 	read := []auth.Scope{auth.WebhooksRead}
 	return []Route{
-		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/events", Operation: "listEvents", Scopes: read, Handle: s.listEvents},
+		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/events", Operation: "listEvents", Scopes: read, PageAhead: pageAhead(datamodel.EventPrefix, true), Handle: s.listEvents},
 		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/events/{event_id}", Operation: "getEvent", Scopes: read, Handle: s.getEvent},
 	}
 }}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -16,7 +17,7 @@ var ExternalOrders = Group{Name: "external-orders", Routes: func(s *Server) []Ro
 	base := "/vendors/{vendor_id}/external-orders"
 	one := base + "/{external_order_id}"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listExternalOrders", Scopes: read, Handle: s.listExternalOrders},
+		{Method: http.MethodGet, Path: base, Operation: "listExternalOrders", Scopes: read, PageAhead: pageAhead(datamodel.ExternalOrderPrefix, false), Handle: s.listExternalOrders},
 		{Method: http.MethodPost, Path: base, Operation: "importExternalOrder", Scopes: write, Handle: s.importExternalOrder},
 		{Method: http.MethodGet, Path: one, Operation: "getExternalOrder", Scopes: read, Handle: s.getExternalOrder},
 		{Method: http.MethodPost, Path: one + "/reserve", Operation: "reserveExternalOrder", Scopes: write, Handle: s.externalOrderTransition(extorder.Reserve)},

@@ -67,21 +67,45 @@ type readAhead struct {
 	// per request.
 	keys  []store.Key
 	items []store.Item
+	// pages are the list route's queries started beside the batch
+	// (Route.PageAhead): one answers the request's first query when that
+	// is the identical query, and each answers reads of keys in the range
+	// it covered (store.Pending.Lookup).
+	pages []*store.Pending
 }
 
-// set keeps keys and items, which the request owns from then on.
-func (a *readAhead) set(keys []store.Key, items []store.Item) {
+// set keeps keys, items and pages, which the request owns from then on.
+func (a *readAhead) set(keys []store.Key, items []store.Item, pages []*store.Pending) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.keys, a.items = keys, items[:len(keys)]
+	a.pages = pages
+}
+
+// firstQuery returns the query started ahead that is q, if any.
+func (a *readAhead) firstQuery(q store.Query) *store.Pending {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pages {
+		if p.Answers(q) {
+			return p
+		}
+	}
+	return nil
 }
 
 func (a *readAhead) get(k store.Key) (store.Item, bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	for i, have := range a.keys {
+	keys, items, pages := a.keys, a.items, a.pages
+	a.mu.Unlock()
+	for i, have := range keys {
 		if have == k {
-			return a.items[i], true
+			return items[i], true
+		}
+	}
+	for _, p := range pages {
+		if it, ok := p.Lookup(k); ok {
+			return it, true
 		}
 	}
 	return store.Item{}, false
@@ -91,13 +115,15 @@ func (a *readAhead) drop() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.keys, a.items = nil, nil
+	a.pages = nil
 }
 
 // gatedStore is the store handlers see: reads of keys the request read
-// ahead are answered from that batch, other single reads and a request's
-// first query go straight through; writes and any further query wait for
-// the request's rate decision and are refused when it is no, so a refused
-// request does no expensive work.
+// ahead are answered from that batch, and its first query by the page
+// query started beside it when identical; other single reads and a
+// request's first query go straight through; writes and any further
+// query wait for the request's rate decision and are refused when it is
+// no, so a refused request does no expensive work.
 type gatedStore struct{ store.Store }
 
 func (s gatedStore) Get(ctx context.Context, k store.Key) (store.Item, error) {
@@ -141,9 +167,13 @@ func (s gatedStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item
 }
 
 func (s gatedStore) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
-	if g := gateOf(ctx); g != nil && g.queries.Add(1) > 1 {
-		if err := g.wait(); err != nil {
-			return nil, err
+	if g := gateOf(ctx); g != nil {
+		if g.queries.Add(1) > 1 {
+			if err := g.wait(); err != nil {
+				return nil, err
+			}
+		} else if p := g.ahead.firstQuery(q); p != nil {
+			return p.Result()
 		}
 	}
 	return s.Store.Query(ctx, q)

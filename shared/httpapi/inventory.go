@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/conflict"
@@ -19,13 +18,13 @@ var Inventory = Group{Name: "inventory", Routes: func(s *Server) []Route {
 	read, write := []auth.Scope{auth.InventoryRead}, []auth.Scope{auth.InventoryWrite}
 	base := "/vendors/{vendor_id}/inventory-items"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listInventoryItems", Scopes: read, Handle: s.listInventory},
+		{Method: http.MethodGet, Path: base, Operation: "listInventoryItems", Scopes: read, ReadAhead: aheadOf(aheadListStart), PageAhead: pageInventory, Handle: s.listInventory},
 		{Method: http.MethodGet, Path: base + "/{inventory_item_id}", Operation: "getInventoryItem", Scopes: read, ReadAhead: aheadOf(aheadItem), Handle: s.getInventoryItem},
 		{Method: http.MethodPost, Path: base + "/{inventory_item_id}/adjustments", Operation: "adjustInventoryItem", Scopes: write,
 			ReadAhead: aheadOf(aheadItem, aheadAuthority, aheadReceipt("inventory.adjust", idempotency.ProductKeyPattern)), Handle: s.adjustInventory},
 		// Stock effects are the ledger of the items' movements, read with
 		// the items' scope.
-		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/stock-effects", Operation: "listStockEffects", Scopes: read, Handle: s.listStockEffects},
+		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/stock-effects", Operation: "listStockEffects", Scopes: read, PageAhead: pageEffects, Handle: s.listStockEffects},
 		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/stock-effects/{effect_id}", Operation: "getStockEffect", Scopes: read, Handle: s.getStockEffect},
 	}
 }}
@@ -99,7 +98,7 @@ func (s *Server) fenceConflict(ctx context.Context, vendorID, claimed, itemID st
 func (s *Server) listStockEffects(c *Call) error {
 	c.AllowFilters("inventory_item_id")
 	item := c.R.URL.Query().Get("inventory_item_id")
-	if len(item) > 1000 || strings.Contains(item, "#") {
+	if !validEffectsItem(item) {
 		return errs.E(errs.CodeInvalidParameter, "inventory_item_id: not an inventory item id")
 	}
 	pr, err := c.PageParams("stock-effects", "inventory_item_id="+item)

@@ -3,10 +3,15 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // Page is the page object of list responses.
@@ -36,15 +41,13 @@ func (c *Call) PageParams(resource, filters string) (PageRequest, error) {
 			return PageRequest{}, errs.Ef(errs.CodeInvalidParameter, "%s: unknown query parameter", name)
 		}
 	}
-	pr := PageRequest{Limit: 50, binding: cursor.Binding{
+	pr := PageRequest{binding: cursor.Binding{
 		Resource: resource, VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID, Filters: filters}}
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v[0])
-		if err != nil || len(v) > 1 || n < 1 || n > 100 {
-			return PageRequest{}, errs.E(errs.CodeInvalidParameter, "limit: must be an integer from 1 to 100")
-		}
-		pr.Limit = n
+	n, ok := pageLimit(q)
+	if !ok {
+		return PageRequest{}, errs.E(errs.CodeInvalidParameter, "limit: must be an integer from 1 to 100")
 	}
+	pr.Limit = n
 	if v, ok := q["page_after"]; ok {
 		if len(v) > 1 {
 			return PageRequest{}, errs.E(errs.CodeInvalidCursor, "page_after: give one cursor")
@@ -56,6 +59,63 @@ func (c *Call) PageParams(resource, filters string) (PageRequest, error) {
 		pr.After = after
 	}
 	return pr, nil
+}
+
+// pageLimit is the page size the limit parameter asks for: 50 when it is
+// absent, false unless it is one integer from 1 to 100.
+func pageLimit(q url.Values) (int, bool) {
+	v, ok := q["limit"]
+	if !ok {
+		return 50, true
+	}
+	n, err := strconv.Atoi(v[0])
+	return n, err == nil && len(v) == 1 && n >= 1 && n <= maxPageLimit
+}
+
+// maxPageLimit is the largest page a client may ask for.
+const maxPageLimit = 100
+
+// pageAhead declares the page query (Route.PageAhead) of a list of the
+// path vendor's records whose sort keys start with prefix, newest first
+// when desc.
+func pageAhead(prefix string, desc bool) func(*Call) []store.Query {
+	return func(c *Call) []store.Query { return pageOr(c.pageQuery(prefix, desc, nil)) }
+}
+
+// pageOr is the declaration of q when ok, none otherwise.
+func pageOr(q store.Query, ok bool) []store.Query {
+	if !ok {
+		return nil
+	}
+	return []store.Query{q}
+}
+
+// pageQuery is the first query of a page of the path vendor's records
+// under prefix: limit+1 of them after the cursor's position, passed
+// through start when set (a list whose cursor names a position of its
+// own). False when the handler will refuse the limit or the cursor (which
+// it checks in full), or would not query at all.
+func (c *Call) pageQuery(prefix string, desc bool, start func(after string) (string, bool)) (store.Query, bool) {
+	q := c.R.URL.Query()
+	limit, ok := pageLimit(q)
+	if !ok {
+		return store.Query{}, false
+	}
+	var after string
+	if v, ok := q["page_after"]; ok {
+		if after, ok = cursor.Position(v[0]); !ok || len(v) > 1 {
+			return store.Query{}, false
+		}
+		if start != nil {
+			if after, ok = start(after); !ok {
+				return store.Query{}, false
+			}
+		}
+		if !strings.HasPrefix(after, prefix) || !utf8.ValidString(after) {
+			return store.Query{}, false
+		}
+	}
+	return store.Query{PK: datamodel.VendorPartition(c.R.PathValue("vendor_id")), Prefix: prefix, After: after, Limit: limit + 1, Desc: desc}, true
 }
 
 // filterParams are the query parameters a list route accepts besides the

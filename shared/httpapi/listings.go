@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/listing"
@@ -18,7 +19,7 @@ var Listings = Group{Name: "listings", Routes: func(s *Server) []Route {
 	base := "/vendors/{vendor_id}/listings"
 	one := base + "/{listing_id}"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listListings", Scopes: read, Handle: s.listListings},
+		{Method: http.MethodGet, Path: base, Operation: "listListings", Scopes: read, PageAhead: pageAhead(datamodel.ListingPrefix, false), Handle: s.listListings},
 		{Method: http.MethodPost, Path: base, Operation: "createListing", Scopes: write, Handle: s.createListing},
 		{Method: http.MethodGet, Path: one, Operation: "getListing", Scopes: read, Handle: s.getListing},
 		{Method: http.MethodPatch, Path: one, Operation: "updateListing", Scopes: write, Handle: s.updateListing},

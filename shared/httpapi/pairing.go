@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
@@ -21,7 +22,7 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 	base := "/vendors/{vendor_id}/store-pairings"
 	one := base + "/{pairing_id}"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listStorePairings", Scopes: read, Handle: s.listPairings},
+		{Method: http.MethodGet, Path: base, Operation: "listStorePairings", Scopes: read, PageAhead: pageAhead(datamodel.PairingPrefix, false), Handle: s.listPairings},
 		{Method: http.MethodPost, Path: base, Operation: "createStorePairing", Scopes: write, Handle: s.createPairing},
 		{Method: http.MethodGet, Path: one, Operation: "getStorePairing", Scopes: read, Handle: s.getPairing},
 		{Method: http.MethodPost, Path: one + "/accept", Operation: "acceptStorePairing", Scopes: write, Handle: s.acceptPairing},

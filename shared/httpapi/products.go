@@ -6,6 +6,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/idempotency"
 )
 
@@ -14,7 +15,7 @@ var Products = Group{Name: "products", Routes: func(s *Server) []Route {
 	read, write := []auth.Scope{auth.ProductsRead}, []auth.Scope{auth.ProductsWrite}
 	base := "/vendors/{vendor_id}/products"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listProducts", Scopes: read, Handle: s.listProducts},
+		{Method: http.MethodGet, Path: base, Operation: "listProducts", Scopes: read, PageAhead: pageAhead(datamodel.ProductPrefix, false), Handle: s.listProducts},
 		{Method: http.MethodPost, Path: base, Operation: "createProduct", Scopes: write,
 			ReadAhead: aheadOf(aheadAuthority, aheadReceipt("products.create", idempotency.ProductKeyPattern)), Handle: s.createProduct},
 		{Method: http.MethodGet, Path: base + "/{product_id}", Operation: "getProduct", Scopes: read, ReadAhead: aheadOf(aheadProduct), Handle: s.getProduct},

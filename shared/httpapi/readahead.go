@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/inventory"
+	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // Read-ahead declarations of routes (Route.ReadAhead): each names, from the
@@ -51,6 +55,64 @@ func aheadItem(c *Call) []store.Key {
 		return nil
 	}
 	return []store.Key{datamodel.ProductKey(c.R.PathValue("vendor_id"), p)}
+}
+
+// aheadListStart is the product an inventory page continuing after a
+// cursor starts in (inventory.Service.List reads it before its query).
+func aheadListStart(c *Call) []store.Key {
+	q, ok := c.pageQuery(datamodel.ProductPrefix, false, inventory.ListStart)
+	if !ok || q.After == "" {
+		return nil
+	}
+	return []store.Key{{PK: q.PK, SK: q.After}}
+}
+
+// pageInventory is an inventory page's first query: products after the
+// one its cursor stopped in.
+func pageInventory(c *Call) []store.Query {
+	return pageOr(c.pageQuery(datamodel.ProductPrefix, false, inventory.ListStart))
+}
+
+// pageConnections is a connection page's first query, then the range of
+// health records its handler reads by the ids the page holds: one per
+// connection (connections are never deleted), after the same position,
+// so limit+1 of them cover the page's.
+func pageConnections(c *Call) []store.Query {
+	q, ok := c.pageQuery(datamodel.ConnectionPrefix, false, nil)
+	if !ok {
+		return nil
+	}
+	h := q
+	h.Prefix = datamodel.ConnectionHealthKey("", "").SK
+	if q.After != "" {
+		h.After = h.Prefix + strings.TrimPrefix(q.After, datamodel.ConnectionPrefix)
+	}
+	return []store.Query{q, h}
+}
+
+// pageEffects is a stock-effect page's first query, narrowed to the
+// item the inventory_item_id filter names.
+func pageEffects(c *Call) []store.Query {
+	item := c.R.URL.Query().Get("inventory_item_id")
+	if !validEffectsItem(item) {
+		return nil
+	}
+	return pageOr(c.pageQuery(stockeffect.ListPrefix(item), false, nil))
+}
+
+// validEffectsItem reports whether the stock-effect list can be narrowed
+// to item (empty: not narrowed).
+func validEffectsItem(item string) bool { return len(item) <= 1000 && !strings.Contains(item, "#") }
+
+// aheadSubscription is the webhook subscription the path names.
+func aheadSubscription(c *Call) []store.Key {
+	return []store.Key{datamodel.SubscriptionKey(c.R.PathValue("vendor_id"), c.R.PathValue("subscription_id"))}
+}
+
+// pageDeliveries is a delivery page's first query: the attempts of the
+// subscription the path names, newest first.
+func pageDeliveries(c *Call) []store.Query {
+	return pageOr(c.pageQuery(webhook.AttemptsPrefix(c.R.PathValue("subscription_id")), true, nil))
 }
 
 // aheadReservation is the reservation the path names.

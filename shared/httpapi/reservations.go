@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -17,7 +18,7 @@ var Reservations = Group{Name: "reservations", Routes: func(s *Server) []Route {
 	base := "/vendors/{vendor_id}/inventory-reservations"
 	one := base + "/{reservation_id}"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listReservations", Scopes: read, Handle: s.listReservations},
+		{Method: http.MethodGet, Path: base, Operation: "listReservations", Scopes: read, PageAhead: pageAhead(datamodel.ReservationPrefix, false), Handle: s.listReservations},
 		{Method: http.MethodPost, Path: base, Operation: "createReservation", Scopes: write,
 			ReadAhead: aheadOf(aheadReservationBody, aheadAuthority, aheadReceipt("reservations.create", idempotency.ConnectionKeyPattern)), Handle: s.createReservation},
 		{Method: http.MethodGet, Path: one, Operation: "getReservation", Scopes: read, ReadAhead: aheadOf(aheadReservation), Handle: s.getReservation},

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/sellerorder"
 )
@@ -15,7 +16,7 @@ var SellerOrders = Group{Name: "seller-orders", Routes: func(s *Server) []Route 
 	base := "/vendors/{vendor_id}/seller-orders"
 	one := base + "/{seller_order_id}"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listSellerOrders", Scopes: read, Handle: s.listSellerOrders},
+		{Method: http.MethodGet, Path: base, Operation: "listSellerOrders", Scopes: read, PageAhead: pageAhead(datamodel.SellerOrderPrefix, false), Handle: s.listSellerOrders},
 		{Method: http.MethodGet, Path: one, Operation: "getSellerOrder", Scopes: read, Handle: s.getSellerOrder},
 		{Method: http.MethodPost, Path: one + "/mark-shipped", Operation: "markSellerOrderShipped", Scopes: write, Handle: s.sellerOrderTransition(sellerorder.MarkShipped)},
 		{Method: http.MethodPost, Path: one + "/cancel", Operation: "cancelSellerOrder", Scopes: write, Handle: s.sellerOrderTransition(sellerorder.Cancel)},

@@ -106,6 +106,15 @@ type Route struct {
 	// further round trip. Keys derive from the path and headers only; the
 	// items are answered only once the credentials are admitted.
 	ReadAhead func(*Call) []store.Key
+	// PageAhead, on a token list route, is the first query of the page its
+	// handler will read, from the path, the query string and the cursor's
+	// position (unchecked: the handler checks the cursor as before), then
+	// any query whose range the handler reads by key; none when there is
+	// nothing to start. The queries start beside the admission batch and,
+	// once the request is admitted, answer the handler's identical first
+	// query and its reads of keys in their ranges; on a refusal they are
+	// dropped unread.
+	PageAhead func(*Call) []store.Query
 	Handle    func(*Call) error
 }
 

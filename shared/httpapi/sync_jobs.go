@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
@@ -20,7 +21,7 @@ var SyncJobs = Group{Name: "sync-jobs", Routes: func(s *Server) []Route {
 	base := "/vendors/{vendor_id}/sync-jobs"
 	read := []auth.Scope{auth.JobsRead}
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listSyncJobs", Scopes: read, Handle: s.listSyncJobs},
+		{Method: http.MethodGet, Path: base, Operation: "listSyncJobs", Scopes: read, PageAhead: pageAhead(datamodel.SyncJobPrefix, false), Handle: s.listSyncJobs},
 		{Method: http.MethodPost, Path: base, Operation: "createSyncJob", Scopes: []auth.Scope{auth.JobsWrite, auth.ConnectionsWrite}, Handle: s.createSyncJob},
 		{Method: http.MethodGet, Path: base + "/{sync_job_id}", Operation: "getSyncJob", Scopes: read, Handle: s.getSyncJob},
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/webhook"
@@ -17,13 +18,13 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 	base := "/vendors/{vendor_id}/webhook-subscriptions"
 	one := base + "/{subscription_id}"
 	return []Route{
-		{Method: http.MethodGet, Path: base, Operation: "listWebhookSubscriptions", Scopes: read, Handle: s.listWebhookSubscriptions},
+		{Method: http.MethodGet, Path: base, Operation: "listWebhookSubscriptions", Scopes: read, PageAhead: pageAhead(datamodel.SubscriptionPrefix, false), Handle: s.listWebhookSubscriptions},
 		{Method: http.MethodPost, Path: base, Operation: "createWebhookSubscription", Scopes: write, Handle: s.createWebhookSubscription},
 		{Method: http.MethodGet, Path: one, Operation: "getWebhookSubscription", Scopes: read, Handle: s.getWebhookSubscription},
 		{Method: http.MethodPatch, Path: one, Operation: "updateWebhookSubscription", Scopes: write, Handle: s.updateWebhookSubscription},
 		{Method: http.MethodDelete, Path: one, Operation: "deleteWebhookSubscription", Scopes: write, Handle: s.deleteWebhookSubscription},
 		{Method: http.MethodPost, Path: one + "/rotate-secret", Operation: "rotateWebhookSubscriptionSecret", Scopes: write, Handle: s.rotateWebhookSecret},
-		{Method: http.MethodGet, Path: one + "/deliveries", Operation: "listWebhookDeliveries", Scopes: read, Handle: s.listWebhookDeliveries},
+		{Method: http.MethodGet, Path: one + "/deliveries", Operation: "listWebhookDeliveries", Scopes: read, ReadAhead: aheadOf(aheadSubscription), PageAhead: pageDeliveries, Handle: s.listWebhookDeliveries},
 		{Method: http.MethodPost, Path: "/vendors/{vendor_id}/events/{event_id}/replay", Operation: "replayEvent", Scopes: write, Handle: s.replayEvent},
 		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/events/{event_id}/replays/{replay_id}", Operation: "getEventReplay", Scopes: read, Handle: s.getEventReplay},
 	}

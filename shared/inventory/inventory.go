@@ -171,6 +171,13 @@ func parseCursorKey(k string) (sk string, seq int, ok bool) {
 	return k[:i], seq, true
 }
 
+// ListStart is the sort key of the product that a page continuing after
+// the position after (a List lastKey) starts in.
+func ListStart(after string) (sk string, ok bool) {
+	sk, _, ok = parseCursorKey(after)
+	return sk, ok
+}
+
 // List reads up to limit items across the vendor, ordered by product and
 // then by item, continuing after the position after. A product whose
 // buckets are missing fails the whole page closed (503).

@@ -154,13 +154,19 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Effect, error) {
 	return e, nil
 }
 
+// ListPrefix is the sort-key prefix of the effects List reads: the
+// item's when itemID is set, every item's otherwise.
+func ListPrefix(itemID string) string {
+	if itemID == "" {
+		return datamodel.StockEffectPrefix
+	}
+	return datamodel.StockEffectPrefix + itemID + "#"
+}
+
 // List reads a page of effects, by item and oldest first within an item;
 // itemID, when set, narrows the list to that item.
 func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit int) (effects []Effect, lastKey string, more bool, err error) {
-	prefix := datamodel.StockEffectPrefix
-	if itemID != "" {
-		prefix += itemID + "#"
-	}
+	prefix := ListPrefix(itemID)
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}

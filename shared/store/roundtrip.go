@@ -98,6 +98,18 @@ func StartRoundTrip(ctx context.Context) (done func()) {
 	return c.end
 }
 
+// holdRoundTrip marks a call as in flight from now without counting it
+// (the call counts itself when it starts): calls that begin before the
+// returned function is called overlap it.
+func holdRoundTrip(ctx context.Context) (done func()) {
+	c := roundTripsOf(ctx)
+	if c == nil || ctx.Value(besideKey{}) != nil {
+		return func() {}
+	}
+	c.begin()
+	return c.end
+}
+
 type besideKey struct{}
 
 // Beside marks a context whose calls run side by side with the request's

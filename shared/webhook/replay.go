@@ -389,13 +389,17 @@ func (d Deliverer) finishReplay(ctx context.Context, m Message) error {
 	return nil
 }
 
+// AttemptsPrefix is the sort-key prefix of a subscription's delivery
+// attempts.
+func AttemptsPrefix(subID string) string { return datamodel.AttemptPrefix + subID + "#" }
+
 // Attempts reads a page of a subscription's delivery attempts, newest
 // first.
 func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, limit int) (out []Attempt, lastKey string, more bool, err error) {
 	if _, err := s.Get(ctx, vendorID, subID); err != nil {
 		return nil, "", false, err
 	}
-	prefix := datamodel.AttemptPrefix + subID + "#"
+	prefix := AttemptsPrefix(subID)
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
