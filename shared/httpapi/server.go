@@ -166,7 +166,8 @@ type Server struct {
 
 // decodedDocs is how many tokens, vendors and products a server keeps
 // decoded between requests (store.Decoded): each entry is a document's
-// bytes and its decoded value, a few KiB at most.
+// bytes, its decoded value and its encoded views, and each cache also
+// holds at most 16 MiB of documents and views.
 const decodedDocs = 4096
 
 // New builds a server for the given groups.

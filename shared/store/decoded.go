@@ -15,7 +15,15 @@ type Decoded[T any] struct {
 	mu  sync.Mutex
 	max int
 	m   map[Key]decodedDoc[T]
+	// size is the bytes of documents and views the entries hold; past
+	// maxDecodedBytes entries are evicted, so that a tenant's large
+	// documents or many views cannot grow a process without bound.
+	size int
 }
+
+// maxDecodedBytes bounds the documents' and views' bytes one cache holds
+// (their decoded values are of the same order).
+const maxDecodedBytes = 16 << 20
 
 type decodedDoc[T any] struct {
 	version int64
@@ -26,7 +34,16 @@ type decodedDoc[T any] struct {
 	views map[any][]byte
 }
 
-// holds reports whether the entry was decoded from it's version and bytes.
+// size is the bytes the entry holds: its document and its views.
+func (e decodedDoc[T]) size() int {
+	n := len(e.data)
+	for _, b := range e.views {
+		n += len(b)
+	}
+	return n
+}
+
+// holds reports whether the entry was decoded from its version and bytes.
 func (e decodedDoc[T]) holds(it Item) bool {
 	return e.version == it.Version && bytes.Equal(e.data, it.Data)
 }
@@ -60,20 +77,40 @@ func (d *Decoded[T]) Decode(it Item, decode func(Item) (T, error)) (T, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, held := d.m[k]; !held && len(d.m) >= d.max {
-		for old := range d.m {
-			delete(d.m, old)
-			break
-		}
+	if old, held := d.m[k]; held {
+		d.size -= old.size()
+	} else if len(d.m) >= d.max {
+		d.evictOne(k)
 	}
 	// A copy, so that a caller reusing its buffer cannot change what an
 	// entry answers for.
 	d.m[k] = decodedDoc[T]{version: it.Version, data: bytes.Clone(it.Data), v: v}
+	d.size += len(it.Data)
+	d.fit(k)
 	return v, nil
 }
 
+// evictOne drops an arbitrary entry other than keep. Called with d.mu held.
+func (d *Decoded[T]) evictOne(keep Key) bool {
+	for old, e := range d.m {
+		if old != keep {
+			d.size -= e.size()
+			delete(d.m, old)
+			return true
+		}
+	}
+	return false
+}
+
+// fit evicts entries other than keep until the cache holds no more than
+// maxDecodedBytes. Called with d.mu held.
+func (d *Decoded[T]) fit(keep Key) {
+	for d.size > maxDecodedBytes && d.evictOne(keep) {
+	}
+}
+
 // View returns encode(v) for v = decode(it), from the cache when the entry
-// for it's version and bytes holds the view named key. An encoding is
+// for its version and bytes holds the view named key. An encoding is
 // built from the document and key alone: key must name, as a comparable
 // value, everything besides the document that encode reads (an item's
 // counters, say), so that the entry, which answers only for the bytes it
@@ -108,12 +145,25 @@ func (d *Decoded[T]) View(it Item, decode func(Item) (T, error), key any, encode
 	defer d.mu.Unlock()
 	if e, ok := d.m[k]; ok && e.holds(it) {
 		if e.views == nil || len(e.views) >= maxViews {
+			d.size -= e.size() - len(e.data)
 			e.views = make(map[any][]byte)
 			d.m[k] = e
 		}
+		if old, ok := e.views[key]; ok {
+			d.size -= len(old)
+		}
 		e.views[key] = b
+		d.size += len(b)
+		d.fit(k)
 	}
 	return b, nil
+}
+
+// Bytes is how many bytes of documents and views the cache holds.
+func (d *Decoded[T]) Bytes() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.size
 }
 
 // Len is how many documents the cache holds.
