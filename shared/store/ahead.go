@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -62,6 +63,9 @@ func (p *Pending) Lookup(k Key) (Item, bool) {
 	}
 	for _, it := range p.items {
 		if it.SK == k.SK {
+			// The caller may change what it gets, as with Store.Get; the
+			// same item may also be in Result's answer.
+			it.Nums = maps.Clone(it.Nums)
 			return it, true
 		}
 	}

@@ -134,3 +134,31 @@ func TestPendingFailureAnswersNothingByKey(t *testing.T) {
 		t.Error("a failed query answered a key")
 	}
 }
+
+// TestLookupAnswersACopy: a reader changing an item it looked up changes
+// neither the query's answer nor the next lookup, as with Store.Get.
+func TestLookupAnswersACopy(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	it := store.Item{PK: "P", SK: "A#1", Version: 1, Data: []byte(`{}`), Nums: map[string]int64{"n": 1}}
+	if err := s.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
+		t.Fatal(err)
+	}
+	q := store.Query{PK: "P", Prefix: "A#", Limit: 10}
+	p := store.StartQuery(ctx, s, q)
+	got, ok := p.Lookup(it.Key())
+	if !ok || got.Nums["n"] != 1 {
+		t.Fatalf("lookup %+v %v", got, ok)
+	}
+	got.Nums["n"] = 99
+	if again, _ := p.Lookup(it.Key()); again.Nums["n"] != 1 {
+		t.Errorf("a change to one lookup's item reached the next: %v", again.Nums)
+	}
+	if items, err := p.Result(); err != nil || len(items) != 1 || items[0].Nums["n"] != 1 {
+		t.Errorf("a change to a lookup's item reached the query's answer: %+v %v", items, err)
+	}
+}
