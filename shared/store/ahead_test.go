@@ -5,9 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 // TestPendingLookupAnswersOnlyItsRange reads keys inside and outside the
@@ -16,11 +14,7 @@ import (
 // query read or absent; outside, it is not answered.
 func TestPendingLookupAnswersOnlyItsRange(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSQLite(t)
 	var ops []store.Op
 	for _, sk := range []string{"A#1", "A#3", "A#5", "A#7", "B#4"} {
 		ops = append(ops, store.Put(store.Item{PK: "P", SK: sk, Version: 1, Data: []byte(`{}`)}, store.IfAbsent()))
@@ -139,11 +133,7 @@ func TestPendingFailureAnswersNothingByKey(t *testing.T) {
 // neither the query's answer nor the next lookup, as with Store.Get.
 func TestLookupAnswersACopy(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSQLite(t)
 	it := store.Item{PK: "P", SK: "A#1", Version: 1, Data: []byte(`{}`), Nums: map[string]int64{"n": 1}}
 	if err := s.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
 		t.Fatal(err)

@@ -16,11 +16,7 @@ import (
 // last page says there is no more.
 func TestPageWalksAFilteredPrefixOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSQLite(t)
 	var ops []store.Op
 	for i := 0; i < 40; i++ {
 		ops = append(ops, store.Put(store.Item{PK: "V", SK: fmt.Sprintf("REC#%02d", i), Version: 1, Data: []byte(strconv.Itoa(i))}, store.Cond{}))
@@ -73,11 +69,7 @@ func (c *countingStore) Query(ctx context.Context, q store.Query) ([]store.Item,
 // walk still ends, and the one match at the far end is found.
 func TestPageScanIsBounded(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSQLite(t)
 	const n = 2400
 	for i := 0; i < n; i += store.MaxTransactOps {
 		var ops []store.Op
@@ -123,4 +115,16 @@ func TestPageScanIsBounded(t *testing.T) {
 			t.Fatalf("limit %d: %d pages cannot have read %d items within the bound", limit, pages, n)
 		}
 	}
+}
+
+// openSQLite opens an embedded store in a temporary directory, on the wall
+// clock (nothing these tests read expires), closed when the test ends.
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
