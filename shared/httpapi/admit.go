@@ -173,7 +173,7 @@ func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 	if st, ok := s.limiter.TakeLeased(vendorID, class); ok {
 		g := &rateGate{done: make(chan struct{}), status: st}
 		close(g.done)
-		s.setGate(c, g)
+		c.gate = g
 		return
 	}
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
@@ -181,14 +181,11 @@ func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 	})
 }
 
-// startRate starts the request's rate decision beside its handler.
+// startRate starts the request's rate decision beside its handler; the
+// store its handlers see finds it through the request's context (gateOf).
 func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status, error)) {
-	s.setGate(c, startGate(c.Ctx, take))
+	c.gate = startGate(c.Ctx, take)
 }
-
-// setGate makes g the request's rate decision, which the store its
-// handlers see finds through the request's context (gateOf).
-func (s *Server) setGate(c *Call, g *rateGate) { c.gate = g }
 
 // settleRate waits for the request's rate decision, once, before anything
 // is sent: it sets the RateLimit headers and returns a refusal that
