@@ -17,7 +17,7 @@ CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CL
 
 CLOUD_DATA ?= .cloud
 
-.PHONY: run test fuzz bench vet fmt generate local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
+.PHONY: run test fuzz bench loadtest vet fmt generate local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
 
 ## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (STORE=dynamodb: on DynamoDB Local and the SQS emulator, started here; RUN_FLAGS: more serve flags)
 run: local
@@ -48,6 +48,12 @@ fuzz:
 ## bench: measure requests/s, p50, p99 and store round trips per operation
 bench:
 	bash scripts/bench
+
+## loadtest: hundreds of vendors within their allowances beside hostile ones (tarpit receivers, forged bearers, crafted images) on loopback; prints what the well-behaved saw (LOADTEST_CLI=bin/cloud: the deployed shape, after make cloud; LOADTEST_FLAGS: e.g. -vendors 50 -duration 2m -check)
+LOADTEST_CLI ?= $(BIN)/local
+LOADTEST_FLAGS ?=
+loadtest: local
+	go run ./scripts/loadtest -cli $(LOADTEST_CLI) $(LOADTEST_FLAGS)
 
 ## local: build the local binary
 local:
