@@ -131,7 +131,7 @@ type Response struct {
 
 // PageOf is one page of a list: its items and the cursor to the next.
 type PageOf[T any] struct {
-	Data []T `json:"data"`
+	Data []T  `json:"data"`
 	Page Page `json:"page"`
 }
 
