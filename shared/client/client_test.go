@@ -172,6 +172,19 @@ func TestWalkerAcrossPages(t *testing.T) {
 		}
 		return ids, rec.count("GET") - before
 	}
+	// The list's order, read in one page.
+	whole, _, err := c.ListProducts(ctx, client.ListProductsRequest{VendorID: v, Limit: 100})
+	if err != nil || len(whole.Data) != len(made) || whole.Page.NextCursor != nil {
+		t.Fatalf("one page: %+v %v", whole, err)
+	}
+	var inOrder []string
+	for _, p := range whole.Data {
+		inOrder = append(inOrder, p.ID)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(inOrder)), slices.Sorted(slices.Values(made))) {
+		t.Fatalf("listed %v, made %v", inOrder, made)
+	}
+	made = inOrder
 	ids, pages := walked(client.ListProductsRequest{VendorID: v, Limit: 2}, 0)
 	if !slices.Equal(ids, made) || pages != 4 {
 		t.Fatalf("walked %v in %d pages, want %v in 4", ids, pages, made)
