@@ -136,4 +136,22 @@ func TestGeneratedShapesAgainstTheServer(t *testing.T) {
 	if auth, _, err := c.GetVendorAuthority(ctx, client.GetVendorAuthorityRequest{VendorID: v}); err != nil || auth.VendorID != v {
 		t.Fatalf("authority: %+v %v", auth, err)
 	}
+
+	// A store pairing: the code is exchanged without a credential, and
+	// the discovery token it gives is a client's credential of its own.
+	pairing, _, err := c.CreateStorePairing(ctx, client.CreateStorePairingRequest{VendorID: v})
+	if err != nil || pairing.Code == nil {
+		t.Fatalf("pairing: %+v %v", pairing, err)
+	}
+	exchanged, _, err := anonymous.ExchangeStorePairingCode(ctx, client.ExchangeStorePairingCodeRequest{Body: client.StorePairingExchange{Code: *pairing.Code}})
+	if err != nil || exchanged.PairingID != pairing.ID || exchanged.DiscoveryToken == "" {
+		t.Fatalf("exchange: %+v %v", exchanged, err)
+	}
+	plugin := client.New(e.URL, exchanged.DiscoveryToken)
+	if current, _, err := plugin.GetCurrentStorePairing(ctx); err != nil || current.ID != pairing.ID {
+		t.Fatalf("current pairing: %+v %v", current, err)
+	}
+	if _, _, err := plugin.GetVendor(ctx, client.GetVendorRequest{VendorID: v}); err == nil {
+		t.Fatal("a discovery token read the vendor")
+	}
 }
