@@ -85,7 +85,7 @@ invoke:
 infra-test:
 	cd infra && go vet . ./stack/... && SELLERAPI_DIST=$(if $(wildcard dist/*.zip),$(CURDIR)/dist) go test -count=1 . ./stack/...
 
-## generate: regenerate the Go client's types (shared/client/types.gen.go) from shared/openapi/openapi.json
+## generate: regenerate the Go client (shared/client/types.gen.go and operations.gen.go) from shared/openapi/openapi.json
 generate:
 	go generate ./shared/client
 

@@ -121,18 +121,18 @@ func startLatencyServer(b *testing.B, items int) *latencyServer {
 	recv := &http.Server{Handler: s.got, ReadHeaderTimeout: 5 * time.Second}
 	go recv.Serve(ln)
 	b.Cleanup(func() { recv.Close() })
-	if _, err := s.c.CreateWebhookSubscription(ctx, s.vendor, client.WebhookSubscriptionCreate{
-		URL: "http://" + ln.Addr().String() + "/hook", EventTypes: []string{"inventory_item.adjusted"}}); err != nil {
+	if _, _, err := s.c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: s.vendor, Body: client.WebhookSubscriptionCreate{
+		URL: "http://" + ln.Addr().String() + "/hook", EventTypes: []string{"inventory_item.adjusted"}}}); err != nil {
 		b.Fatal(err)
 	}
 	for i := range items {
-		p, _, err := s.c.CreateProduct(ctx, s.vendor, client.ProductCreate{Kind: "simple", Name: fmt.Sprintf("Latency %d", i),
+		p, _, err := s.c.CreateProduct(ctx, client.CreateProductRequest{VendorID: s.vendor, Body: client.ProductCreate{Kind: "simple", Name: fmt.Sprintf("Latency %d", i),
 			Slug: fmt.Sprintf("latency-%d", i), Description: "Latency benchmark.", Price: 1000, Category: "demo", Subcategory: "bench",
-			ImageURLs: []string{"https://cdn.example.com/x.jpg"}, Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1})
+			ImageURLs: []string{"https://cdn.example.com/x.jpg"}, Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		for it, err := range s.c.InventoryItems(ctx, s.vendor) {
+		for it, err := range s.c.AllInventoryItems(ctx, client.ListInventoryItemsRequest{VendorID: s.vendor, Limit: 100}) {
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -151,7 +151,8 @@ func startLatencyServer(b *testing.B, items int) *latencyServer {
 // and the key of its event.
 func (s *latencyServer) adjust(ctx context.Context, i int) (time.Time, string, error) {
 	it := s.items[i]
-	next, _, err := s.c.AdjustInventoryItem(ctx, s.vendor, it.ID, it.OnHand+1, it.Version)
+	next, _, err := s.c.AdjustInventoryItem(ctx, client.AdjustInventoryItemRequest{VendorID: s.vendor, InventoryItemID: it.ID,
+		Body: client.Adjustment{TargetOnHand: it.OnHand + 1, ExpectedVersion: it.Version}})
 	if err != nil {
 		return time.Time{}, "", err
 	}

@@ -42,7 +42,7 @@ func (f *apiFlags) open(ctx context.Context) (*client.Client, string, error) {
 	if f.vendor != "" {
 		return c, f.vendor, nil
 	}
-	vs, err := c.ListVendors(ctx)
+	vs, _, err := c.ListVendors(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -80,7 +80,8 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	defer ln.Close()
 	types := strings.Split(*events, ",")
 	desc := "local listen " + ln.Addr().String()
-	sub, err := c.CreateWebhookSubscription(ctx, vendorID, client.WebhookSubscriptionCreate{URL: "http://" + ln.Addr().String() + "/", EventTypes: types, Description: &desc})
+	sub, _, err := c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: vendorID,
+		Body: client.WebhookSubscriptionCreate{URL: "http://" + ln.Addr().String() + "/", EventTypes: types, Description: &desc}})
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
@@ -88,7 +89,7 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	defer func() {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := c.DeleteWebhookSubscription(cleanup, vendorID, sub.ID); err != nil {
+		if _, _, err := c.DeleteWebhookSubscription(cleanup, client.DeleteWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.ID}); err != nil {
 			fmt.Fprintf(stdout, "could not remove subscription %s: %v\n", sub.ID, err)
 			return
 		}
@@ -208,15 +209,15 @@ type step func(context.Context, *triggerRun) error
 
 func createProduct(ctx context.Context, t *triggerRun) error {
 	slug := "trigger-" + t.suffix
-	p, _, err := t.c.CreateProduct(ctx, t.vendor, client.ProductCreate{Kind: "simple", Name: "Trigger " + t.suffix, Slug: slug,
+	p, _, err := t.c.CreateProduct(ctx, client.CreateProductRequest{VendorID: t.vendor, Body: client.ProductCreate{Kind: "simple", Name: "Trigger " + t.suffix, Slug: slug,
 		Description: "Made by local trigger.", Price: 1000, Category: "demo", Subcategory: "trigger",
-		ImageURLs: []string{"https://cdn.example.com/trigger.jpg"}, Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1})
+		ImageURLs: []string{"https://cdn.example.com/trigger.jpg"}, Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.1}})
 	if err != nil {
 		return err
 	}
 	t.product = p
 	fmt.Fprintf(t.out, "Created product %s (product.created)\n", p.ID)
-	for it, err := range t.c.InventoryItems(ctx, t.vendor) {
+	for it, err := range t.c.AllInventoryItems(ctx, client.ListInventoryItemsRequest{VendorID: t.vendor, Limit: 100}) {
 		if err != nil {
 			return err
 		}
@@ -229,7 +230,19 @@ func createProduct(ctx context.Context, t *triggerRun) error {
 
 func productStep(action, event string) step {
 	return func(ctx context.Context, t *triggerRun) error {
-		p, err := t.c.TransitionProduct(ctx, t.vendor, t.product.ID, action, t.product.Revision)
+		req := client.PublishProductRequest{VendorID: t.vendor, ProductID: t.product.ID, Body: client.ProductTransition{ExpectedRevision: t.product.Revision}}
+		var p client.Product
+		var err error
+		switch action {
+		case "publish":
+			p, _, err = t.c.PublishProduct(ctx, req)
+		case "unpublish":
+			p, _, err = t.c.UnpublishProduct(ctx, client.UnpublishProductRequest(req))
+		case "archive":
+			p, _, err = t.c.ArchiveProduct(ctx, client.ArchiveProductRequest(req))
+		default:
+			p, _, err = t.c.RestoreProduct(ctx, client.RestoreProductRequest(req))
+		}
 		if err != nil {
 			return err
 		}
@@ -240,7 +253,8 @@ func productStep(action, event string) step {
 }
 
 func adjust(ctx context.Context, t *triggerRun) error {
-	it, _, err := t.c.AdjustInventoryItem(ctx, t.vendor, t.item.ID, t.item.OnHand+10, t.item.Version)
+	it, _, err := t.c.AdjustInventoryItem(ctx, client.AdjustInventoryItemRequest{VendorID: t.vendor, InventoryItemID: t.item.ID,
+		Body: client.Adjustment{TargetOnHand: t.item.OnHand + 10, ExpectedVersion: t.item.Version}})
 	if err != nil {
 		return err
 	}
@@ -255,8 +269,8 @@ func createConnection(ctx context.Context, t *triggerRun) error {
 		OrderIngress: "disabled", ExternalOrderFulfillment: "moku"}); err != nil {
 		return err
 	}
-	conn, err := t.c.CreateConnection(ctx, t.vendor, client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "trigger-" + t.suffix,
-		DisplayName: "Trigger " + t.suffix, Roles: roles})
+	conn, _, err := t.c.CreateConnection(ctx, client.CreateConnectionRequest{VendorID: t.vendor, Body: client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "trigger-" + t.suffix,
+		DisplayName: "Trigger " + t.suffix, Roles: roles}})
 	if err != nil {
 		return err
 	}
@@ -267,7 +281,17 @@ func createConnection(ctx context.Context, t *triggerRun) error {
 
 func connectionStep(action, event string) step {
 	return func(ctx context.Context, t *triggerRun) error {
-		conn, err := t.c.TransitionConnection(ctx, t.vendor, t.connection.ID, action, t.connection.Version)
+		req := client.PauseConnectionRequest{VendorID: t.vendor, ConnectionID: t.connection.ID, Body: client.VersionBody{ExpectedVersion: t.connection.Version}}
+		var conn client.Connection
+		var err error
+		switch action {
+		case "pause":
+			conn, _, err = t.c.PauseConnection(ctx, req)
+		case "resume":
+			conn, _, err = t.c.ResumeConnection(ctx, client.ResumeConnectionRequest(req))
+		default:
+			conn, _, err = t.c.DisconnectConnection(ctx, client.DisconnectConnectionRequest(req))
+		}
 		if err != nil {
 			return err
 		}
@@ -278,7 +302,8 @@ func connectionStep(action, event string) step {
 }
 
 func reserve(ctx context.Context, t *triggerRun) error {
-	r, err := t.c.CreateReservation(ctx, t.vendor, client.ReservationCreate{ConnectionID: t.connection.ID, InventoryItemID: t.item.ID, Quantity: 1, ExpiresInSeconds: new(int64(900))})
+	r, _, err := t.c.CreateReservation(ctx, client.CreateReservationRequest{VendorID: t.vendor,
+		Body: client.ReservationCreate{ConnectionID: t.connection.ID, InventoryItemID: t.item.ID, Quantity: 1, ExpiresInSeconds: new(int64(900))}})
 	if err != nil {
 		return err
 	}
@@ -289,7 +314,18 @@ func reserve(ctx context.Context, t *triggerRun) error {
 
 func reservationStep(action, event string) step {
 	return func(ctx context.Context, t *triggerRun) error {
-		r, err := t.c.TransitionReservation(ctx, t.vendor, t.reservation.ID, action, t.reservation.Version)
+		v := client.VersionBody{ExpectedVersion: t.reservation.Version}
+		var r client.Reservation
+		var err error
+		switch action {
+		case "renew":
+			r, _, err = t.c.RenewReservation(ctx, client.RenewReservationRequest{VendorID: t.vendor, ReservationID: t.reservation.ID,
+				Body: client.ReservationRenew{ExpectedVersion: t.reservation.Version}})
+		case "commit":
+			r, _, err = t.c.CommitReservation(ctx, client.CommitReservationRequest{VendorID: t.vendor, ReservationID: t.reservation.ID, Body: v})
+		default:
+			r, _, err = t.c.ReleaseReservation(ctx, client.ReleaseReservationRequest{VendorID: t.vendor, ReservationID: t.reservation.ID, Body: v})
+		}
 		if err != nil {
 			return err
 		}

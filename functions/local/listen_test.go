@@ -115,7 +115,7 @@ func TestListenAndTrigger(t *testing.T) {
 		t.Fatalf("listen printed %q", out.String())
 	}
 	c := client.New(base, token)
-	for sub, err := range c.WebhookSubscriptions(context.Background(), vendorID) {
+	for sub, err := range c.AllWebhookSubscriptions(context.Background(), client.ListWebhookSubscriptionsRequest{VendorID: vendorID}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestTriggerEveryType(t *testing.T) {
 	c := client.New(base, token)
 	count := func(typ string) int {
 		n := 0
-		for _, err := range c.Events(context.Background(), vendorID, typ, 100) {
+		for _, err := range c.AllEvents(context.Background(), client.ListEventsRequest{VendorID: vendorID, Type: client.EventType(typ), Limit: 100}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ package client
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -13,6 +14,658 @@ type Adjustment struct {
 	ExpectedVersion       int64   `json:"expected_version"`
 	TargetOnHand          int64   `json:"target_on_hand"`
 }
+
+// AuthorityFenceConflict is #/components/schemas/AuthorityFenceConflict.
+//
+// A connection wrote stock as the Stock Pool's source, which it is not (the
+// write was refused).
+type AuthorityFenceConflict struct {
+	ChannelValue AuthorityFenceConflictChannelValue `json:"channel_value"`
+	ConnectionID *string                            `json:"connection_id"`
+	CreatedAt    time.Time                          `json:"created_at"`
+	Detail       string                             `json:"detail"`
+	// cfl_..., in creation order.
+	ID           string                             `json:"id"`
+	Resolution   json.RawMessage                    `json:"resolution"`
+	Resource     AuthorityFenceConflictResource     `json:"resource"`
+	ServiceValue AuthorityFenceConflictServiceValue `json:"service_value"`
+	// What found the conflict: a sync job, an external order's import, or a
+	// refused request (id: its request id).
+	Source    AuthorityFenceConflictSource `json:"source"`
+	Status    AuthorityFenceConflictStatus `json:"status"`
+	Type      string                       `json:"type"`
+	UpdatedAt time.Time                    `json:"updated_at"`
+	VendorID  string                       `json:"vendor_id"`
+	Version   int64                        `json:"version"`
+}
+
+// AuthorityFenceConflictChannelValue is #/components/schemas/AuthorityFenceConflict/properties/channel_value.
+type AuthorityFenceConflictChannelValue struct {
+	AuthorityConnectionID string `json:"authority_connection_id"`
+	TargetOnHand          int64  `json:"target_on_hand"`
+}
+
+// AuthorityFenceConflictResource is #/components/schemas/AuthorityFenceConflict/properties/resource.
+type AuthorityFenceConflictResource struct {
+	ID   string                             `json:"id"`
+	Type AuthorityFenceConflictResourceType `json:"type"`
+}
+
+// AuthorityFenceConflictResourceType is #/components/schemas/AuthorityFenceConflict/properties/resource/properties/type.
+type AuthorityFenceConflictResourceType string
+
+// The values of AuthorityFenceConflictResourceType.
+const (
+	AuthorityFenceConflictResourceTypeInventoryItem AuthorityFenceConflictResourceType = "inventory_item"
+	AuthorityFenceConflictResourceTypeProduct       AuthorityFenceConflictResourceType = "product"
+	AuthorityFenceConflictResourceTypeExternalOrder AuthorityFenceConflictResourceType = "external_order"
+)
+
+// AuthorityFenceConflictServiceValue is #/components/schemas/AuthorityFenceConflict/properties/service_value.
+type AuthorityFenceConflictServiceValue struct {
+	// The Stock Pool's source; null when the service masters it.
+	InventoryMasterConnectionID *string `json:"inventory_master_connection_id"`
+}
+
+// AuthorityFenceConflictSource is #/components/schemas/AuthorityFenceConflict/properties/source.
+type AuthorityFenceConflictSource struct {
+	ID   string                           `json:"id"`
+	Type AuthorityFenceConflictSourceType `json:"type"`
+}
+
+// AuthorityFenceConflictSourceType is #/components/schemas/AuthorityFenceConflict/properties/source/properties/type.
+type AuthorityFenceConflictSourceType string
+
+// The values of AuthorityFenceConflictSourceType.
+const (
+	AuthorityFenceConflictSourceTypeSyncJob       AuthorityFenceConflictSourceType = "sync_job"
+	AuthorityFenceConflictSourceTypeExternalOrder AuthorityFenceConflictSourceType = "external_order"
+	AuthorityFenceConflictSourceTypeRequest       AuthorityFenceConflictSourceType = "request"
+)
+
+// AuthorityFenceConflictStatus is #/components/schemas/AuthorityFenceConflict/properties/status.
+type AuthorityFenceConflictStatus string
+
+// The values of AuthorityFenceConflictStatus.
+const (
+	AuthorityFenceConflictStatusOpen      AuthorityFenceConflictStatus = "open"
+	AuthorityFenceConflictStatusResolved  AuthorityFenceConflictStatus = "resolved"
+	AuthorityFenceConflictStatusDismissed AuthorityFenceConflictStatus = "dismissed"
+)
+
+// AuthorityMaster is #/components/schemas/AuthorityMaster.
+type AuthorityMaster struct {
+	ConnectionID *string             `json:"connection_id"`
+	Type         AuthorityMasterType `json:"type"`
+}
+
+// AuthorityMasterType is #/components/schemas/AuthorityMaster/properties/type.
+type AuthorityMasterType string
+
+// The values of AuthorityMasterType.
+const (
+	AuthorityMasterTypeMoku       AuthorityMasterType = "moku"
+	AuthorityMasterTypeConnection AuthorityMasterType = "connection"
+)
+
+// BulkOperation is #/components/schemas/BulkOperation.
+//
+// A batch of adjustments applied one by one in submitted order, each with the
+// checks of a single adjustment; not one transaction. Status: queued (accepted,
+// every record pending), running (the worker wrote a first result), then
+// completed (every record succeeded), completed_with_errors (every record has a
+// definitive result, some succeeded and some failed) or failed (no record
+// succeeded, or the run stopped or ran out of attempts before every record had
+// a result). Kept at least 30 days after completion.
+type BulkOperation struct {
+	CompletedAt *time.Time          `json:"completed_at"`
+	Counts      BulkOperationCounts `json:"counts"`
+	CreatedAt   time.Time           `json:"created_at"`
+	ID          string              `json:"id"`
+	Kind        BulkOperationKind   `json:"kind"`
+	// One entry per submitted record, in submitted order.
+	Results   []BulkOperationResult `json:"results"`
+	StartedAt *time.Time            `json:"started_at"`
+	Status    BulkOperationStatus   `json:"status"`
+	VendorID  string                `json:"vendor_id"`
+}
+
+// BulkOperationCompletedEvent is #/components/schemas/BulkOperationCompletedEvent.
+//
+// Written when a bulk operation reached its final status, written with its last
+// result; read the operation.
+type BulkOperationCompletedEvent struct {
+	CreatedAt time.Time                       `json:"created_at"`
+	Data      BulkOperationCompletedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                              `json:"id"`
+	Resource BulkOperationCompletedEventResource `json:"resource"`
+	Type     string                              `json:"type"`
+	VendorID string                              `json:"vendor_id"`
+}
+
+// BulkOperationCompletedEventData is #/components/schemas/BulkOperationCompletedEvent/properties/data.
+type BulkOperationCompletedEventData struct {
+	Status BulkOperationStatus `json:"status"`
+}
+
+// BulkOperationCompletedEventResource is #/components/schemas/BulkOperationCompletedEvent/properties/resource.
+type BulkOperationCompletedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// BulkOperationCounts is #/components/schemas/BulkOperation/properties/counts.
+type BulkOperationCounts struct {
+	Failed       int64 `json:"failed"`
+	NotAttempted int64 `json:"not_attempted"`
+	Pending      int64 `json:"pending"`
+	Succeeded    int64 `json:"succeeded"`
+	Total        int64 `json:"total"`
+	Unknown      int64 `json:"unknown"`
+}
+
+// BulkOperationKind is #/components/schemas/BulkOperation/properties/kind.
+type BulkOperationKind string
+
+// The values of BulkOperationKind.
+const (
+	BulkOperationKindInventoryAdjustment BulkOperationKind = "inventory_adjustment"
+)
+
+// BulkOperationResult is #/components/schemas/BulkOperationResult.
+//
+// One submitted record's result. pending: no durable result yet, keep polling.
+// succeeded: the adjustment is confirmed; data is the item as it was right
+// after it (a historical result, not a current read). failed: the record was
+// rejected (code and detail say why; after INVENTORY_VERSION_CONFLICT re-read
+// the item and decide a new adjustment). unknown: the result could not be
+// confirmed (UNAUTHENTICATED or INSUFFICIENT_SCOPE when the original credential
+// stopped being valid; SERVICE_UNAVAILABLE when the record's attempts ran out);
+// reconcile the item's current inventory before adjusting it again.
+// not_attempted: the batch stopped before this record (code
+// BULK_OPERATION_STOPPED); fix the cause and re-read versions before a new
+// batch.
+type BulkOperationResult struct {
+	Code            json.RawMessage           `json:"code"`
+	Data            json.RawMessage           `json:"data"`
+	Detail          *string                   `json:"detail"`
+	InventoryItemID string                    `json:"inventory_item_id"`
+	Key             string                    `json:"key"`
+	Status          BulkOperationResultStatus `json:"status"`
+}
+
+// BulkOperationResultStatus is #/components/schemas/BulkOperationResult/properties/status.
+type BulkOperationResultStatus string
+
+// The values of BulkOperationResultStatus.
+const (
+	BulkOperationResultStatusPending      BulkOperationResultStatus = "pending"
+	BulkOperationResultStatusSucceeded    BulkOperationResultStatus = "succeeded"
+	BulkOperationResultStatusFailed       BulkOperationResultStatus = "failed"
+	BulkOperationResultStatusUnknown      BulkOperationResultStatus = "unknown"
+	BulkOperationResultStatusNotAttempted BulkOperationResultStatus = "not_attempted"
+)
+
+// BulkOperationStatus is #/components/schemas/BulkOperation/properties/status.
+type BulkOperationStatus string
+
+// The values of BulkOperationStatus.
+const (
+	BulkOperationStatusQueued              BulkOperationStatus = "queued"
+	BulkOperationStatusRunning             BulkOperationStatus = "running"
+	BulkOperationStatusCompleted           BulkOperationStatus = "completed"
+	BulkOperationStatusCompletedWithErrors BulkOperationStatus = "completed_with_errors"
+	BulkOperationStatusFailed              BulkOperationStatus = "failed"
+)
+
+// BulkSubmission is #/components/schemas/BulkSubmission.
+//
+// A batch of inventory adjustments, at most 64 KiB as a whole. Any structural
+// error rejects the entire batch (400 naming the field, e.g.
+// items[3].body.target_on_hand) before anything is stored or any stock changes.
+type BulkSubmission struct {
+	// Applied in this order; keys are unique within the batch.
+	Items []BulkSubmissionItemsItem `json:"items"`
+	Kind  BulkSubmissionKind        `json:"kind"`
+}
+
+// BulkSubmissionItemsItem is #/components/schemas/BulkSubmission/properties/items/items.
+type BulkSubmissionItemsItem struct {
+	Body            Adjustment `json:"body"`
+	InventoryItemID string     `json:"inventory_item_id"`
+	// The caller's name for the record, unique within the batch; results carry
+	// it.
+	Key string `json:"key"`
+}
+
+// BulkSubmissionKind is #/components/schemas/BulkSubmission/properties/kind.
+type BulkSubmissionKind string
+
+// The values of BulkSubmissionKind.
+const (
+	BulkSubmissionKindInventoryAdjustment BulkSubmissionKind = "inventory_adjustment"
+)
+
+// CatalogMismatchConflict is #/components/schemas/CatalogMismatchConflict.
+//
+// A sync job from the Catalog's source reported another name or catalog status.
+type CatalogMismatchConflict struct {
+	ChannelValue CatalogMismatchConflictChannelValue `json:"channel_value"`
+	ConnectionID *string                             `json:"connection_id"`
+	CreatedAt    time.Time                           `json:"created_at"`
+	Detail       string                              `json:"detail"`
+	// cfl_..., in creation order.
+	ID           string                              `json:"id"`
+	Resolution   json.RawMessage                     `json:"resolution"`
+	Resource     CatalogMismatchConflictResource     `json:"resource"`
+	ServiceValue CatalogMismatchConflictServiceValue `json:"service_value"`
+	// What found the conflict: a sync job, an external order's import, or a
+	// refused request (id: its request id).
+	Source    CatalogMismatchConflictSource `json:"source"`
+	Status    CatalogMismatchConflictStatus `json:"status"`
+	Type      string                        `json:"type"`
+	UpdatedAt time.Time                     `json:"updated_at"`
+	VendorID  string                        `json:"vendor_id"`
+	Version   int64                         `json:"version"`
+}
+
+// CatalogMismatchConflictChannelValue is #/components/schemas/CatalogMismatchConflict/properties/channel_value.
+type CatalogMismatchConflictChannelValue struct {
+	CatalogStatus CatalogMismatchConflictChannelValueCatalogStatus `json:"catalog_status"`
+	Name          string                                           `json:"name"`
+}
+
+// CatalogMismatchConflictChannelValueCatalogStatus is #/components/schemas/CatalogMismatchConflict/properties/channel_value/properties/catalog_status.
+type CatalogMismatchConflictChannelValueCatalogStatus string
+
+// The values of CatalogMismatchConflictChannelValueCatalogStatus.
+const (
+	CatalogMismatchConflictChannelValueCatalogStatusActive   CatalogMismatchConflictChannelValueCatalogStatus = "active"
+	CatalogMismatchConflictChannelValueCatalogStatusArchived CatalogMismatchConflictChannelValueCatalogStatus = "archived"
+)
+
+// CatalogMismatchConflictResource is #/components/schemas/CatalogMismatchConflict/properties/resource.
+type CatalogMismatchConflictResource struct {
+	ID   string                              `json:"id"`
+	Type CatalogMismatchConflictResourceType `json:"type"`
+}
+
+// CatalogMismatchConflictResourceType is #/components/schemas/CatalogMismatchConflict/properties/resource/properties/type.
+type CatalogMismatchConflictResourceType string
+
+// The values of CatalogMismatchConflictResourceType.
+const (
+	CatalogMismatchConflictResourceTypeInventoryItem CatalogMismatchConflictResourceType = "inventory_item"
+	CatalogMismatchConflictResourceTypeProduct       CatalogMismatchConflictResourceType = "product"
+	CatalogMismatchConflictResourceTypeExternalOrder CatalogMismatchConflictResourceType = "external_order"
+)
+
+// CatalogMismatchConflictServiceValue is #/components/schemas/CatalogMismatchConflict/properties/service_value.
+type CatalogMismatchConflictServiceValue struct {
+	CatalogStatus CatalogMismatchConflictServiceValueCatalogStatus `json:"catalog_status"`
+	Name          string                                           `json:"name"`
+}
+
+// CatalogMismatchConflictServiceValueCatalogStatus is #/components/schemas/CatalogMismatchConflict/properties/service_value/properties/catalog_status.
+type CatalogMismatchConflictServiceValueCatalogStatus string
+
+// The values of CatalogMismatchConflictServiceValueCatalogStatus.
+const (
+	CatalogMismatchConflictServiceValueCatalogStatusActive   CatalogMismatchConflictServiceValueCatalogStatus = "active"
+	CatalogMismatchConflictServiceValueCatalogStatusArchived CatalogMismatchConflictServiceValueCatalogStatus = "archived"
+)
+
+// CatalogMismatchConflictSource is #/components/schemas/CatalogMismatchConflict/properties/source.
+type CatalogMismatchConflictSource struct {
+	ID   string                            `json:"id"`
+	Type CatalogMismatchConflictSourceType `json:"type"`
+}
+
+// CatalogMismatchConflictSourceType is #/components/schemas/CatalogMismatchConflict/properties/source/properties/type.
+type CatalogMismatchConflictSourceType string
+
+// The values of CatalogMismatchConflictSourceType.
+const (
+	CatalogMismatchConflictSourceTypeSyncJob       CatalogMismatchConflictSourceType = "sync_job"
+	CatalogMismatchConflictSourceTypeExternalOrder CatalogMismatchConflictSourceType = "external_order"
+	CatalogMismatchConflictSourceTypeRequest       CatalogMismatchConflictSourceType = "request"
+)
+
+// CatalogMismatchConflictStatus is #/components/schemas/CatalogMismatchConflict/properties/status.
+type CatalogMismatchConflictStatus string
+
+// The values of CatalogMismatchConflictStatus.
+const (
+	CatalogMismatchConflictStatusOpen      CatalogMismatchConflictStatus = "open"
+	CatalogMismatchConflictStatusResolved  CatalogMismatchConflictStatus = "resolved"
+	CatalogMismatchConflictStatusDismissed CatalogMismatchConflictStatus = "dismissed"
+)
+
+// Conflict is #/components/schemas/Conflict.
+//
+// A disagreement the service recorded instead of deciding it. One schema per
+// type: see the mapping.
+//
+// It is one of StockMismatchConflict, PriceMismatchConflict, CatalogMismatchConflict, UnreservableExternalOrderConflict, DuplicateExternalIdConflict, AuthorityFenceConflict: set it with From<type>, read it with As<type>.
+// The fields of ConflictFields, which every one has, read directly; they are
+// read from the JSON, so set a value with From<type>.
+type Conflict struct {
+	ConflictFields
+	raw json.RawMessage
+}
+
+// UnmarshalJSON keeps b for As<type> and reads ConflictFields's fields from it.
+func (u *Conflict) UnmarshalJSON(b []byte) error {
+	var base ConflictFields
+	if err := json.Unmarshal(b, &base); err != nil {
+		return err
+	}
+	u.ConflictFields, u.raw = base, append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MarshalJSON writes the JSON u was read from or set to.
+func (u Conflict) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return json.Marshal(u.ConflictFields)
+	}
+	return u.raw, nil
+}
+
+// FromStockMismatchConflict sets u to v.
+func (u *Conflict) FromStockMismatchConflict(v StockMismatchConflict) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsStockMismatchConflict decodes u as a StockMismatchConflict.
+func (u Conflict) AsStockMismatchConflict() (StockMismatchConflict, error) {
+	var v StockMismatchConflict
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromPriceMismatchConflict sets u to v.
+func (u *Conflict) FromPriceMismatchConflict(v PriceMismatchConflict) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsPriceMismatchConflict decodes u as a PriceMismatchConflict.
+func (u Conflict) AsPriceMismatchConflict() (PriceMismatchConflict, error) {
+	var v PriceMismatchConflict
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromCatalogMismatchConflict sets u to v.
+func (u *Conflict) FromCatalogMismatchConflict(v CatalogMismatchConflict) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsCatalogMismatchConflict decodes u as a CatalogMismatchConflict.
+func (u Conflict) AsCatalogMismatchConflict() (CatalogMismatchConflict, error) {
+	var v CatalogMismatchConflict
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromUnreservableExternalOrderConflict sets u to v.
+func (u *Conflict) FromUnreservableExternalOrderConflict(v UnreservableExternalOrderConflict) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsUnreservableExternalOrderConflict decodes u as a UnreservableExternalOrderConflict.
+func (u Conflict) AsUnreservableExternalOrderConflict() (UnreservableExternalOrderConflict, error) {
+	var v UnreservableExternalOrderConflict
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromDuplicateExternalIdConflict sets u to v.
+func (u *Conflict) FromDuplicateExternalIdConflict(v DuplicateExternalIdConflict) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsDuplicateExternalIdConflict decodes u as a DuplicateExternalIdConflict.
+func (u Conflict) AsDuplicateExternalIdConflict() (DuplicateExternalIdConflict, error) {
+	var v DuplicateExternalIdConflict
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromAuthorityFenceConflict sets u to v.
+func (u *Conflict) FromAuthorityFenceConflict(v AuthorityFenceConflict) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsAuthorityFenceConflict decodes u as a AuthorityFenceConflict.
+func (u Conflict) AsAuthorityFenceConflict() (AuthorityFenceConflict, error) {
+	var v AuthorityFenceConflict
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// Value decodes u as the type its "type" names (a AuthorityFenceConflict for "authority_fence", ...).
+func (u Conflict) Value() (any, error) {
+	var d struct {
+		V string `json:"type"`
+	}
+	if err := json.Unmarshal(u.raw, &d); err != nil {
+		return nil, err
+	}
+	switch d.V {
+	case "authority_fence":
+		return u.AsAuthorityFenceConflict()
+	case "catalog_mismatch":
+		return u.AsCatalogMismatchConflict()
+	case "duplicate_external_id":
+		return u.AsDuplicateExternalIdConflict()
+	case "price_mismatch":
+		return u.AsPriceMismatchConflict()
+	case "stock_mismatch":
+		return u.AsStockMismatchConflict()
+	case "unreservable_external_order":
+		return u.AsUnreservableExternalOrderConflict()
+	}
+	return nil, fmt.Errorf("Conflict: no type for type %q", d.V)
+}
+
+// ConflictClosing is #/components/schemas/ConflictClosing.
+type ConflictClosing struct {
+	ExpectedVersion int64  `json:"expected_version"`
+	Reason          string `json:"reason"`
+}
+
+// ConflictDismissedEvent is #/components/schemas/ConflictDismissedEvent.
+//
+// Written when a token dismissed it.
+type ConflictDismissedEvent struct {
+	CreatedAt time.Time                  `json:"created_at"`
+	Data      ConflictDismissedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                         `json:"id"`
+	Resource ConflictDismissedEventResource `json:"resource"`
+	Type     string                         `json:"type"`
+	VendorID string                         `json:"vendor_id"`
+}
+
+// ConflictDismissedEventData is #/components/schemas/ConflictDismissedEvent/properties/data.
+type ConflictDismissedEventData struct {
+	ConnectionID *string                `json:"connection_id"`
+	Resource     ConflictFieldsResource `json:"resource"`
+	Type         ConflictType           `json:"type"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConflictDismissedEventResource is #/components/schemas/ConflictDismissedEvent/properties/resource.
+type ConflictDismissedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ConflictFields is #/components/schemas/ConflictFields.
+//
+// The fields every conflict has; Conflict narrows type, service_value and
+// channel_value per type.
+type ConflictFields struct {
+	// What the channel reports or asked for (an object whose fields depend on
+	// the type).
+	ChannelValue json.RawMessage `json:"channel_value"`
+	ConnectionID *string         `json:"connection_id"`
+	CreatedAt    time.Time       `json:"created_at"`
+	Detail       string          `json:"detail"`
+	// cfl_..., in creation order.
+	ID         string                 `json:"id"`
+	Resolution json.RawMessage        `json:"resolution"`
+	Resource   ConflictFieldsResource `json:"resource"`
+	// What the service holds (an object whose fields depend on the type).
+	ServiceValue json.RawMessage `json:"service_value"`
+	// What found the conflict: a sync job, an external order's import, or a
+	// refused request (id: its request id).
+	Source    ConflictFieldsSource `json:"source"`
+	Status    ConflictFieldsStatus `json:"status"`
+	Type      ConflictType         `json:"type"`
+	UpdatedAt time.Time            `json:"updated_at"`
+	VendorID  string               `json:"vendor_id"`
+	Version   int64                `json:"version"`
+}
+
+// ConflictFieldsResource is #/components/schemas/ConflictFields/properties/resource.
+type ConflictFieldsResource struct {
+	ID   string                     `json:"id"`
+	Type ConflictFieldsResourceType `json:"type"`
+}
+
+// ConflictFieldsResourceType is #/components/schemas/ConflictFields/properties/resource/properties/type.
+type ConflictFieldsResourceType string
+
+// The values of ConflictFieldsResourceType.
+const (
+	ConflictFieldsResourceTypeInventoryItem ConflictFieldsResourceType = "inventory_item"
+	ConflictFieldsResourceTypeProduct       ConflictFieldsResourceType = "product"
+	ConflictFieldsResourceTypeExternalOrder ConflictFieldsResourceType = "external_order"
+)
+
+// ConflictFieldsSource is #/components/schemas/ConflictFields/properties/source.
+type ConflictFieldsSource struct {
+	ID   string                   `json:"id"`
+	Type ConflictFieldsSourceType `json:"type"`
+}
+
+// ConflictFieldsSourceType is #/components/schemas/ConflictFields/properties/source/properties/type.
+type ConflictFieldsSourceType string
+
+// The values of ConflictFieldsSourceType.
+const (
+	ConflictFieldsSourceTypeSyncJob       ConflictFieldsSourceType = "sync_job"
+	ConflictFieldsSourceTypeExternalOrder ConflictFieldsSourceType = "external_order"
+	ConflictFieldsSourceTypeRequest       ConflictFieldsSourceType = "request"
+)
+
+// ConflictFieldsStatus is #/components/schemas/ConflictFields/properties/status.
+type ConflictFieldsStatus string
+
+// The values of ConflictFieldsStatus.
+const (
+	ConflictFieldsStatusOpen      ConflictFieldsStatus = "open"
+	ConflictFieldsStatusResolved  ConflictFieldsStatus = "resolved"
+	ConflictFieldsStatusDismissed ConflictFieldsStatus = "dismissed"
+)
+
+// ConflictOpenedEvent is #/components/schemas/ConflictOpenedEvent.
+//
+// Written when a conflict was recorded (by a sync job, an unreservable import
+// or a duplicate import).
+type ConflictOpenedEvent struct {
+	CreatedAt time.Time               `json:"created_at"`
+	Data      ConflictOpenedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                      `json:"id"`
+	Resource ConflictOpenedEventResource `json:"resource"`
+	Type     string                      `json:"type"`
+	VendorID string                      `json:"vendor_id"`
+}
+
+// ConflictOpenedEventData is #/components/schemas/ConflictOpenedEvent/properties/data.
+type ConflictOpenedEventData struct {
+	ConnectionID *string                `json:"connection_id"`
+	Resource     ConflictFieldsResource `json:"resource"`
+	Type         ConflictType           `json:"type"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConflictOpenedEventResource is #/components/schemas/ConflictOpenedEvent/properties/resource.
+type ConflictOpenedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ConflictResolvedEvent is #/components/schemas/ConflictResolvedEvent.
+//
+// Written when a token resolved it, or the service did when its order moved on.
+type ConflictResolvedEvent struct {
+	CreatedAt time.Time                 `json:"created_at"`
+	Data      ConflictResolvedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                        `json:"id"`
+	Resource ConflictResolvedEventResource `json:"resource"`
+	Type     string                        `json:"type"`
+	VendorID string                        `json:"vendor_id"`
+}
+
+// ConflictResolvedEventData is #/components/schemas/ConflictResolvedEvent/properties/data.
+type ConflictResolvedEventData struct {
+	ConnectionID *string                `json:"connection_id"`
+	Resource     ConflictFieldsResource `json:"resource"`
+	Type         ConflictType           `json:"type"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConflictResolvedEventResource is #/components/schemas/ConflictResolvedEvent/properties/resource.
+type ConflictResolvedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ConflictType is #/components/schemas/ConflictType.
+type ConflictType string
+
+// The values of ConflictType.
+const (
+	ConflictTypeStockMismatch             ConflictType = "stock_mismatch"
+	ConflictTypePriceMismatch             ConflictType = "price_mismatch"
+	ConflictTypeCatalogMismatch           ConflictType = "catalog_mismatch"
+	ConflictTypeUnreservableExternalOrder ConflictType = "unreservable_external_order"
+	ConflictTypeDuplicateExternalID       ConflictType = "duplicate_external_id"
+	ConflictTypeAuthorityFence            ConflictType = "authority_fence"
+)
 
 // Connection is #/components/schemas/Connection.
 type Connection struct {
@@ -75,6 +728,58 @@ func (u ConnectionCreateRoles) AsRolePreset() (RolePreset, error) {
 	return v, err
 }
 
+// ConnectionCreatedEvent is #/components/schemas/ConnectionCreatedEvent.
+//
+// Written when a connection is created.
+type ConnectionCreatedEvent struct {
+	CreatedAt time.Time                  `json:"created_at"`
+	Data      ConnectionCreatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                         `json:"id"`
+	Resource ConnectionCreatedEventResource `json:"resource"`
+	Type     string                         `json:"type"`
+	VendorID string                         `json:"vendor_id"`
+}
+
+// ConnectionCreatedEventData is #/components/schemas/ConnectionCreatedEvent/properties/data.
+type ConnectionCreatedEventData struct {
+	Provider ConnectionProvider `json:"provider"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConnectionCreatedEventResource is #/components/schemas/ConnectionCreatedEvent/properties/resource.
+type ConnectionCreatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ConnectionDisconnectedEvent is #/components/schemas/ConnectionDisconnectedEvent.
+//
+// Written when the connection was disconnected.
+type ConnectionDisconnectedEvent struct {
+	CreatedAt time.Time                       `json:"created_at"`
+	Data      ConnectionDisconnectedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                              `json:"id"`
+	Resource ConnectionDisconnectedEventResource `json:"resource"`
+	Type     string                              `json:"type"`
+	VendorID string                              `json:"vendor_id"`
+}
+
+// ConnectionDisconnectedEventData is #/components/schemas/ConnectionDisconnectedEvent/properties/data.
+type ConnectionDisconnectedEventData struct {
+	Status ConnectionStatus `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConnectionDisconnectedEventResource is #/components/schemas/ConnectionDisconnectedEvent/properties/resource.
+type ConnectionDisconnectedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // ConnectionHealth is #/components/schemas/ConnectionHealth.
 type ConnectionHealth struct {
 	Blockers       []string              `json:"blockers"`
@@ -94,6 +799,32 @@ const (
 	ConnectionHealthStateBlocked  ConnectionHealthState = "blocked"
 )
 
+// ConnectionPausedEvent is #/components/schemas/ConnectionPausedEvent.
+//
+// Written when the connection was paused.
+type ConnectionPausedEvent struct {
+	CreatedAt time.Time                 `json:"created_at"`
+	Data      ConnectionPausedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                        `json:"id"`
+	Resource ConnectionPausedEventResource `json:"resource"`
+	Type     string                        `json:"type"`
+	VendorID string                        `json:"vendor_id"`
+}
+
+// ConnectionPausedEventData is #/components/schemas/ConnectionPausedEvent/properties/data.
+type ConnectionPausedEventData struct {
+	Status ConnectionStatus `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConnectionPausedEventResource is #/components/schemas/ConnectionPausedEvent/properties/resource.
+type ConnectionPausedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // ConnectionProvider is #/components/schemas/ConnectionProvider.
 type ConnectionProvider string
 
@@ -107,6 +838,57 @@ const (
 	ConnectionProviderMarketplaceE ConnectionProvider = "marketplace_e"
 )
 
+// ConnectionResumedEvent is #/components/schemas/ConnectionResumedEvent.
+//
+// Written when the connection was resumed (status active).
+type ConnectionResumedEvent struct {
+	CreatedAt time.Time                  `json:"created_at"`
+	Data      ConnectionResumedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                         `json:"id"`
+	Resource ConnectionResumedEventResource `json:"resource"`
+	Type     string                         `json:"type"`
+	VendorID string                         `json:"vendor_id"`
+}
+
+// ConnectionResumedEventData is #/components/schemas/ConnectionResumedEvent/properties/data.
+type ConnectionResumedEventData struct {
+	Status ConnectionStatus `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConnectionResumedEventResource is #/components/schemas/ConnectionResumedEvent/properties/resource.
+type ConnectionResumedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ConnectionRolesReplacedEvent is #/components/schemas/ConnectionRolesReplacedEvent.
+//
+// Written when PUT roles changed the roles (read the vendor authority).
+type ConnectionRolesReplacedEvent struct {
+	CreatedAt time.Time                        `json:"created_at"`
+	Data      ConnectionRolesReplacedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                               `json:"id"`
+	Resource ConnectionRolesReplacedEventResource `json:"resource"`
+	Type     string                               `json:"type"`
+	VendorID string                               `json:"vendor_id"`
+}
+
+// ConnectionRolesReplacedEventData is #/components/schemas/ConnectionRolesReplacedEvent/properties/data.
+type ConnectionRolesReplacedEventData struct {
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ConnectionRolesReplacedEventResource is #/components/schemas/ConnectionRolesReplacedEvent/properties/resource.
+type ConnectionRolesReplacedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // ConnectionStatus is #/components/schemas/Connection/properties/status.
 type ConnectionStatus string
 
@@ -117,6 +899,12 @@ const (
 	ConnectionStatusDisconnected ConnectionStatus = "disconnected"
 )
 
+// DeletedResource is #/components/schemas/DeletedResource.
+type DeletedResource struct {
+	Deleted bool   `json:"deleted"`
+	ID      string `json:"id"`
+}
+
 // DomainRole is #/components/schemas/DomainRole.
 type DomainRole string
 
@@ -125,6 +913,84 @@ const (
 	DomainRoleSource      DomainRole = "source"
 	DomainRoleDestination DomainRole = "destination"
 	DomainRoleDisabled    DomainRole = "disabled"
+)
+
+// DuplicateExternalIdConflict is #/components/schemas/DuplicateExternalIdConflict.
+//
+// The connection imported an external order id again with different content:
+// service_value is the first import (which stands), channel_value the second.
+type DuplicateExternalIdConflict struct {
+	ChannelValue DuplicateExternalIdConflictChannelValue `json:"channel_value"`
+	ConnectionID *string                                 `json:"connection_id"`
+	CreatedAt    time.Time                               `json:"created_at"`
+	Detail       string                                  `json:"detail"`
+	// cfl_..., in creation order.
+	ID           string                                  `json:"id"`
+	Resolution   json.RawMessage                         `json:"resolution"`
+	Resource     DuplicateExternalIdConflictResource     `json:"resource"`
+	ServiceValue DuplicateExternalIdConflictServiceValue `json:"service_value"`
+	// What found the conflict: a sync job, an external order's import, or a
+	// refused request (id: its request id).
+	Source    DuplicateExternalIdConflictSource `json:"source"`
+	Status    DuplicateExternalIdConflictStatus `json:"status"`
+	Type      string                            `json:"type"`
+	UpdatedAt time.Time                         `json:"updated_at"`
+	VendorID  string                            `json:"vendor_id"`
+	Version   int64                             `json:"version"`
+}
+
+// DuplicateExternalIdConflictChannelValue is #/components/schemas/DuplicateExternalIdConflict/properties/channel_value.
+type DuplicateExternalIdConflictChannelValue struct {
+	ExternalOrderID string                   `json:"external_order_id"`
+	Lines           []ExternalOrderLinesItem `json:"lines"`
+}
+
+// DuplicateExternalIdConflictResource is #/components/schemas/DuplicateExternalIdConflict/properties/resource.
+type DuplicateExternalIdConflictResource struct {
+	ID   string                                  `json:"id"`
+	Type DuplicateExternalIdConflictResourceType `json:"type"`
+}
+
+// DuplicateExternalIdConflictResourceType is #/components/schemas/DuplicateExternalIdConflict/properties/resource/properties/type.
+type DuplicateExternalIdConflictResourceType string
+
+// The values of DuplicateExternalIdConflictResourceType.
+const (
+	DuplicateExternalIdConflictResourceTypeInventoryItem DuplicateExternalIdConflictResourceType = "inventory_item"
+	DuplicateExternalIdConflictResourceTypeProduct       DuplicateExternalIdConflictResourceType = "product"
+	DuplicateExternalIdConflictResourceTypeExternalOrder DuplicateExternalIdConflictResourceType = "external_order"
+)
+
+// DuplicateExternalIdConflictServiceValue is #/components/schemas/DuplicateExternalIdConflict/properties/service_value.
+type DuplicateExternalIdConflictServiceValue struct {
+	ExternalOrderID string                   `json:"external_order_id"`
+	Lines           []ExternalOrderLinesItem `json:"lines"`
+}
+
+// DuplicateExternalIdConflictSource is #/components/schemas/DuplicateExternalIdConflict/properties/source.
+type DuplicateExternalIdConflictSource struct {
+	ID   string                                `json:"id"`
+	Type DuplicateExternalIdConflictSourceType `json:"type"`
+}
+
+// DuplicateExternalIdConflictSourceType is #/components/schemas/DuplicateExternalIdConflict/properties/source/properties/type.
+type DuplicateExternalIdConflictSourceType string
+
+// The values of DuplicateExternalIdConflictSourceType.
+const (
+	DuplicateExternalIdConflictSourceTypeSyncJob       DuplicateExternalIdConflictSourceType = "sync_job"
+	DuplicateExternalIdConflictSourceTypeExternalOrder DuplicateExternalIdConflictSourceType = "external_order"
+	DuplicateExternalIdConflictSourceTypeRequest       DuplicateExternalIdConflictSourceType = "request"
+)
+
+// DuplicateExternalIdConflictStatus is #/components/schemas/DuplicateExternalIdConflict/properties/status.
+type DuplicateExternalIdConflictStatus string
+
+// The values of DuplicateExternalIdConflictStatus.
+const (
+	DuplicateExternalIdConflictStatusOpen      DuplicateExternalIdConflictStatus = "open"
+	DuplicateExternalIdConflictStatusResolved  DuplicateExternalIdConflictStatus = "resolved"
+	DuplicateExternalIdConflictStatusDismissed DuplicateExternalIdConflictStatus = "dismissed"
 )
 
 // ErrorCode is #/components/schemas/ErrorCode.
@@ -202,6 +1068,922 @@ const (
 	ErrorCodeSyncJobStopped                     ErrorCode = "SYNC_JOB_STOPPED"
 )
 
+// ErrorCodeInfo is #/components/schemas/ErrorCodeInfo.
+type ErrorCodeInfo struct {
+	Code   ErrorCode `json:"code"`
+	Status int64     `json:"status"`
+	Title  string    `json:"title"`
+	Type   string    `json:"type"`
+}
+
+// Event is #/components/schemas/Event.
+//
+// A hint that a resource changed. Kept 90 days. One schema per type: see the
+// mapping.
+//
+// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
+// The fields of EventEnvelope, which every one has, read directly; they are
+// read from the JSON, so set a value with From<type>.
+type Event struct {
+	EventEnvelope
+	raw json.RawMessage
+}
+
+// UnmarshalJSON keeps b for As<type> and reads EventEnvelope's fields from it.
+func (u *Event) UnmarshalJSON(b []byte) error {
+	var base EventEnvelope
+	if err := json.Unmarshal(b, &base); err != nil {
+		return err
+	}
+	u.EventEnvelope, u.raw = base, append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MarshalJSON writes the JSON u was read from or set to.
+func (u Event) MarshalJSON() ([]byte, error) {
+	if u.raw == nil {
+		return json.Marshal(u.EventEnvelope)
+	}
+	return u.raw, nil
+}
+
+// FromProductCreatedEvent sets u to v.
+func (u *Event) FromProductCreatedEvent(v ProductCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsProductCreatedEvent decodes u as a ProductCreatedEvent.
+func (u Event) AsProductCreatedEvent() (ProductCreatedEvent, error) {
+	var v ProductCreatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromProductUpdatedEvent sets u to v.
+func (u *Event) FromProductUpdatedEvent(v ProductUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsProductUpdatedEvent decodes u as a ProductUpdatedEvent.
+func (u Event) AsProductUpdatedEvent() (ProductUpdatedEvent, error) {
+	var v ProductUpdatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromProductPublishedEvent sets u to v.
+func (u *Event) FromProductPublishedEvent(v ProductPublishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsProductPublishedEvent decodes u as a ProductPublishedEvent.
+func (u Event) AsProductPublishedEvent() (ProductPublishedEvent, error) {
+	var v ProductPublishedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromProductUnpublishedEvent sets u to v.
+func (u *Event) FromProductUnpublishedEvent(v ProductUnpublishedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsProductUnpublishedEvent decodes u as a ProductUnpublishedEvent.
+func (u Event) AsProductUnpublishedEvent() (ProductUnpublishedEvent, error) {
+	var v ProductUnpublishedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromProductArchivedEvent sets u to v.
+func (u *Event) FromProductArchivedEvent(v ProductArchivedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsProductArchivedEvent decodes u as a ProductArchivedEvent.
+func (u Event) AsProductArchivedEvent() (ProductArchivedEvent, error) {
+	var v ProductArchivedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromProductRestoredEvent sets u to v.
+func (u *Event) FromProductRestoredEvent(v ProductRestoredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsProductRestoredEvent decodes u as a ProductRestoredEvent.
+func (u Event) AsProductRestoredEvent() (ProductRestoredEvent, error) {
+	var v ProductRestoredEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromInventoryItemAdjustedEvent sets u to v.
+func (u *Event) FromInventoryItemAdjustedEvent(v InventoryItemAdjustedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsInventoryItemAdjustedEvent decodes u as a InventoryItemAdjustedEvent.
+func (u Event) AsInventoryItemAdjustedEvent() (InventoryItemAdjustedEvent, error) {
+	var v InventoryItemAdjustedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConnectionCreatedEvent sets u to v.
+func (u *Event) FromConnectionCreatedEvent(v ConnectionCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConnectionCreatedEvent decodes u as a ConnectionCreatedEvent.
+func (u Event) AsConnectionCreatedEvent() (ConnectionCreatedEvent, error) {
+	var v ConnectionCreatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConnectionPausedEvent sets u to v.
+func (u *Event) FromConnectionPausedEvent(v ConnectionPausedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConnectionPausedEvent decodes u as a ConnectionPausedEvent.
+func (u Event) AsConnectionPausedEvent() (ConnectionPausedEvent, error) {
+	var v ConnectionPausedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConnectionResumedEvent sets u to v.
+func (u *Event) FromConnectionResumedEvent(v ConnectionResumedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConnectionResumedEvent decodes u as a ConnectionResumedEvent.
+func (u Event) AsConnectionResumedEvent() (ConnectionResumedEvent, error) {
+	var v ConnectionResumedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConnectionDisconnectedEvent sets u to v.
+func (u *Event) FromConnectionDisconnectedEvent(v ConnectionDisconnectedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConnectionDisconnectedEvent decodes u as a ConnectionDisconnectedEvent.
+func (u Event) AsConnectionDisconnectedEvent() (ConnectionDisconnectedEvent, error) {
+	var v ConnectionDisconnectedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConnectionRolesReplacedEvent sets u to v.
+func (u *Event) FromConnectionRolesReplacedEvent(v ConnectionRolesReplacedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConnectionRolesReplacedEvent decodes u as a ConnectionRolesReplacedEvent.
+func (u Event) AsConnectionRolesReplacedEvent() (ConnectionRolesReplacedEvent, error) {
+	var v ConnectionRolesReplacedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromReservationCreatedEvent sets u to v.
+func (u *Event) FromReservationCreatedEvent(v ReservationCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsReservationCreatedEvent decodes u as a ReservationCreatedEvent.
+func (u Event) AsReservationCreatedEvent() (ReservationCreatedEvent, error) {
+	var v ReservationCreatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromReservationRenewedEvent sets u to v.
+func (u *Event) FromReservationRenewedEvent(v ReservationRenewedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsReservationRenewedEvent decodes u as a ReservationRenewedEvent.
+func (u Event) AsReservationRenewedEvent() (ReservationRenewedEvent, error) {
+	var v ReservationRenewedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromReservationCommittedEvent sets u to v.
+func (u *Event) FromReservationCommittedEvent(v ReservationCommittedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsReservationCommittedEvent decodes u as a ReservationCommittedEvent.
+func (u Event) AsReservationCommittedEvent() (ReservationCommittedEvent, error) {
+	var v ReservationCommittedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromReservationReleasedEvent sets u to v.
+func (u *Event) FromReservationReleasedEvent(v ReservationReleasedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsReservationReleasedEvent decodes u as a ReservationReleasedEvent.
+func (u Event) AsReservationReleasedEvent() (ReservationReleasedEvent, error) {
+	var v ReservationReleasedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromReservationExpiredEvent sets u to v.
+func (u *Event) FromReservationExpiredEvent(v ReservationExpiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsReservationExpiredEvent decodes u as a ReservationExpiredEvent.
+func (u Event) AsReservationExpiredEvent() (ReservationExpiredEvent, error) {
+	var v ReservationExpiredEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromListingCreatedEvent sets u to v.
+func (u *Event) FromListingCreatedEvent(v ListingCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsListingCreatedEvent decodes u as a ListingCreatedEvent.
+func (u Event) AsListingCreatedEvent() (ListingCreatedEvent, error) {
+	var v ListingCreatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromListingUpdatedEvent sets u to v.
+func (u *Event) FromListingUpdatedEvent(v ListingUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsListingUpdatedEvent decodes u as a ListingUpdatedEvent.
+func (u Event) AsListingUpdatedEvent() (ListingUpdatedEvent, error) {
+	var v ListingUpdatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromListingActivatedEvent sets u to v.
+func (u *Event) FromListingActivatedEvent(v ListingActivatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsListingActivatedEvent decodes u as a ListingActivatedEvent.
+func (u Event) AsListingActivatedEvent() (ListingActivatedEvent, error) {
+	var v ListingActivatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromListingPausedEvent sets u to v.
+func (u *Event) FromListingPausedEvent(v ListingPausedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsListingPausedEvent decodes u as a ListingPausedEvent.
+func (u Event) AsListingPausedEvent() (ListingPausedEvent, error) {
+	var v ListingPausedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromListingResumedEvent sets u to v.
+func (u *Event) FromListingResumedEvent(v ListingResumedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsListingResumedEvent decodes u as a ListingResumedEvent.
+func (u Event) AsListingResumedEvent() (ListingResumedEvent, error) {
+	var v ListingResumedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromListingEndedEvent sets u to v.
+func (u *Event) FromListingEndedEvent(v ListingEndedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsListingEndedEvent decodes u as a ListingEndedEvent.
+func (u Event) AsListingEndedEvent() (ListingEndedEvent, error) {
+	var v ListingEndedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromExternalOrderImportedEvent sets u to v.
+func (u *Event) FromExternalOrderImportedEvent(v ExternalOrderImportedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsExternalOrderImportedEvent decodes u as a ExternalOrderImportedEvent.
+func (u Event) AsExternalOrderImportedEvent() (ExternalOrderImportedEvent, error) {
+	var v ExternalOrderImportedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromExternalOrderReservedEvent sets u to v.
+func (u *Event) FromExternalOrderReservedEvent(v ExternalOrderReservedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsExternalOrderReservedEvent decodes u as a ExternalOrderReservedEvent.
+func (u Event) AsExternalOrderReservedEvent() (ExternalOrderReservedEvent, error) {
+	var v ExternalOrderReservedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromExternalOrderUnreservableEvent sets u to v.
+func (u *Event) FromExternalOrderUnreservableEvent(v ExternalOrderUnreservableEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsExternalOrderUnreservableEvent decodes u as a ExternalOrderUnreservableEvent.
+func (u Event) AsExternalOrderUnreservableEvent() (ExternalOrderUnreservableEvent, error) {
+	var v ExternalOrderUnreservableEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromExternalOrderCommittedEvent sets u to v.
+func (u *Event) FromExternalOrderCommittedEvent(v ExternalOrderCommittedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsExternalOrderCommittedEvent decodes u as a ExternalOrderCommittedEvent.
+func (u Event) AsExternalOrderCommittedEvent() (ExternalOrderCommittedEvent, error) {
+	var v ExternalOrderCommittedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromExternalOrderCancelledEvent sets u to v.
+func (u *Event) FromExternalOrderCancelledEvent(v ExternalOrderCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsExternalOrderCancelledEvent decodes u as a ExternalOrderCancelledEvent.
+func (u Event) AsExternalOrderCancelledEvent() (ExternalOrderCancelledEvent, error) {
+	var v ExternalOrderCancelledEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromExternalOrderRejectedEvent sets u to v.
+func (u *Event) FromExternalOrderRejectedEvent(v ExternalOrderRejectedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsExternalOrderRejectedEvent decodes u as a ExternalOrderRejectedEvent.
+func (u Event) AsExternalOrderRejectedEvent() (ExternalOrderRejectedEvent, error) {
+	var v ExternalOrderRejectedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromExternalOrderFulfilledEvent sets u to v.
+func (u *Event) FromExternalOrderFulfilledEvent(v ExternalOrderFulfilledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsExternalOrderFulfilledEvent decodes u as a ExternalOrderFulfilledEvent.
+func (u Event) AsExternalOrderFulfilledEvent() (ExternalOrderFulfilledEvent, error) {
+	var v ExternalOrderFulfilledEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromSellerOrderShippedEvent sets u to v.
+func (u *Event) FromSellerOrderShippedEvent(v SellerOrderShippedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsSellerOrderShippedEvent decodes u as a SellerOrderShippedEvent.
+func (u Event) AsSellerOrderShippedEvent() (SellerOrderShippedEvent, error) {
+	var v SellerOrderShippedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromSellerOrderCancelledEvent sets u to v.
+func (u *Event) FromSellerOrderCancelledEvent(v SellerOrderCancelledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsSellerOrderCancelledEvent decodes u as a SellerOrderCancelledEvent.
+func (u Event) AsSellerOrderCancelledEvent() (SellerOrderCancelledEvent, error) {
+	var v SellerOrderCancelledEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromWebhookSubscriptionCreatedEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionCreatedEvent(v WebhookSubscriptionCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionCreatedEvent decodes u as a WebhookSubscriptionCreatedEvent.
+func (u Event) AsWebhookSubscriptionCreatedEvent() (WebhookSubscriptionCreatedEvent, error) {
+	var v WebhookSubscriptionCreatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromWebhookSubscriptionUpdatedEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionUpdatedEvent(v WebhookSubscriptionUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionUpdatedEvent decodes u as a WebhookSubscriptionUpdatedEvent.
+func (u Event) AsWebhookSubscriptionUpdatedEvent() (WebhookSubscriptionUpdatedEvent, error) {
+	var v WebhookSubscriptionUpdatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromWebhookSubscriptionDeletedEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionDeletedEvent(v WebhookSubscriptionDeletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionDeletedEvent decodes u as a WebhookSubscriptionDeletedEvent.
+func (u Event) AsWebhookSubscriptionDeletedEvent() (WebhookSubscriptionDeletedEvent, error) {
+	var v WebhookSubscriptionDeletedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromWebhookSubscriptionDisabledEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionDisabledEvent(v WebhookSubscriptionDisabledEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionDisabledEvent decodes u as a WebhookSubscriptionDisabledEvent.
+func (u Event) AsWebhookSubscriptionDisabledEvent() (WebhookSubscriptionDisabledEvent, error) {
+	var v WebhookSubscriptionDisabledEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromEventReplayCompletedEvent sets u to v.
+func (u *Event) FromEventReplayCompletedEvent(v EventReplayCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsEventReplayCompletedEvent decodes u as a EventReplayCompletedEvent.
+func (u Event) AsEventReplayCompletedEvent() (EventReplayCompletedEvent, error) {
+	var v EventReplayCompletedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromBulkOperationCompletedEvent sets u to v.
+func (u *Event) FromBulkOperationCompletedEvent(v BulkOperationCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsBulkOperationCompletedEvent decodes u as a BulkOperationCompletedEvent.
+func (u Event) AsBulkOperationCompletedEvent() (BulkOperationCompletedEvent, error) {
+	var v BulkOperationCompletedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromStorePairingCreatedEvent sets u to v.
+func (u *Event) FromStorePairingCreatedEvent(v StorePairingCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsStorePairingCreatedEvent decodes u as a StorePairingCreatedEvent.
+func (u Event) AsStorePairingCreatedEvent() (StorePairingCreatedEvent, error) {
+	var v StorePairingCreatedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromStorePairingExchangedEvent sets u to v.
+func (u *Event) FromStorePairingExchangedEvent(v StorePairingExchangedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsStorePairingExchangedEvent decodes u as a StorePairingExchangedEvent.
+func (u Event) AsStorePairingExchangedEvent() (StorePairingExchangedEvent, error) {
+	var v StorePairingExchangedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromStorePairingDiscoveredEvent sets u to v.
+func (u *Event) FromStorePairingDiscoveredEvent(v StorePairingDiscoveredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsStorePairingDiscoveredEvent decodes u as a StorePairingDiscoveredEvent.
+func (u Event) AsStorePairingDiscoveredEvent() (StorePairingDiscoveredEvent, error) {
+	var v StorePairingDiscoveredEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromStorePairingAcceptedEvent sets u to v.
+func (u *Event) FromStorePairingAcceptedEvent(v StorePairingAcceptedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsStorePairingAcceptedEvent decodes u as a StorePairingAcceptedEvent.
+func (u Event) AsStorePairingAcceptedEvent() (StorePairingAcceptedEvent, error) {
+	var v StorePairingAcceptedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromStorePairingReviewedEvent sets u to v.
+func (u *Event) FromStorePairingReviewedEvent(v StorePairingReviewedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsStorePairingReviewedEvent decodes u as a StorePairingReviewedEvent.
+func (u Event) AsStorePairingReviewedEvent() (StorePairingReviewedEvent, error) {
+	var v StorePairingReviewedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromStorePairingRevokedEvent sets u to v.
+func (u *Event) FromStorePairingRevokedEvent(v StorePairingRevokedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsStorePairingRevokedEvent decodes u as a StorePairingRevokedEvent.
+func (u Event) AsStorePairingRevokedEvent() (StorePairingRevokedEvent, error) {
+	var v StorePairingRevokedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromSyncJobCompletedEvent sets u to v.
+func (u *Event) FromSyncJobCompletedEvent(v SyncJobCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsSyncJobCompletedEvent decodes u as a SyncJobCompletedEvent.
+func (u Event) AsSyncJobCompletedEvent() (SyncJobCompletedEvent, error) {
+	var v SyncJobCompletedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConflictOpenedEvent sets u to v.
+func (u *Event) FromConflictOpenedEvent(v ConflictOpenedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConflictOpenedEvent decodes u as a ConflictOpenedEvent.
+func (u Event) AsConflictOpenedEvent() (ConflictOpenedEvent, error) {
+	var v ConflictOpenedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConflictResolvedEvent sets u to v.
+func (u *Event) FromConflictResolvedEvent(v ConflictResolvedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConflictResolvedEvent decodes u as a ConflictResolvedEvent.
+func (u Event) AsConflictResolvedEvent() (ConflictResolvedEvent, error) {
+	var v ConflictResolvedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromConflictDismissedEvent sets u to v.
+func (u *Event) FromConflictDismissedEvent(v ConflictDismissedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsConflictDismissedEvent decodes u as a ConflictDismissedEvent.
+func (u Event) AsConflictDismissedEvent() (ConflictDismissedEvent, error) {
+	var v ConflictDismissedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// Value decodes u as the type its "type" names (a BulkOperationCompletedEvent for "bulk_operation.completed", ...).
+func (u Event) Value() (any, error) {
+	var d struct {
+		V string `json:"type"`
+	}
+	if err := json.Unmarshal(u.raw, &d); err != nil {
+		return nil, err
+	}
+	switch d.V {
+	case "bulk_operation.completed":
+		return u.AsBulkOperationCompletedEvent()
+	case "conflict.dismissed":
+		return u.AsConflictDismissedEvent()
+	case "conflict.opened":
+		return u.AsConflictOpenedEvent()
+	case "conflict.resolved":
+		return u.AsConflictResolvedEvent()
+	case "connection.created":
+		return u.AsConnectionCreatedEvent()
+	case "connection.disconnected":
+		return u.AsConnectionDisconnectedEvent()
+	case "connection.paused":
+		return u.AsConnectionPausedEvent()
+	case "connection.resumed":
+		return u.AsConnectionResumedEvent()
+	case "connection.roles_replaced":
+		return u.AsConnectionRolesReplacedEvent()
+	case "event_replay.completed":
+		return u.AsEventReplayCompletedEvent()
+	case "external_order.cancelled":
+		return u.AsExternalOrderCancelledEvent()
+	case "external_order.committed":
+		return u.AsExternalOrderCommittedEvent()
+	case "external_order.fulfilled":
+		return u.AsExternalOrderFulfilledEvent()
+	case "external_order.imported":
+		return u.AsExternalOrderImportedEvent()
+	case "external_order.rejected":
+		return u.AsExternalOrderRejectedEvent()
+	case "external_order.reserved":
+		return u.AsExternalOrderReservedEvent()
+	case "external_order.unreservable":
+		return u.AsExternalOrderUnreservableEvent()
+	case "inventory_item.adjusted":
+		return u.AsInventoryItemAdjustedEvent()
+	case "listing.activated":
+		return u.AsListingActivatedEvent()
+	case "listing.created":
+		return u.AsListingCreatedEvent()
+	case "listing.ended":
+		return u.AsListingEndedEvent()
+	case "listing.paused":
+		return u.AsListingPausedEvent()
+	case "listing.resumed":
+		return u.AsListingResumedEvent()
+	case "listing.updated":
+		return u.AsListingUpdatedEvent()
+	case "product.archived":
+		return u.AsProductArchivedEvent()
+	case "product.created":
+		return u.AsProductCreatedEvent()
+	case "product.published":
+		return u.AsProductPublishedEvent()
+	case "product.restored":
+		return u.AsProductRestoredEvent()
+	case "product.unpublished":
+		return u.AsProductUnpublishedEvent()
+	case "product.updated":
+		return u.AsProductUpdatedEvent()
+	case "reservation.committed":
+		return u.AsReservationCommittedEvent()
+	case "reservation.created":
+		return u.AsReservationCreatedEvent()
+	case "reservation.expired":
+		return u.AsReservationExpiredEvent()
+	case "reservation.released":
+		return u.AsReservationReleasedEvent()
+	case "reservation.renewed":
+		return u.AsReservationRenewedEvent()
+	case "seller_order.cancelled":
+		return u.AsSellerOrderCancelledEvent()
+	case "seller_order.shipped":
+		return u.AsSellerOrderShippedEvent()
+	case "store_pairing.accepted":
+		return u.AsStorePairingAcceptedEvent()
+	case "store_pairing.created":
+		return u.AsStorePairingCreatedEvent()
+	case "store_pairing.discovered":
+		return u.AsStorePairingDiscoveredEvent()
+	case "store_pairing.exchanged":
+		return u.AsStorePairingExchangedEvent()
+	case "store_pairing.reviewed":
+		return u.AsStorePairingReviewedEvent()
+	case "store_pairing.revoked":
+		return u.AsStorePairingRevokedEvent()
+	case "sync_job.completed":
+		return u.AsSyncJobCompletedEvent()
+	case "webhook_subscription.created":
+		return u.AsWebhookSubscriptionCreatedEvent()
+	case "webhook_subscription.deleted":
+		return u.AsWebhookSubscriptionDeletedEvent()
+	case "webhook_subscription.disabled":
+		return u.AsWebhookSubscriptionDisabledEvent()
+	case "webhook_subscription.updated":
+		return u.AsWebhookSubscriptionUpdatedEvent()
+	}
+	return nil, fmt.Errorf("Event: no type for type %q", d.V)
+}
+
 // EventEnvelope is #/components/schemas/EventEnvelope.
 //
 // The fields every event has; Event narrows type, resource.type and data per
@@ -223,6 +2005,84 @@ type EventEnvelopeResource struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
 }
+
+// EventReplay is #/components/schemas/EventReplay.
+//
+// A replay of one event. The replay is done when delivered + failed + skipped =
+// total. Kept 30 days.
+type EventReplay struct {
+	CompletedAt *time.Time `json:"completed_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	Delivered   int64      `json:"delivered"`
+	EventID     string     `json:"event_id"`
+	// Destinations whose delivery failed for the replay retry window (1 hour).
+	Failed   int64  `json:"failed"`
+	ReplayID string `json:"replay_id"`
+	// Destinations deleted, disabled or not subscribed to the type.
+	Skipped   int64      `json:"skipped"`
+	StartedAt *time.Time `json:"started_at"`
+	// queued → running → completed or failed. failed: the event expired
+	// before the replay ran, or no destination was delivered and at least one
+	// failed.
+	Status EventReplayStatus `json:"status"`
+	// The destinations asked for; null means all.
+	SubscriptionIDs []string `json:"subscription_ids"`
+	// Destinations considered; null until they are selected.
+	Total    *int64 `json:"total"`
+	VendorID string `json:"vendor_id"`
+}
+
+// EventReplayCompletedEvent is #/components/schemas/EventReplayCompletedEvent.
+//
+// Written when a replay reached completed or failed; read it at
+// /events/{event_id}/replays/{replay_id}.
+type EventReplayCompletedEvent struct {
+	CreatedAt time.Time                     `json:"created_at"`
+	Data      EventReplayCompletedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                            `json:"id"`
+	Resource EventReplayCompletedEventResource `json:"resource"`
+	Type     string                            `json:"type"`
+	VendorID string                            `json:"vendor_id"`
+}
+
+// EventReplayCompletedEventData is #/components/schemas/EventReplayCompletedEvent/properties/data.
+type EventReplayCompletedEventData struct {
+	Delivered int64             `json:"delivered"`
+	EventID   string            `json:"event_id"`
+	Failed    int64             `json:"failed"`
+	Skipped   int64             `json:"skipped"`
+	Status    EventReplayStatus `json:"status"`
+	Total     int64             `json:"total"`
+}
+
+// EventReplayCompletedEventResource is #/components/schemas/EventReplayCompletedEvent/properties/resource.
+type EventReplayCompletedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// EventReplayCreate is #/components/schemas/EventReplayCreate.
+//
+// Optional; no body means {}.
+type EventReplayCreate struct {
+	// Limit the replay to these subscriptions; omitted or null means every
+	// subscription whose event_types include the event's type. A listed
+	// subscription that is deleted, unknown, disabled or not subscribed to the
+	// type is counted as skipped.
+	SubscriptionIDs []string `json:"subscription_ids,omitempty"`
+}
+
+// EventReplayStatus is #/components/schemas/EventReplay/properties/status.
+type EventReplayStatus string
+
+// The values of EventReplayStatus.
+const (
+	EventReplayStatusQueued    EventReplayStatus = "queued"
+	EventReplayStatusRunning   EventReplayStatus = "running"
+	EventReplayStatusCompleted EventReplayStatus = "completed"
+	EventReplayStatusFailed    EventReplayStatus = "failed"
+)
 
 // EventType is #/components/schemas/EventType.
 //
@@ -281,6 +2141,358 @@ const (
 	EventTypeConflictDismissed           EventType = "conflict.dismissed"
 )
 
+// ExistingVariationInput is #/components/schemas/ExistingVariationInput.
+type ExistingVariationInput struct {
+	ID string `json:"id"`
+	// Names each of the product's options exactly once, with one of its values.
+	Options map[string]string `json:"options"`
+	// Greater than the variation price.
+	OriginalPrice *int64  `json:"original_price,omitempty"`
+	Price         int64   `json:"price"`
+	SKU           *string `json:"sku,omitempty"`
+	// Retiring needs zero on_hand and no active holds (409
+	// VARIATION_NOT_RETIRABLE).
+	Status ExistingVariationInputStatus `json:"status"`
+}
+
+// ExistingVariationInputStatus is #/components/schemas/ExistingVariationInput/properties/status.
+type ExistingVariationInputStatus string
+
+// The values of ExistingVariationInputStatus.
+const (
+	ExistingVariationInputStatusActive  ExistingVariationInputStatus = "active"
+	ExistingVariationInputStatusRetired ExistingVariationInputStatus = "retired"
+)
+
+// ExternalOrder is #/components/schemas/ExternalOrder.
+type ExternalOrder struct {
+	CommittedAt *time.Time `json:"committed_at"`
+	// The conflict opened when the order could not be held; the order's next
+	// transition closes it.
+	ConflictID      *string    `json:"conflict_id"`
+	ConnectionID    string     `json:"connection_id"`
+	CreatedAt       time.Time  `json:"created_at"`
+	ExternalOrderID string     `json:"external_order_id"`
+	FulfilledAt     *time.Time `json:"fulfilled_at"`
+	// The connection's external_order_fulfillment at import; never changes.
+	Fulfillment ExternalOrderFulfillment `json:"fulfillment"`
+	ID          string                   `json:"id"`
+	Lines       []ExternalOrderLinesItem `json:"lines"`
+	// reserved: every line holds its quantity in reserved. unreservable:
+	// nothing is held; each failing line names its problem. committed: the
+	// holds were consumed (on_hand and reserved fell). fulfilled: a
+	// channel-fulfilled order the channel shipped. cancelled, rejected: final.
+	// Unresolved (counted in unresolved_external_order_count): reserved,
+	// unreservable, and committed with fulfillment channel.
+	Status    ExternalOrderStatus `json:"status"`
+	UpdatedAt time.Time           `json:"updated_at"`
+	VendorID  string              `json:"vendor_id"`
+	Version   int64               `json:"version"`
+}
+
+// ExternalOrderCancelledEvent is #/components/schemas/ExternalOrderCancelledEvent.
+//
+// Written when the order moved to cancelled (stock, effects and the
+// connection's counters moved in the same transaction).
+type ExternalOrderCancelledEvent struct {
+	CreatedAt time.Time                       `json:"created_at"`
+	Data      ExternalOrderCancelledEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                              `json:"id"`
+	Resource ExternalOrderCancelledEventResource `json:"resource"`
+	Type     string                              `json:"type"`
+	VendorID string                              `json:"vendor_id"`
+}
+
+// ExternalOrderCancelledEventData is #/components/schemas/ExternalOrderCancelledEvent/properties/data.
+type ExternalOrderCancelledEventData struct {
+	ConnectionID    string                   `json:"connection_id"`
+	ExternalOrderID string                   `json:"external_order_id"`
+	Fulfillment     ExternalOrderFulfillment `json:"fulfillment"`
+	Lines           []ExternalOrderLinesItem `json:"lines"`
+	Status          ExternalOrderStatus      `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ExternalOrderCancelledEventResource is #/components/schemas/ExternalOrderCancelledEvent/properties/resource.
+type ExternalOrderCancelledEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ExternalOrderCommittedEvent is #/components/schemas/ExternalOrderCommittedEvent.
+//
+// Written when the order moved to committed (stock, effects and the
+// connection's counters moved in the same transaction).
+type ExternalOrderCommittedEvent struct {
+	CreatedAt time.Time                       `json:"created_at"`
+	Data      ExternalOrderCommittedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                              `json:"id"`
+	Resource ExternalOrderCommittedEventResource `json:"resource"`
+	Type     string                              `json:"type"`
+	VendorID string                              `json:"vendor_id"`
+}
+
+// ExternalOrderCommittedEventData is #/components/schemas/ExternalOrderCommittedEvent/properties/data.
+type ExternalOrderCommittedEventData struct {
+	ConnectionID    string                   `json:"connection_id"`
+	ExternalOrderID string                   `json:"external_order_id"`
+	Fulfillment     ExternalOrderFulfillment `json:"fulfillment"`
+	Lines           []ExternalOrderLinesItem `json:"lines"`
+	Status          ExternalOrderStatus      `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ExternalOrderCommittedEventResource is #/components/schemas/ExternalOrderCommittedEvent/properties/resource.
+type ExternalOrderCommittedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ExternalOrderFulfilledEvent is #/components/schemas/ExternalOrderFulfilledEvent.
+//
+// Written when the order moved to fulfilled (stock, effects and the
+// connection's counters moved in the same transaction).
+type ExternalOrderFulfilledEvent struct {
+	CreatedAt time.Time                       `json:"created_at"`
+	Data      ExternalOrderFulfilledEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                              `json:"id"`
+	Resource ExternalOrderFulfilledEventResource `json:"resource"`
+	Type     string                              `json:"type"`
+	VendorID string                              `json:"vendor_id"`
+}
+
+// ExternalOrderFulfilledEventData is #/components/schemas/ExternalOrderFulfilledEvent/properties/data.
+type ExternalOrderFulfilledEventData struct {
+	ConnectionID    string                   `json:"connection_id"`
+	ExternalOrderID string                   `json:"external_order_id"`
+	Fulfillment     ExternalOrderFulfillment `json:"fulfillment"`
+	Lines           []ExternalOrderLinesItem `json:"lines"`
+	Status          ExternalOrderStatus      `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ExternalOrderFulfilledEventResource is #/components/schemas/ExternalOrderFulfilledEvent/properties/resource.
+type ExternalOrderFulfilledEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ExternalOrderFulfillment is #/components/schemas/ExternalOrder/properties/fulfillment.
+type ExternalOrderFulfillment string
+
+// The values of ExternalOrderFulfillment.
+const (
+	ExternalOrderFulfillmentMoku    ExternalOrderFulfillment = "moku"
+	ExternalOrderFulfillmentChannel ExternalOrderFulfillment = "channel"
+)
+
+// ExternalOrderImport is #/components/schemas/ExternalOrderImport.
+type ExternalOrderImport struct {
+	ConnectionID string `json:"connection_id"`
+	// The channel's order id; unique per connection.
+	ExternalOrderID string `json:"external_order_id"`
+	// 1 to 50 lines referencing at most 45 distinct inventory items (lines on
+	// the same item are held together), which keeps the import's transaction
+	// under DynamoDB's 100 actions.
+	Lines []ExternalOrderImportLinesItem `json:"lines"`
+}
+
+// ExternalOrderImportLinesItem is #/components/schemas/ExternalOrderImport/properties/lines/items.
+type ExternalOrderImportLinesItem struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	// Unique within the order.
+	LineID   string `json:"line_id"`
+	Quantity int64  `json:"quantity"`
+	// Minor units, as the channel charged.
+	UnitPrice int64 `json:"unit_price"`
+}
+
+// ExternalOrderImportedEvent is #/components/schemas/ExternalOrderImportedEvent.
+//
+// Written when an order was imported (in the same transaction as .reserved or
+// .unreservable).
+type ExternalOrderImportedEvent struct {
+	CreatedAt time.Time                      `json:"created_at"`
+	Data      ExternalOrderImportedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                             `json:"id"`
+	Resource ExternalOrderImportedEventResource `json:"resource"`
+	Type     string                             `json:"type"`
+	VendorID string                             `json:"vendor_id"`
+}
+
+// ExternalOrderImportedEventData is #/components/schemas/ExternalOrderImportedEvent/properties/data.
+type ExternalOrderImportedEventData struct {
+	ConnectionID    string                   `json:"connection_id"`
+	ExternalOrderID string                   `json:"external_order_id"`
+	Fulfillment     ExternalOrderFulfillment `json:"fulfillment"`
+	Lines           []ExternalOrderLinesItem `json:"lines"`
+	Status          ExternalOrderStatus      `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ExternalOrderImportedEventResource is #/components/schemas/ExternalOrderImportedEvent/properties/resource.
+type ExternalOrderImportedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ExternalOrderLinesItem is #/components/schemas/ExternalOrder/properties/lines/items.
+type ExternalOrderLinesItem struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	// Unique within the order.
+	LineID string `json:"line_id"`
+	// Why the line could not be held (unreservable orders only).
+	Problem  *ExternalOrderLinesItemProblem `json:"problem"`
+	Quantity int64                          `json:"quantity"`
+	// Minor units, as the channel charged.
+	UnitPrice int64 `json:"unit_price"`
+}
+
+// ExternalOrderLinesItemProblem is #/components/schemas/ExternalOrder/properties/lines/items/properties/problem.
+type ExternalOrderLinesItemProblem string
+
+// The values of ExternalOrderLinesItemProblem.
+const (
+	ExternalOrderLinesItemProblemInsufficientStock ExternalOrderLinesItemProblem = "insufficient_stock"
+	ExternalOrderLinesItemProblemItemNotFound      ExternalOrderLinesItemProblem = "item_not_found"
+	ExternalOrderLinesItemProblemItemRetired       ExternalOrderLinesItemProblem = "item_retired"
+	ExternalOrderLinesItemProblemProductArchived   ExternalOrderLinesItemProblem = "product_archived"
+)
+
+// ExternalOrderRejectedEvent is #/components/schemas/ExternalOrderRejectedEvent.
+//
+// Written when the order moved to rejected (stock, effects and the connection's
+// counters moved in the same transaction).
+type ExternalOrderRejectedEvent struct {
+	CreatedAt time.Time                      `json:"created_at"`
+	Data      ExternalOrderRejectedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                             `json:"id"`
+	Resource ExternalOrderRejectedEventResource `json:"resource"`
+	Type     string                             `json:"type"`
+	VendorID string                             `json:"vendor_id"`
+}
+
+// ExternalOrderRejectedEventData is #/components/schemas/ExternalOrderRejectedEvent/properties/data.
+type ExternalOrderRejectedEventData struct {
+	ConnectionID    string                   `json:"connection_id"`
+	ExternalOrderID string                   `json:"external_order_id"`
+	Fulfillment     ExternalOrderFulfillment `json:"fulfillment"`
+	Lines           []ExternalOrderLinesItem `json:"lines"`
+	Status          ExternalOrderStatus      `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ExternalOrderRejectedEventResource is #/components/schemas/ExternalOrderRejectedEvent/properties/resource.
+type ExternalOrderRejectedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ExternalOrderReservedEvent is #/components/schemas/ExternalOrderReservedEvent.
+//
+// Written when the import (or reserve) held every line; an import's event
+// carries version, connection_id and status, a reserve's the full order fields.
+type ExternalOrderReservedEvent struct {
+	CreatedAt time.Time                      `json:"created_at"`
+	Data      ExternalOrderReservedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                             `json:"id"`
+	Resource ExternalOrderReservedEventResource `json:"resource"`
+	Type     string                             `json:"type"`
+	VendorID string                             `json:"vendor_id"`
+}
+
+// ExternalOrderReservedEventData is #/components/schemas/ExternalOrderReservedEvent/properties/data.
+type ExternalOrderReservedEventData struct {
+	ConnectionID    string                    `json:"connection_id"`
+	ExternalOrderID *string                   `json:"external_order_id,omitempty"`
+	Fulfillment     *ExternalOrderFulfillment `json:"fulfillment,omitempty"`
+	Lines           []ExternalOrderLinesItem  `json:"lines,omitempty"`
+	Status          ExternalOrderStatus       `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ExternalOrderReservedEventResource is #/components/schemas/ExternalOrderReservedEvent/properties/resource.
+type ExternalOrderReservedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ExternalOrderStatus is #/components/schemas/ExternalOrder/properties/status.
+type ExternalOrderStatus string
+
+// The values of ExternalOrderStatus.
+const (
+	ExternalOrderStatusReserved     ExternalOrderStatus = "reserved"
+	ExternalOrderStatusUnreservable ExternalOrderStatus = "unreservable"
+	ExternalOrderStatusCommitted    ExternalOrderStatus = "committed"
+	ExternalOrderStatusFulfilled    ExternalOrderStatus = "fulfilled"
+	ExternalOrderStatusCancelled    ExternalOrderStatus = "cancelled"
+	ExternalOrderStatusRejected     ExternalOrderStatus = "rejected"
+)
+
+// ExternalOrderUnreservableEvent is #/components/schemas/ExternalOrderUnreservableEvent.
+//
+// Written when the import (or reserve) could not hold every line and stored the
+// problem per line; an import's event carries version, connection_id and
+// status, a reserve's the full order fields.
+type ExternalOrderUnreservableEvent struct {
+	CreatedAt time.Time                          `json:"created_at"`
+	Data      ExternalOrderUnreservableEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                                 `json:"id"`
+	Resource ExternalOrderUnreservableEventResource `json:"resource"`
+	Type     string                                 `json:"type"`
+	VendorID string                                 `json:"vendor_id"`
+}
+
+// ExternalOrderUnreservableEventData is #/components/schemas/ExternalOrderUnreservableEvent/properties/data.
+type ExternalOrderUnreservableEventData struct {
+	ConnectionID    string                    `json:"connection_id"`
+	ExternalOrderID *string                   `json:"external_order_id,omitempty"`
+	Fulfillment     *ExternalOrderFulfillment `json:"fulfillment,omitempty"`
+	Lines           []ExternalOrderLinesItem  `json:"lines,omitempty"`
+	Status          ExternalOrderStatus       `json:"status"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ExternalOrderUnreservableEventResource is #/components/schemas/ExternalOrderUnreservableEvent/properties/resource.
+type ExternalOrderUnreservableEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// HealthReport is #/components/schemas/HealthReport.
+type HealthReport struct {
+	Blockers       []string          `json:"blockers,omitempty"`
+	LastObservedAt *time.Time        `json:"last_observed_at,omitempty"`
+	LastSuccessAt  *time.Time        `json:"last_success_at,omitempty"`
+	State          HealthReportState `json:"state"`
+}
+
+// HealthReportState is #/components/schemas/HealthReport/properties/state.
+type HealthReportState string
+
+// The values of HealthReportState.
+const (
+	HealthReportStateUnknown  HealthReportState = "unknown"
+	HealthReportStateHealthy  HealthReportState = "healthy"
+	HealthReportStateDegraded HealthReportState = "degraded"
+	HealthReportStateBlocked  HealthReportState = "blocked"
+)
+
 // InventoryItem is #/components/schemas/InventoryItem.
 type InventoryItem struct {
 	// on_hand minus reserved.
@@ -304,6 +2516,33 @@ type InventoryItem struct {
 	Version          int64               `json:"version"`
 }
 
+// InventoryItemAdjustedEvent is #/components/schemas/InventoryItemAdjustedEvent.
+//
+// Written when an adjustment set on_hand (its stock effect is GET
+// .../stock-effects/{effect_id}; stock effects have no event of their own).
+type InventoryItemAdjustedEvent struct {
+	CreatedAt time.Time                      `json:"created_at"`
+	Data      InventoryItemAdjustedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                             `json:"id"`
+	Resource InventoryItemAdjustedEventResource `json:"resource"`
+	Type     string                             `json:"type"`
+	VendorID string                             `json:"vendor_id"`
+}
+
+// InventoryItemAdjustedEventData is #/components/schemas/InventoryItemAdjustedEvent/properties/data.
+type InventoryItemAdjustedEventData struct {
+	ProductID string `json:"product_id"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// InventoryItemAdjustedEventResource is #/components/schemas/InventoryItemAdjustedEvent/properties/resource.
+type InventoryItemAdjustedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // InventoryItemStatus is #/components/schemas/InventoryItem/properties/status.
 type InventoryItemStatus string
 
@@ -312,6 +2551,259 @@ const (
 	InventoryItemStatusInStock    InventoryItemStatus = "in_stock"
 	InventoryItemStatusLowStock   InventoryItemStatus = "low_stock"
 	InventoryItemStatusOutOfStock InventoryItemStatus = "out_of_stock"
+)
+
+// Listing is #/components/schemas/Listing.
+type Listing struct {
+	ChannelPrice      *int64        `json:"channel_price"`
+	ConnectionID      string        `json:"connection_id"`
+	CreatedAt         time.Time     `json:"created_at"`
+	ExternalListingID *string       `json:"external_listing_id"`
+	ID                string        `json:"id"`
+	ProductID         string        `json:"product_id"`
+	Status            ListingStatus `json:"status"`
+	// What the connection pushes: each true only when its role for that domain
+	// is destination.
+	Sync        ListingSync `json:"sync"`
+	UpdatedAt   time.Time   `json:"updated_at"`
+	VariationID *string     `json:"variation_id"`
+	VendorID    string      `json:"vendor_id"`
+	Version     int64       `json:"version"`
+}
+
+// ListingActivatedEvent is #/components/schemas/ListingActivatedEvent.
+//
+// Written when the listing's status moved (activated); active_listing_count
+// moved in the same transaction when it entered or left active/paused.
+type ListingActivatedEvent struct {
+	CreatedAt time.Time                 `json:"created_at"`
+	Data      ListingActivatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                        `json:"id"`
+	Resource ListingActivatedEventResource `json:"resource"`
+	Type     string                        `json:"type"`
+	VendorID string                        `json:"vendor_id"`
+}
+
+// ListingActivatedEventData is #/components/schemas/ListingActivatedEvent/properties/data.
+type ListingActivatedEventData struct {
+	ConnectionID string        `json:"connection_id"`
+	ProductID    string        `json:"product_id"`
+	Status       ListingStatus `json:"status"`
+	Version      int64         `json:"version"`
+}
+
+// ListingActivatedEventResource is #/components/schemas/ListingActivatedEvent/properties/resource.
+type ListingActivatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ListingCreate is #/components/schemas/ListingCreate.
+type ListingCreate struct {
+	// Null uses the base price; an override is refused when the connection
+	// sources the base price.
+	ChannelPrice      *int64  `json:"channel_price,omitempty"`
+	ConnectionID      string  `json:"connection_id"`
+	ExternalListingID *string `json:"external_listing_id,omitempty"`
+	ProductID         string  `json:"product_id"`
+	VariationID       *string `json:"variation_id,omitempty"`
+}
+
+// ListingCreatedEvent is #/components/schemas/ListingCreatedEvent.
+//
+// Written when a draft listing was created.
+type ListingCreatedEvent struct {
+	CreatedAt time.Time               `json:"created_at"`
+	Data      ListingCreatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                      `json:"id"`
+	Resource ListingCreatedEventResource `json:"resource"`
+	Type     string                      `json:"type"`
+	VendorID string                      `json:"vendor_id"`
+}
+
+// ListingCreatedEventData is #/components/schemas/ListingCreatedEvent/properties/data.
+type ListingCreatedEventData struct {
+	ConnectionID string        `json:"connection_id"`
+	ProductID    string        `json:"product_id"`
+	Status       ListingStatus `json:"status"`
+	Version      int64         `json:"version"`
+}
+
+// ListingCreatedEventResource is #/components/schemas/ListingCreatedEvent/properties/resource.
+type ListingCreatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ListingEndedEvent is #/components/schemas/ListingEndedEvent.
+//
+// Written when the listing's status moved (ended); active_listing_count moved
+// in the same transaction when it entered or left active/paused.
+type ListingEndedEvent struct {
+	CreatedAt time.Time             `json:"created_at"`
+	Data      ListingEndedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                    `json:"id"`
+	Resource ListingEndedEventResource `json:"resource"`
+	Type     string                    `json:"type"`
+	VendorID string                    `json:"vendor_id"`
+}
+
+// ListingEndedEventData is #/components/schemas/ListingEndedEvent/properties/data.
+type ListingEndedEventData struct {
+	ConnectionID string        `json:"connection_id"`
+	ProductID    string        `json:"product_id"`
+	Status       ListingStatus `json:"status"`
+	Version      int64         `json:"version"`
+}
+
+// ListingEndedEventResource is #/components/schemas/ListingEndedEvent/properties/resource.
+type ListingEndedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ListingPausedEvent is #/components/schemas/ListingPausedEvent.
+//
+// Written when the listing's status moved (paused); active_listing_count moved
+// in the same transaction when it entered or left active/paused.
+type ListingPausedEvent struct {
+	CreatedAt time.Time              `json:"created_at"`
+	Data      ListingPausedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                     `json:"id"`
+	Resource ListingPausedEventResource `json:"resource"`
+	Type     string                     `json:"type"`
+	VendorID string                     `json:"vendor_id"`
+}
+
+// ListingPausedEventData is #/components/schemas/ListingPausedEvent/properties/data.
+type ListingPausedEventData struct {
+	ConnectionID string        `json:"connection_id"`
+	ProductID    string        `json:"product_id"`
+	Status       ListingStatus `json:"status"`
+	Version      int64         `json:"version"`
+}
+
+// ListingPausedEventResource is #/components/schemas/ListingPausedEvent/properties/resource.
+type ListingPausedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ListingResumedEvent is #/components/schemas/ListingResumedEvent.
+//
+// Written when the listing's status moved (resumed); active_listing_count moved
+// in the same transaction when it entered or left active/paused.
+type ListingResumedEvent struct {
+	CreatedAt time.Time               `json:"created_at"`
+	Data      ListingResumedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                      `json:"id"`
+	Resource ListingResumedEventResource `json:"resource"`
+	Type     string                      `json:"type"`
+	VendorID string                      `json:"vendor_id"`
+}
+
+// ListingResumedEventData is #/components/schemas/ListingResumedEvent/properties/data.
+type ListingResumedEventData struct {
+	ConnectionID string        `json:"connection_id"`
+	ProductID    string        `json:"product_id"`
+	Status       ListingStatus `json:"status"`
+	Version      int64         `json:"version"`
+}
+
+// ListingResumedEventResource is #/components/schemas/ListingResumedEvent/properties/resource.
+type ListingResumedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ListingStatus is #/components/schemas/Listing/properties/status.
+type ListingStatus string
+
+// The values of ListingStatus.
+const (
+	ListingStatusDraft  ListingStatus = "draft"
+	ListingStatusActive ListingStatus = "active"
+	ListingStatusPaused ListingStatus = "paused"
+	ListingStatusEnded  ListingStatus = "ended"
+)
+
+// ListingSync is #/components/schemas/Listing/properties/sync.
+type ListingSync struct {
+	Catalog bool `json:"catalog"`
+	Price   bool `json:"price"`
+	Stock   bool `json:"stock"`
+}
+
+// ListingUpdate is #/components/schemas/ListingUpdate.
+type ListingUpdate struct {
+	// Null uses the base price; an override is refused when the connection
+	// sources the base price.
+	ChannelPrice      *int64  `json:"channel_price,omitempty"`
+	ExpectedVersion   int64   `json:"expected_version"`
+	ExternalListingID *string `json:"external_listing_id,omitempty"`
+}
+
+// ListingUpdatedEvent is #/components/schemas/ListingUpdatedEvent.
+//
+// Written when PATCH changed channel_price or external_listing_id.
+type ListingUpdatedEvent struct {
+	CreatedAt time.Time               `json:"created_at"`
+	Data      ListingUpdatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                      `json:"id"`
+	Resource ListingUpdatedEventResource `json:"resource"`
+	Type     string                      `json:"type"`
+	VendorID string                      `json:"vendor_id"`
+}
+
+// ListingUpdatedEventData is #/components/schemas/ListingUpdatedEvent/properties/data.
+type ListingUpdatedEventData struct {
+	ConnectionID string        `json:"connection_id"`
+	ProductID    string        `json:"product_id"`
+	Status       ListingStatus `json:"status"`
+	Version      int64         `json:"version"`
+}
+
+// ListingUpdatedEventResource is #/components/schemas/ListingUpdatedEvent/properties/resource.
+type ListingUpdatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// MediaRecord is #/components/schemas/MediaRecord.
+type MediaRecord struct {
+	// Size of the canonical WebP.
+	Bytes       int64     `json:"bytes"`
+	ContentType string    `json:"content_type"`
+	CreatedAt   time.Time `json:"created_at"`
+	Height      int64     `json:"height"`
+	// Opaque stable identity of the vendor's record.
+	ID string `json:"id"`
+	// Lowercase hex SHA-256 of the original upload (the path's digest).
+	Sha256 string `json:"sha256"`
+	// Size of the original upload.
+	SourceBytes       int64                        `json:"source_bytes"`
+	SourceContentType MediaRecordSourceContentType `json:"source_content_type"`
+	// Absolute http(s) address of the canonical WebP; usable in a product's
+	// image_urls. It never changes and the object is never deleted.
+	URL string `json:"url"`
+	// Of the canonical image, upright.
+	Width int64 `json:"width"`
+}
+
+// MediaRecordSourceContentType is #/components/schemas/MediaRecord/properties/source_content_type.
+type MediaRecordSourceContentType string
+
+// The values of MediaRecordSourceContentType.
+const (
+	MediaRecordSourceContentTypeImageJpeg MediaRecordSourceContentType = "image/jpeg"
+	MediaRecordSourceContentTypeImagePng  MediaRecordSourceContentType = "image/png"
+	MediaRecordSourceContentTypeImageWebp MediaRecordSourceContentType = "image/webp"
 )
 
 // NewVariationInput is #/components/schemas/NewVariationInput.
@@ -332,6 +2824,84 @@ type Page struct {
 	// next_cursor until it is null.
 	NextCursor *string `json:"next_cursor"`
 }
+
+// PriceMismatchConflict is #/components/schemas/PriceMismatchConflict.
+//
+// A sync job from the base price's source reported another price (variation_id
+// names the variation when the price is a variation's).
+type PriceMismatchConflict struct {
+	ChannelValue PriceMismatchConflictChannelValue `json:"channel_value"`
+	ConnectionID *string                           `json:"connection_id"`
+	CreatedAt    time.Time                         `json:"created_at"`
+	Detail       string                            `json:"detail"`
+	// cfl_..., in creation order.
+	ID           string                            `json:"id"`
+	Resolution   json.RawMessage                   `json:"resolution"`
+	Resource     PriceMismatchConflictResource     `json:"resource"`
+	ServiceValue PriceMismatchConflictServiceValue `json:"service_value"`
+	// What found the conflict: a sync job, an external order's import, or a
+	// refused request (id: its request id).
+	Source    PriceMismatchConflictSource `json:"source"`
+	Status    PriceMismatchConflictStatus `json:"status"`
+	Type      string                      `json:"type"`
+	UpdatedAt time.Time                   `json:"updated_at"`
+	VendorID  string                      `json:"vendor_id"`
+	Version   int64                       `json:"version"`
+}
+
+// PriceMismatchConflictChannelValue is #/components/schemas/PriceMismatchConflict/properties/channel_value.
+type PriceMismatchConflictChannelValue struct {
+	Price       int64   `json:"price"`
+	VariationID *string `json:"variation_id,omitempty"`
+}
+
+// PriceMismatchConflictResource is #/components/schemas/PriceMismatchConflict/properties/resource.
+type PriceMismatchConflictResource struct {
+	ID   string                            `json:"id"`
+	Type PriceMismatchConflictResourceType `json:"type"`
+}
+
+// PriceMismatchConflictResourceType is #/components/schemas/PriceMismatchConflict/properties/resource/properties/type.
+type PriceMismatchConflictResourceType string
+
+// The values of PriceMismatchConflictResourceType.
+const (
+	PriceMismatchConflictResourceTypeInventoryItem PriceMismatchConflictResourceType = "inventory_item"
+	PriceMismatchConflictResourceTypeProduct       PriceMismatchConflictResourceType = "product"
+	PriceMismatchConflictResourceTypeExternalOrder PriceMismatchConflictResourceType = "external_order"
+)
+
+// PriceMismatchConflictServiceValue is #/components/schemas/PriceMismatchConflict/properties/service_value.
+type PriceMismatchConflictServiceValue struct {
+	Price       int64   `json:"price"`
+	VariationID *string `json:"variation_id,omitempty"`
+}
+
+// PriceMismatchConflictSource is #/components/schemas/PriceMismatchConflict/properties/source.
+type PriceMismatchConflictSource struct {
+	ID   string                          `json:"id"`
+	Type PriceMismatchConflictSourceType `json:"type"`
+}
+
+// PriceMismatchConflictSourceType is #/components/schemas/PriceMismatchConflict/properties/source/properties/type.
+type PriceMismatchConflictSourceType string
+
+// The values of PriceMismatchConflictSourceType.
+const (
+	PriceMismatchConflictSourceTypeSyncJob       PriceMismatchConflictSourceType = "sync_job"
+	PriceMismatchConflictSourceTypeExternalOrder PriceMismatchConflictSourceType = "external_order"
+	PriceMismatchConflictSourceTypeRequest       PriceMismatchConflictSourceType = "request"
+)
+
+// PriceMismatchConflictStatus is #/components/schemas/PriceMismatchConflict/properties/status.
+type PriceMismatchConflictStatus string
+
+// The values of PriceMismatchConflictStatus.
+const (
+	PriceMismatchConflictStatusOpen      PriceMismatchConflictStatus = "open"
+	PriceMismatchConflictStatusResolved  PriceMismatchConflictStatus = "resolved"
+	PriceMismatchConflictStatusDismissed PriceMismatchConflictStatus = "dismissed"
+)
 
 // Problem is #/components/schemas/Problem.
 type Problem struct {
@@ -381,6 +2951,32 @@ type Product struct {
 	Variations  []Variation   `json:"variations"`
 	VendorID    string        `json:"vendor_id"`
 	WeightKg    float64       `json:"weight_kg"`
+}
+
+// ProductArchivedEvent is #/components/schemas/ProductArchivedEvent.
+//
+// Written when draft or published → archived.
+type ProductArchivedEvent struct {
+	CreatedAt time.Time                `json:"created_at"`
+	Data      ProductArchivedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                       `json:"id"`
+	Resource ProductArchivedEventResource `json:"resource"`
+	Type     string                       `json:"type"`
+	VendorID string                       `json:"vendor_id"`
+}
+
+// ProductArchivedEventData is #/components/schemas/ProductArchivedEvent/properties/data.
+type ProductArchivedEventData struct {
+	// The product's revision after the change.
+	Revision int64         `json:"revision"`
+	Status   ProductStatus `json:"status"`
+}
+
+// ProductArchivedEventResource is #/components/schemas/ProductArchivedEvent/properties/resource.
+type ProductArchivedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
 }
 
 // ProductBadge is #/components/schemas/ProductBadge.
@@ -433,6 +3029,33 @@ type ProductCreate struct {
 	WeightKg     float64             `json:"weight_kg"`
 }
 
+// ProductCreatedEvent is #/components/schemas/ProductCreatedEvent.
+//
+// Written when a product is created (with its inventory items).
+type ProductCreatedEvent struct {
+	CreatedAt time.Time               `json:"created_at"`
+	Data      ProductCreatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                      `json:"id"`
+	Resource ProductCreatedEventResource `json:"resource"`
+	Type     string                      `json:"type"`
+	VendorID string                      `json:"vendor_id"`
+}
+
+// ProductCreatedEventData is #/components/schemas/ProductCreatedEvent/properties/data.
+type ProductCreatedEventData struct {
+	// The inventory items created with it.
+	InventoryItemIDs []string `json:"inventory_item_ids"`
+	// The product's revision after the change.
+	Revision int64 `json:"revision"`
+}
+
+// ProductCreatedEventResource is #/components/schemas/ProductCreatedEvent/properties/resource.
+type ProductCreatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // ProductKind is #/components/schemas/ProductKind.
 type ProductKind string
 
@@ -441,6 +3064,58 @@ const (
 	ProductKindSimple   ProductKind = "simple"
 	ProductKindVariable ProductKind = "variable"
 )
+
+// ProductPublishedEvent is #/components/schemas/ProductPublishedEvent.
+//
+// Written when draft → published.
+type ProductPublishedEvent struct {
+	CreatedAt time.Time                 `json:"created_at"`
+	Data      ProductPublishedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                        `json:"id"`
+	Resource ProductPublishedEventResource `json:"resource"`
+	Type     string                        `json:"type"`
+	VendorID string                        `json:"vendor_id"`
+}
+
+// ProductPublishedEventData is #/components/schemas/ProductPublishedEvent/properties/data.
+type ProductPublishedEventData struct {
+	// The product's revision after the change.
+	Revision int64         `json:"revision"`
+	Status   ProductStatus `json:"status"`
+}
+
+// ProductPublishedEventResource is #/components/schemas/ProductPublishedEvent/properties/resource.
+type ProductPublishedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ProductRestoredEvent is #/components/schemas/ProductRestoredEvent.
+//
+// Written when archived → draft.
+type ProductRestoredEvent struct {
+	CreatedAt time.Time                `json:"created_at"`
+	Data      ProductRestoredEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                       `json:"id"`
+	Resource ProductRestoredEventResource `json:"resource"`
+	Type     string                       `json:"type"`
+	VendorID string                       `json:"vendor_id"`
+}
+
+// ProductRestoredEventData is #/components/schemas/ProductRestoredEvent/properties/data.
+type ProductRestoredEventData struct {
+	// The product's revision after the change.
+	Revision int64         `json:"revision"`
+	Status   ProductStatus `json:"status"`
+}
+
+// ProductRestoredEventResource is #/components/schemas/ProductRestoredEvent/properties/resource.
+type ProductRestoredEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
 
 // ProductStatus is #/components/schemas/Product/properties/status.
 type ProductStatus string
@@ -457,6 +3132,131 @@ type ProductTransition struct {
 	BasePriceAuthorityConnectionID *string `json:"base_price_authority_connection_id,omitempty"`
 	CatalogAuthorityConnectionID   *string `json:"catalog_authority_connection_id,omitempty"`
 	ExpectedRevision               int64   `json:"expected_revision"`
+}
+
+// ProductUnpublishedEvent is #/components/schemas/ProductUnpublishedEvent.
+//
+// Written when published → draft.
+type ProductUnpublishedEvent struct {
+	CreatedAt time.Time                   `json:"created_at"`
+	Data      ProductUnpublishedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                          `json:"id"`
+	Resource ProductUnpublishedEventResource `json:"resource"`
+	Type     string                          `json:"type"`
+	VendorID string                          `json:"vendor_id"`
+}
+
+// ProductUnpublishedEventData is #/components/schemas/ProductUnpublishedEvent/properties/data.
+type ProductUnpublishedEventData struct {
+	// The product's revision after the change.
+	Revision int64         `json:"revision"`
+	Status   ProductStatus `json:"status"`
+}
+
+// ProductUnpublishedEventResource is #/components/schemas/ProductUnpublishedEvent/properties/resource.
+type ProductUnpublishedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ProductUpdate is #/components/schemas/ProductUpdate.
+//
+// The complete editable body (full replacement). kind simple: variations has no
+// items. kind variable: variations is required and sku is null.
+type ProductUpdate struct {
+	Badge *ProductBadge `json:"badge,omitempty"`
+	// Null when the service owns base price.
+	BasePriceAuthorityConnectionID *string `json:"base_price_authority_connection_id,omitempty"`
+	// Null when the service owns Catalog.
+	CatalogAuthorityConnectionID *string             `json:"catalog_authority_connection_id,omitempty"`
+	Category                     string              `json:"category"`
+	DefaultOptions               map[string]string   `json:"default_options,omitempty"`
+	Description                  string              `json:"description"`
+	ExpectedRevision             int64               `json:"expected_revision"`
+	Features                     []string            `json:"features"`
+	ImageURLs                    []string            `json:"image_urls"`
+	Kind                         ProductKind         `json:"kind"`
+	Name                         string              `json:"name"`
+	Options                      map[string][]string `json:"options"`
+	// When present, greater than price.
+	OriginalPrice     *int64   `json:"original_price,omitempty"`
+	Price             int64    `json:"price"`
+	RelatedProductIDs []string `json:"related_product_ids"`
+	SKU               *string  `json:"sku,omitempty"`
+	// Unique per vendor (409 PRODUCT_SLUG_TAKEN).
+	Slug         string   `json:"slug"`
+	SourceRegion *string  `json:"source_region,omitempty"`
+	Subcategory  string   `json:"subcategory"`
+	Tags         []string `json:"tags,omitempty"`
+	// Every existing variation must be present (retire instead of removing);
+	// items without id are new variations with server-generated ids and zeroed
+	// inventory.
+	Variations []ProductUpdateVariationsItem `json:"variations,omitempty"`
+	WeightKg   float64                       `json:"weight_kg"`
+}
+
+// ProductUpdateVariationsItem is #/components/schemas/ProductUpdate/properties/variations/items.
+//
+// It is one of ExistingVariationInput, NewVariationInput: set it with From<type>, read it with As<type>.
+type ProductUpdateVariationsItem struct{ json.RawMessage }
+
+// FromExistingVariationInput sets u to v.
+func (u *ProductUpdateVariationsItem) FromExistingVariationInput(v ExistingVariationInput) error {
+	b, err := json.Marshal(v)
+	u.RawMessage = b
+	return err
+}
+
+// AsExistingVariationInput decodes u as a ExistingVariationInput.
+func (u ProductUpdateVariationsItem) AsExistingVariationInput() (ExistingVariationInput, error) {
+	var v ExistingVariationInput
+	err := json.Unmarshal(u.RawMessage, &v)
+	return v, err
+}
+
+// FromNewVariationInput sets u to v.
+func (u *ProductUpdateVariationsItem) FromNewVariationInput(v NewVariationInput) error {
+	b, err := json.Marshal(v)
+	u.RawMessage = b
+	return err
+}
+
+// AsNewVariationInput decodes u as a NewVariationInput.
+func (u ProductUpdateVariationsItem) AsNewVariationInput() (NewVariationInput, error) {
+	var v NewVariationInput
+	err := json.Unmarshal(u.RawMessage, &v)
+	return v, err
+}
+
+// ProductUpdatedEvent is #/components/schemas/ProductUpdatedEvent.
+//
+// Written when a PATCH changed the product (an identical replacement writes
+// nothing).
+type ProductUpdatedEvent struct {
+	CreatedAt time.Time               `json:"created_at"`
+	Data      ProductUpdatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                      `json:"id"`
+	Resource ProductUpdatedEventResource `json:"resource"`
+	Type     string                      `json:"type"`
+	VendorID string                      `json:"vendor_id"`
+}
+
+// ProductUpdatedEventData is #/components/schemas/ProductUpdatedEvent/properties/data.
+type ProductUpdatedEventData struct {
+	// When variations were added.
+	InventoryItemIDsCreated []string `json:"inventory_item_ids_created,omitempty"`
+	// The product's revision after the change.
+	Revision int64 `json:"revision"`
+	// When variations were retired.
+	VariationIDsRetired []string `json:"variation_ids_retired,omitempty"`
+}
+
+// ProductUpdatedEventResource is #/components/schemas/ProductUpdatedEvent/properties/resource.
+type ProductUpdatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
 }
 
 // Reservation is #/components/schemas/Reservation.
@@ -486,6 +3286,32 @@ type Reservation struct {
 	Version   int64             `json:"version"`
 }
 
+// ReservationCommittedEvent is #/components/schemas/ReservationCommittedEvent.
+//
+// Written when a hold ended: committed.
+type ReservationCommittedEvent struct {
+	CreatedAt time.Time                     `json:"created_at"`
+	Data      ReservationCommittedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                            `json:"id"`
+	Resource ReservationCommittedEventResource `json:"resource"`
+	Type     string                            `json:"type"`
+	VendorID string                            `json:"vendor_id"`
+}
+
+// ReservationCommittedEventData is #/components/schemas/ReservationCommittedEvent/properties/data.
+type ReservationCommittedEventData struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	Quantity        int64  `json:"quantity"`
+	Version         int64  `json:"version"`
+}
+
+// ReservationCommittedEventResource is #/components/schemas/ReservationCommittedEvent/properties/resource.
+type ReservationCommittedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // ReservationCreate is #/components/schemas/ReservationCreate.
 type ReservationCreate struct {
 	// An active connection; the service must master the Stock Pool.
@@ -497,6 +3323,58 @@ type ReservationCreate struct {
 	Reference *string `json:"reference,omitempty"`
 }
 
+// ReservationCreatedEvent is #/components/schemas/ReservationCreatedEvent.
+//
+// Written when a hold was placed.
+type ReservationCreatedEvent struct {
+	CreatedAt time.Time                   `json:"created_at"`
+	Data      ReservationCreatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                          `json:"id"`
+	Resource ReservationCreatedEventResource `json:"resource"`
+	Type     string                          `json:"type"`
+	VendorID string                          `json:"vendor_id"`
+}
+
+// ReservationCreatedEventData is #/components/schemas/ReservationCreatedEvent/properties/data.
+type ReservationCreatedEventData struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	Quantity        int64  `json:"quantity"`
+	Version         int64  `json:"version"`
+}
+
+// ReservationCreatedEventResource is #/components/schemas/ReservationCreatedEvent/properties/resource.
+type ReservationCreatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ReservationExpiredEvent is #/components/schemas/ReservationExpiredEvent.
+//
+// Written when a hold ended: expired.
+type ReservationExpiredEvent struct {
+	CreatedAt time.Time                   `json:"created_at"`
+	Data      ReservationExpiredEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                          `json:"id"`
+	Resource ReservationExpiredEventResource `json:"resource"`
+	Type     string                          `json:"type"`
+	VendorID string                          `json:"vendor_id"`
+}
+
+// ReservationExpiredEventData is #/components/schemas/ReservationExpiredEvent/properties/data.
+type ReservationExpiredEventData struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	Quantity        int64  `json:"quantity"`
+	Version         int64  `json:"version"`
+}
+
+// ReservationExpiredEventResource is #/components/schemas/ReservationExpiredEvent/properties/resource.
+type ReservationExpiredEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // ReservationOwner is #/components/schemas/Reservation/properties/owner.
 type ReservationOwner string
 
@@ -504,6 +3382,64 @@ type ReservationOwner string
 const (
 	ReservationOwnerMoku ReservationOwner = "moku"
 )
+
+// ReservationReleasedEvent is #/components/schemas/ReservationReleasedEvent.
+//
+// Written when a hold ended: released.
+type ReservationReleasedEvent struct {
+	CreatedAt time.Time                    `json:"created_at"`
+	Data      ReservationReleasedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                           `json:"id"`
+	Resource ReservationReleasedEventResource `json:"resource"`
+	Type     string                           `json:"type"`
+	VendorID string                           `json:"vendor_id"`
+}
+
+// ReservationReleasedEventData is #/components/schemas/ReservationReleasedEvent/properties/data.
+type ReservationReleasedEventData struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	Quantity        int64  `json:"quantity"`
+	Version         int64  `json:"version"`
+}
+
+// ReservationReleasedEventResource is #/components/schemas/ReservationReleasedEvent/properties/resource.
+type ReservationReleasedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// ReservationRenew is #/components/schemas/ReservationRenew.
+type ReservationRenew struct {
+	ExpectedVersion int64 `json:"expected_version"`
+	// The new hold, counted from now.
+	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
+}
+
+// ReservationRenewedEvent is #/components/schemas/ReservationRenewedEvent.
+//
+// Written when a hold was extended.
+type ReservationRenewedEvent struct {
+	CreatedAt time.Time                   `json:"created_at"`
+	Data      ReservationRenewedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                          `json:"id"`
+	Resource ReservationRenewedEventResource `json:"resource"`
+	Type     string                          `json:"type"`
+	VendorID string                          `json:"vendor_id"`
+}
+
+// ReservationRenewedEventData is #/components/schemas/ReservationRenewedEvent/properties/data.
+type ReservationRenewedEventData struct {
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// ReservationRenewedEventResource is #/components/schemas/ReservationRenewedEvent/properties/resource.
+type ReservationRenewedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
 
 // ReservationStatus is #/components/schemas/Reservation/properties/status.
 type ReservationStatus string
@@ -561,6 +3497,1040 @@ const (
 	RolesOrderIngressDisabled RolesOrderIngress = "disabled"
 )
 
+// RolesReplace is #/components/schemas/RolesReplace.
+type RolesReplace struct {
+	ExpectedVersion int64             `json:"expected_version"`
+	Roles           RolesReplaceRoles `json:"roles"`
+}
+
+// RolesReplaceRoles is #/components/schemas/RolesReplace/properties/roles.
+//
+// It is one of Roles, RolePreset: set it with From<type>, read it with As<type>.
+type RolesReplaceRoles struct{ json.RawMessage }
+
+// FromRoles sets u to v.
+func (u *RolesReplaceRoles) FromRoles(v Roles) error {
+	b, err := json.Marshal(v)
+	u.RawMessage = b
+	return err
+}
+
+// AsRoles decodes u as a Roles.
+func (u RolesReplaceRoles) AsRoles() (Roles, error) {
+	var v Roles
+	err := json.Unmarshal(u.RawMessage, &v)
+	return v, err
+}
+
+// FromRolePreset sets u to v.
+func (u *RolesReplaceRoles) FromRolePreset(v RolePreset) error {
+	b, err := json.Marshal(v)
+	u.RawMessage = b
+	return err
+}
+
+// AsRolePreset decodes u as a RolePreset.
+func (u RolesReplaceRoles) AsRolePreset() (RolePreset, error) {
+	var v RolePreset
+	err := json.Unmarshal(u.RawMessage, &v)
+	return v, err
+}
+
+// SellerOrder is #/components/schemas/SellerOrder.
+type SellerOrder struct {
+	Carrier *string `json:"carrier"`
+	// The channel's order id.
+	ChannelOrderID string    `json:"channel_order_id"`
+	ConnectionID   string    `json:"connection_id"`
+	CreatedAt      time.Time `json:"created_at"`
+	// The external order (xo_...) it projects.
+	ExternalOrderID string `json:"external_order_id"`
+	// so_ followed by the external order's id suffix.
+	ID        string                 `json:"id"`
+	Lines     []SellerOrderLinesItem `json:"lines"`
+	ShippedAt *time.Time             `json:"shipped_at"`
+	// The external_order.committed event that created it.
+	SourceEventID  string            `json:"source_event_id"`
+	Status         SellerOrderStatus `json:"status"`
+	TrackingNumber *string           `json:"tracking_number"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+	VendorID       string            `json:"vendor_id"`
+	Version        int64             `json:"version"`
+}
+
+// SellerOrderCancelledEvent is #/components/schemas/SellerOrderCancelledEvent.
+//
+// Written when the seller cancelled the order; the projector replays it on a
+// rebuild.
+type SellerOrderCancelledEvent struct {
+	CreatedAt time.Time                     `json:"created_at"`
+	Data      SellerOrderCancelledEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                            `json:"id"`
+	Resource SellerOrderCancelledEventResource `json:"resource"`
+	Type     string                            `json:"type"`
+	VendorID string                            `json:"vendor_id"`
+}
+
+// SellerOrderCancelledEventData is #/components/schemas/SellerOrderCancelledEvent/properties/data.
+type SellerOrderCancelledEventData struct {
+	Carrier         *string           `json:"carrier"`
+	ExternalOrderID string            `json:"external_order_id"`
+	Status          SellerOrderStatus `json:"status"`
+	TrackingNumber  *string           `json:"tracking_number"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// SellerOrderCancelledEventResource is #/components/schemas/SellerOrderCancelledEvent/properties/resource.
+type SellerOrderCancelledEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// SellerOrderLinesItem is #/components/schemas/SellerOrder/properties/lines/items.
+type SellerOrderLinesItem struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	LineID          string `json:"line_id"`
+	Quantity        int64  `json:"quantity"`
+	UnitPrice       int64  `json:"unit_price"`
+}
+
+// SellerOrderShip is #/components/schemas/SellerOrderShip.
+type SellerOrderShip struct {
+	Carrier         string `json:"carrier"`
+	ExpectedVersion int64  `json:"expected_version"`
+	TrackingNumber  string `json:"tracking_number"`
+}
+
+// SellerOrderShippedEvent is #/components/schemas/SellerOrderShippedEvent.
+//
+// Written when the seller marked the order shipped (carrier, tracking); the
+// projector replays it on a rebuild.
+type SellerOrderShippedEvent struct {
+	CreatedAt time.Time                   `json:"created_at"`
+	Data      SellerOrderShippedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                          `json:"id"`
+	Resource SellerOrderShippedEventResource `json:"resource"`
+	Type     string                          `json:"type"`
+	VendorID string                          `json:"vendor_id"`
+}
+
+// SellerOrderShippedEventData is #/components/schemas/SellerOrderShippedEvent/properties/data.
+type SellerOrderShippedEventData struct {
+	Carrier         *string           `json:"carrier"`
+	ExternalOrderID string            `json:"external_order_id"`
+	Status          SellerOrderStatus `json:"status"`
+	TrackingNumber  *string           `json:"tracking_number"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// SellerOrderShippedEventResource is #/components/schemas/SellerOrderShippedEvent/properties/resource.
+type SellerOrderShippedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// SellerOrderStatus is #/components/schemas/SellerOrder/properties/status.
+type SellerOrderStatus string
+
+// The values of SellerOrderStatus.
+const (
+	SellerOrderStatusOpen      SellerOrderStatus = "open"
+	SellerOrderStatusShipped   SellerOrderStatus = "shipped"
+	SellerOrderStatusCancelled SellerOrderStatus = "cancelled"
+)
+
+// StockBuckets is #/components/schemas/StockBuckets.
+type StockBuckets struct {
+	OnHand   int64 `json:"on_hand"`
+	Reserved int64 `json:"reserved"`
+}
+
+// StockEffect is #/components/schemas/StockEffect.
+//
+// One movement of an inventory item's buckets, written in the same transaction
+// as the movement. Keyed by (item, version after): one movement has one effect.
+// For every item the sum of deltas equals the buckets, and each effect's before
+// is the previous effect's after.
+type StockEffect struct {
+	After           StockBuckets     `json:"after"`
+	Before          StockBuckets     `json:"before"`
+	Cause           StockEffectCause `json:"cause"`
+	CreatedAt       time.Time        `json:"created_at"`
+	ID              string           `json:"id"`
+	InventoryItemID string           `json:"inventory_item_id"`
+	OnHandDelta     int64            `json:"on_hand_delta"`
+	ProductID       string           `json:"product_id"`
+	// X-Request-Id of the request that caused the movement; null for system
+	// work (expiry, bulk operations).
+	RequestID *string `json:"request_id"`
+	// available moves by on_hand_delta - reserved_delta.
+	ReservedDelta int64  `json:"reserved_delta"`
+	VendorID      string `json:"vendor_id"`
+	// The item's version after the movement.
+	Version int64 `json:"version"`
+}
+
+// StockEffectCause is #/components/schemas/StockEffect/properties/cause.
+type StockEffectCause struct {
+	Action StockEffectCauseAction `json:"action"`
+	// The causing resource (reservation or bulk operation); null for a single
+	// adjustment.
+	ID *string `json:"id"`
+	// The bulk operation record's key; null otherwise.
+	RecordKey *string              `json:"record_key"`
+	Type      StockEffectCauseType `json:"type"`
+}
+
+// StockEffectCauseAction is #/components/schemas/StockEffect/properties/cause/properties/action.
+type StockEffectCauseAction string
+
+// The values of StockEffectCauseAction.
+const (
+	StockEffectCauseActionAdjusted   StockEffectCauseAction = "adjusted"
+	StockEffectCauseActionReserved   StockEffectCauseAction = "reserved"
+	StockEffectCauseActionCommitted  StockEffectCauseAction = "committed"
+	StockEffectCauseActionReleased   StockEffectCauseAction = "released"
+	StockEffectCauseActionExpired    StockEffectCauseAction = "expired"
+	StockEffectCauseActionReconciled StockEffectCauseAction = "reconciled"
+)
+
+// StockEffectCauseType is #/components/schemas/StockEffect/properties/cause/properties/type.
+type StockEffectCauseType string
+
+// The values of StockEffectCauseType.
+const (
+	StockEffectCauseTypeAdjustment    StockEffectCauseType = "adjustment"
+	StockEffectCauseTypeReservation   StockEffectCauseType = "reservation"
+	StockEffectCauseTypeBulkOperation StockEffectCauseType = "bulk_operation"
+	StockEffectCauseTypeExternalOrder StockEffectCauseType = "external_order"
+	StockEffectCauseTypeSyncJob       StockEffectCauseType = "sync_job"
+)
+
+// StockMismatchConflict is #/components/schemas/StockMismatchConflict.
+//
+// A sync job from the Stock Pool's source reported on_hand below the units the
+// service holds reserved.
+type StockMismatchConflict struct {
+	ChannelValue StockMismatchConflictChannelValue `json:"channel_value"`
+	ConnectionID *string                           `json:"connection_id"`
+	CreatedAt    time.Time                         `json:"created_at"`
+	Detail       string                            `json:"detail"`
+	// cfl_..., in creation order.
+	ID           string                            `json:"id"`
+	Resolution   json.RawMessage                   `json:"resolution"`
+	Resource     StockMismatchConflictResource     `json:"resource"`
+	ServiceValue StockMismatchConflictServiceValue `json:"service_value"`
+	// What found the conflict: a sync job, an external order's import, or a
+	// refused request (id: its request id).
+	Source    StockMismatchConflictSource `json:"source"`
+	Status    StockMismatchConflictStatus `json:"status"`
+	Type      string                      `json:"type"`
+	UpdatedAt time.Time                   `json:"updated_at"`
+	VendorID  string                      `json:"vendor_id"`
+	Version   int64                       `json:"version"`
+}
+
+// StockMismatchConflictChannelValue is #/components/schemas/StockMismatchConflict/properties/channel_value.
+type StockMismatchConflictChannelValue struct {
+	OnHand int64 `json:"on_hand"`
+}
+
+// StockMismatchConflictResource is #/components/schemas/StockMismatchConflict/properties/resource.
+type StockMismatchConflictResource struct {
+	ID   string                            `json:"id"`
+	Type StockMismatchConflictResourceType `json:"type"`
+}
+
+// StockMismatchConflictResourceType is #/components/schemas/StockMismatchConflict/properties/resource/properties/type.
+type StockMismatchConflictResourceType string
+
+// The values of StockMismatchConflictResourceType.
+const (
+	StockMismatchConflictResourceTypeInventoryItem StockMismatchConflictResourceType = "inventory_item"
+	StockMismatchConflictResourceTypeProduct       StockMismatchConflictResourceType = "product"
+	StockMismatchConflictResourceTypeExternalOrder StockMismatchConflictResourceType = "external_order"
+)
+
+// StockMismatchConflictServiceValue is #/components/schemas/StockMismatchConflict/properties/service_value.
+type StockMismatchConflictServiceValue struct {
+	Available int64 `json:"available"`
+	OnHand    int64 `json:"on_hand"`
+	Reserved  int64 `json:"reserved"`
+}
+
+// StockMismatchConflictSource is #/components/schemas/StockMismatchConflict/properties/source.
+type StockMismatchConflictSource struct {
+	ID   string                          `json:"id"`
+	Type StockMismatchConflictSourceType `json:"type"`
+}
+
+// StockMismatchConflictSourceType is #/components/schemas/StockMismatchConflict/properties/source/properties/type.
+type StockMismatchConflictSourceType string
+
+// The values of StockMismatchConflictSourceType.
+const (
+	StockMismatchConflictSourceTypeSyncJob       StockMismatchConflictSourceType = "sync_job"
+	StockMismatchConflictSourceTypeExternalOrder StockMismatchConflictSourceType = "external_order"
+	StockMismatchConflictSourceTypeRequest       StockMismatchConflictSourceType = "request"
+)
+
+// StockMismatchConflictStatus is #/components/schemas/StockMismatchConflict/properties/status.
+type StockMismatchConflictStatus string
+
+// The values of StockMismatchConflictStatus.
+const (
+	StockMismatchConflictStatusOpen      StockMismatchConflictStatus = "open"
+	StockMismatchConflictStatusResolved  StockMismatchConflictStatus = "resolved"
+	StockMismatchConflictStatusDismissed StockMismatchConflictStatus = "dismissed"
+)
+
+// StorePairing is #/components/schemas/StorePairing.
+type StorePairing = StorePairingFields
+
+// StorePairingAccept is #/components/schemas/StorePairingAccept.
+type StorePairingAccept struct {
+	// Update this store_plugin connection (same external_account_id as the
+	// discovered domain) instead of creating one.
+	ConnectionID    *string                  `json:"connection_id,omitempty"`
+	ExpectedVersion int64                    `json:"expected_version"`
+	Preset          StorePairingAcceptPreset `json:"preset"`
+}
+
+// StorePairingAcceptPreset is #/components/schemas/StorePairingAccept/properties/preset.
+type StorePairingAcceptPreset string
+
+// The values of StorePairingAcceptPreset.
+const (
+	StorePairingAcceptPresetServiceSource      StorePairingAcceptPreset = "service_source"
+	StorePairingAcceptPresetStoreCatalogSource StorePairingAcceptPreset = "store_catalog_source"
+	StorePairingAcceptPresetStoreSource        StorePairingAcceptPreset = "store_source"
+)
+
+// StorePairingAcceptedEvent is #/components/schemas/StorePairingAcceptedEvent.
+//
+// Written when the seller accepted with a preset; the same transaction wrote
+// connection.created or connection.roles_replaced.
+type StorePairingAcceptedEvent struct {
+	CreatedAt time.Time                     `json:"created_at"`
+	Data      StorePairingAcceptedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                            `json:"id"`
+	Resource StorePairingAcceptedEventResource `json:"resource"`
+	Type     string                            `json:"type"`
+	VendorID string                            `json:"vendor_id"`
+}
+
+// StorePairingAcceptedEventData is #/components/schemas/StorePairingAcceptedEvent/properties/data.
+type StorePairingAcceptedEventData struct {
+	ConnectionID string                   `json:"connection_id"`
+	Preset       StorePairingAcceptPreset `json:"preset"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// StorePairingAcceptedEventResource is #/components/schemas/StorePairingAcceptedEvent/properties/resource.
+type StorePairingAcceptedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// StorePairingCreated is #/components/schemas/StorePairingCreated.
+type StorePairingCreated struct {
+	Acceptance *StorePairingCreatedAcceptance `json:"acceptance"`
+	// The pairing code, 80 random bits in Crockford base32, valid for 10
+	// minutes and once. Shown only in the first response; an exact replay
+	// answers null (the service keeps only its hash).
+	Code          *string   `json:"code"`
+	CodeExpiresAt time.Time `json:"code_expires_at"`
+	CreatedAt     time.Time `json:"created_at"`
+	// The last discovery report, with received_at.
+	Discovery           *StorePairingCreatedDiscovery `json:"discovery"`
+	DiscoveryCredential *StorePairingCredential       `json:"discovery_credential"`
+	ID                  string                        `json:"id"`
+	// allowed only while active.
+	OperationalWrites StorePairingCreatedOperationalWrites `json:"operational_writes"`
+	Provider          string                               `json:"provider"`
+	Review            *StorePairingCreatedReview           `json:"review"`
+	RevokedAt         *time.Time                           `json:"revoked_at"`
+	// pending_exchange (code not yet exchanged; expired once the code lapses)
+	// -> discovering (after the exchange) -> accepted (seller) -> active
+	// (administrator's review); revoked from any.
+	Status    StorePairingCreatedStatus `json:"status"`
+	UpdatedAt time.Time                 `json:"updated_at"`
+	VendorID  string                    `json:"vendor_id"`
+	Version   int64                     `json:"version"`
+}
+
+// StorePairingCreatedAcceptance is #/components/schemas/StorePairingCreated/properties/acceptance.
+type StorePairingCreatedAcceptance struct {
+	AcceptedAt        time.Time                           `json:"accepted_at"`
+	AcceptedByTokenID string                              `json:"accepted_by_token_id"`
+	ConnectionCreated bool                                `json:"connection_created"`
+	ConnectionID      string                              `json:"connection_id"`
+	Preset            StorePairingCreatedAcceptancePreset `json:"preset"`
+}
+
+// StorePairingCreatedAcceptancePreset is #/components/schemas/StorePairingCreated/properties/acceptance/properties/preset.
+type StorePairingCreatedAcceptancePreset string
+
+// The values of StorePairingCreatedAcceptancePreset.
+const (
+	StorePairingCreatedAcceptancePresetServiceSource      StorePairingCreatedAcceptancePreset = "service_source"
+	StorePairingCreatedAcceptancePresetStoreCatalogSource StorePairingCreatedAcceptancePreset = "store_catalog_source"
+	StorePairingCreatedAcceptancePresetStoreSource        StorePairingCreatedAcceptancePreset = "store_source"
+)
+
+// StorePairingCreatedDiscovery is #/components/schemas/StorePairingCreated/properties/discovery.
+type StorePairingCreatedDiscovery struct {
+	Catalog       *StorePairingDiscoveryInputCatalog `json:"catalog,omitempty"`
+	PluginVersion *string                            `json:"plugin_version,omitempty"`
+	ReceivedAt    *time.Time                         `json:"received_at,omitempty"`
+	Store         *StorePairingDiscoveryInputStore   `json:"store,omitempty"`
+}
+
+// StorePairingCreatedEvent is #/components/schemas/StorePairingCreatedEvent.
+//
+// Written when a seller created a pairing (its code is never in an event).
+type StorePairingCreatedEvent struct {
+	CreatedAt time.Time                    `json:"created_at"`
+	Data      StorePairingCreatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                           `json:"id"`
+	Resource StorePairingCreatedEventResource `json:"resource"`
+	Type     string                           `json:"type"`
+	VendorID string                           `json:"vendor_id"`
+}
+
+// StorePairingCreatedEventData is #/components/schemas/StorePairingCreatedEvent/properties/data.
+type StorePairingCreatedEventData struct {
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// StorePairingCreatedEventResource is #/components/schemas/StorePairingCreatedEvent/properties/resource.
+type StorePairingCreatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// StorePairingCreatedOperationalWrites is #/components/schemas/StorePairingCreated/properties/operational_writes.
+type StorePairingCreatedOperationalWrites string
+
+// The values of StorePairingCreatedOperationalWrites.
+const (
+	StorePairingCreatedOperationalWritesAllowed StorePairingCreatedOperationalWrites = "allowed"
+	StorePairingCreatedOperationalWritesRefused StorePairingCreatedOperationalWrites = "refused"
+)
+
+// StorePairingCreatedReview is #/components/schemas/StorePairingCreated/properties/review.
+type StorePairingCreatedReview struct {
+	ReviewedAt time.Time `json:"reviewed_at"`
+	Reviewer   string    `json:"reviewer"`
+}
+
+// StorePairingCreatedStatus is #/components/schemas/StorePairingCreated/properties/status.
+type StorePairingCreatedStatus string
+
+// The values of StorePairingCreatedStatus.
+const (
+	StorePairingCreatedStatusPendingExchange StorePairingCreatedStatus = "pending_exchange"
+	StorePairingCreatedStatusDiscovering     StorePairingCreatedStatus = "discovering"
+	StorePairingCreatedStatusAccepted        StorePairingCreatedStatus = "accepted"
+	StorePairingCreatedStatusActive          StorePairingCreatedStatus = "active"
+	StorePairingCreatedStatusExpired         StorePairingCreatedStatus = "expired"
+	StorePairingCreatedStatusRevoked         StorePairingCreatedStatus = "revoked"
+)
+
+// StorePairingCredential is #/components/schemas/StorePairingCredential.
+//
+// The discovery credential's lifetime; never its secret.
+type StorePairingCredential struct {
+	ExpiresAt time.Time  `json:"expires_at"`
+	IssuedAt  time.Time  `json:"issued_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+// StorePairingDiscoveredEvent is #/components/schemas/StorePairingDiscoveredEvent.
+//
+// Written when the plugin posted discovery data (each report).
+type StorePairingDiscoveredEvent struct {
+	CreatedAt time.Time                       `json:"created_at"`
+	Data      StorePairingDiscoveredEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                              `json:"id"`
+	Resource StorePairingDiscoveredEventResource `json:"resource"`
+	Type     string                              `json:"type"`
+	VendorID string                              `json:"vendor_id"`
+}
+
+// StorePairingDiscoveredEventData is #/components/schemas/StorePairingDiscoveredEvent/properties/data.
+type StorePairingDiscoveredEventData struct {
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// StorePairingDiscoveredEventResource is #/components/schemas/StorePairingDiscoveredEvent/properties/resource.
+type StorePairingDiscoveredEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// StorePairingDiscoveryInput is #/components/schemas/StorePairingDiscoveryInput.
+//
+// What the plugin reports about its store. Each report replaces the last and
+// moves the pairing's version; discovery closes when the seller accepts.
+type StorePairingDiscoveryInput struct {
+	Catalog       StorePairingDiscoveryInputCatalog `json:"catalog"`
+	PluginVersion *string                           `json:"plugin_version,omitempty"`
+	Store         StorePairingDiscoveryInputStore   `json:"store"`
+}
+
+// StorePairingDiscoveryInputCatalog is #/components/schemas/StorePairingDiscoveryInput/properties/catalog.
+type StorePairingDiscoveryInputCatalog struct {
+	InStockCount   *int64 `json:"in_stock_count,omitempty"`
+	ProductCount   int64  `json:"product_count"`
+	PublishedCount *int64 `json:"published_count,omitempty"`
+	VariationCount int64  `json:"variation_count"`
+}
+
+// StorePairingDiscoveryInputStore is #/components/schemas/StorePairingDiscoveryInput/properties/store.
+type StorePairingDiscoveryInputStore struct {
+	// ISO 4217.
+	Currency string `json:"currency"`
+	// The store's host name, e.g. shop.example.com; it becomes the connection's
+	// external_account_id.
+	Domain string `json:"domain"`
+	// Single line; it becomes the connection's display_name.
+	Name            string  `json:"name"`
+	Platform        string  `json:"platform"`
+	PlatformVersion *string `json:"platform_version,omitempty"`
+}
+
+// StorePairingExchange is #/components/schemas/StorePairingExchange.
+type StorePairingExchange struct {
+	// Case, dashes and spaces do not matter.
+	Code string `json:"code"`
+}
+
+// StorePairingExchanged is #/components/schemas/StorePairingExchanged.
+type StorePairingExchanged struct {
+	// Shown only now; stored as its SHA-256 hash.
+	DiscoveryToken string    `json:"discovery_token"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	PairingID      string    `json:"pairing_id"`
+	VendorID       string    `json:"vendor_id"`
+}
+
+// StorePairingExchangedEvent is #/components/schemas/StorePairingExchangedEvent.
+//
+// Written when the plugin exchanged the code for a discovery credential.
+type StorePairingExchangedEvent struct {
+	CreatedAt time.Time                      `json:"created_at"`
+	Data      StorePairingExchangedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                             `json:"id"`
+	Resource StorePairingExchangedEventResource `json:"resource"`
+	Type     string                             `json:"type"`
+	VendorID string                             `json:"vendor_id"`
+}
+
+// StorePairingExchangedEventData is #/components/schemas/StorePairingExchangedEvent/properties/data.
+type StorePairingExchangedEventData struct {
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// StorePairingExchangedEventResource is #/components/schemas/StorePairingExchangedEvent/properties/resource.
+type StorePairingExchangedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// StorePairingExternalOrderImport is #/components/schemas/StorePairingExternalOrderImport.
+type StorePairingExternalOrderImport struct {
+	// The channel's order id; unique per connection.
+	ExternalOrderID string `json:"external_order_id"`
+	// 1 to 50 lines referencing at most 45 distinct inventory items (lines on
+	// the same item are held together), which keeps the import's transaction
+	// under DynamoDB's 100 actions.
+	Lines []StorePairingExternalOrderImportLinesItem `json:"lines"`
+}
+
+// StorePairingExternalOrderImportLinesItem is #/components/schemas/StorePairingExternalOrderImport/properties/lines/items.
+type StorePairingExternalOrderImportLinesItem struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	// Unique within the order.
+	LineID   string `json:"line_id"`
+	Quantity int64  `json:"quantity"`
+	// Minor units, as the channel charged.
+	UnitPrice int64 `json:"unit_price"`
+}
+
+// StorePairingFields is #/components/schemas/StorePairingFields.
+type StorePairingFields struct {
+	Acceptance    *StorePairingFieldsAcceptance `json:"acceptance"`
+	CodeExpiresAt time.Time                     `json:"code_expires_at"`
+	CreatedAt     time.Time                     `json:"created_at"`
+	// The last discovery report, with received_at.
+	Discovery           *StorePairingFieldsDiscovery `json:"discovery"`
+	DiscoveryCredential *StorePairingCredential      `json:"discovery_credential"`
+	ID                  string                       `json:"id"`
+	// allowed only while active.
+	OperationalWrites StorePairingFieldsOperationalWrites `json:"operational_writes"`
+	Provider          string                              `json:"provider"`
+	Review            *StorePairingFieldsReview           `json:"review"`
+	RevokedAt         *time.Time                          `json:"revoked_at"`
+	// pending_exchange (code not yet exchanged; expired once the code lapses)
+	// -> discovering (after the exchange) -> accepted (seller) -> active
+	// (administrator's review); revoked from any.
+	Status    StorePairingFieldsStatus `json:"status"`
+	UpdatedAt time.Time                `json:"updated_at"`
+	VendorID  string                   `json:"vendor_id"`
+	Version   int64                    `json:"version"`
+}
+
+// StorePairingFieldsAcceptance is #/components/schemas/StorePairingFields/properties/acceptance.
+type StorePairingFieldsAcceptance struct {
+	AcceptedAt        time.Time                          `json:"accepted_at"`
+	AcceptedByTokenID string                             `json:"accepted_by_token_id"`
+	ConnectionCreated bool                               `json:"connection_created"`
+	ConnectionID      string                             `json:"connection_id"`
+	Preset            StorePairingFieldsAcceptancePreset `json:"preset"`
+}
+
+// StorePairingFieldsAcceptancePreset is #/components/schemas/StorePairingFields/properties/acceptance/properties/preset.
+type StorePairingFieldsAcceptancePreset string
+
+// The values of StorePairingFieldsAcceptancePreset.
+const (
+	StorePairingFieldsAcceptancePresetServiceSource      StorePairingFieldsAcceptancePreset = "service_source"
+	StorePairingFieldsAcceptancePresetStoreCatalogSource StorePairingFieldsAcceptancePreset = "store_catalog_source"
+	StorePairingFieldsAcceptancePresetStoreSource        StorePairingFieldsAcceptancePreset = "store_source"
+)
+
+// StorePairingFieldsDiscovery is #/components/schemas/StorePairingFields/properties/discovery.
+type StorePairingFieldsDiscovery struct {
+	Catalog       *StorePairingDiscoveryInputCatalog `json:"catalog,omitempty"`
+	PluginVersion *string                            `json:"plugin_version,omitempty"`
+	ReceivedAt    *time.Time                         `json:"received_at,omitempty"`
+	Store         *StorePairingDiscoveryInputStore   `json:"store,omitempty"`
+}
+
+// StorePairingFieldsOperationalWrites is #/components/schemas/StorePairingFields/properties/operational_writes.
+type StorePairingFieldsOperationalWrites string
+
+// The values of StorePairingFieldsOperationalWrites.
+const (
+	StorePairingFieldsOperationalWritesAllowed StorePairingFieldsOperationalWrites = "allowed"
+	StorePairingFieldsOperationalWritesRefused StorePairingFieldsOperationalWrites = "refused"
+)
+
+// StorePairingFieldsReview is #/components/schemas/StorePairingFields/properties/review.
+type StorePairingFieldsReview struct {
+	ReviewedAt time.Time `json:"reviewed_at"`
+	Reviewer   string    `json:"reviewer"`
+}
+
+// StorePairingFieldsStatus is #/components/schemas/StorePairingFields/properties/status.
+type StorePairingFieldsStatus string
+
+// The values of StorePairingFieldsStatus.
+const (
+	StorePairingFieldsStatusPendingExchange StorePairingFieldsStatus = "pending_exchange"
+	StorePairingFieldsStatusDiscovering     StorePairingFieldsStatus = "discovering"
+	StorePairingFieldsStatusAccepted        StorePairingFieldsStatus = "accepted"
+	StorePairingFieldsStatusActive          StorePairingFieldsStatus = "active"
+	StorePairingFieldsStatusExpired         StorePairingFieldsStatus = "expired"
+	StorePairingFieldsStatusRevoked         StorePairingFieldsStatus = "revoked"
+)
+
+// StorePairingReviewedEvent is #/components/schemas/StorePairingReviewedEvent.
+//
+// Written when an administrator reviewed the activation: operational writes are
+// allowed.
+type StorePairingReviewedEvent struct {
+	CreatedAt time.Time                     `json:"created_at"`
+	Data      StorePairingReviewedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                            `json:"id"`
+	Resource StorePairingReviewedEventResource `json:"resource"`
+	Type     string                            `json:"type"`
+	VendorID string                            `json:"vendor_id"`
+}
+
+// StorePairingReviewedEventData is #/components/schemas/StorePairingReviewedEvent/properties/data.
+type StorePairingReviewedEventData struct {
+	ConnectionID string `json:"connection_id"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// StorePairingReviewedEventResource is #/components/schemas/StorePairingReviewedEvent/properties/resource.
+type StorePairingReviewedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// StorePairingRevokedEvent is #/components/schemas/StorePairingRevokedEvent.
+//
+// Written when the seller revoked the pairing: code and discovery credential
+// dead.
+type StorePairingRevokedEvent struct {
+	CreatedAt time.Time                    `json:"created_at"`
+	Data      StorePairingRevokedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                           `json:"id"`
+	Resource StorePairingRevokedEventResource `json:"resource"`
+	Type     string                           `json:"type"`
+	VendorID string                           `json:"vendor_id"`
+}
+
+// StorePairingRevokedEventData is #/components/schemas/StorePairingRevokedEvent/properties/data.
+type StorePairingRevokedEventData struct {
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// StorePairingRevokedEventResource is #/components/schemas/StorePairingRevokedEvent/properties/resource.
+type StorePairingRevokedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// StorePairingSyncJobSubmission is #/components/schemas/StorePairingSyncJobSubmission.
+//
+// A sync job for the pairing's own connection: the body of createSyncJob
+// without connection_id.
+type StorePairingSyncJobSubmission struct {
+	// 1..100 items, each resource at most once. inventory: {inventory_item_id,
+	// on_hand 0..1000000000}; price: {product_id, variation_id (optional, null
+	// for the product's own price), price 0..1000000000}; catalog: {product_id,
+	// name (1..120 characters, one line), catalog_status active or archived}.
+	Items []json.RawMessage                 `json:"items"`
+	Kind  StorePairingSyncJobSubmissionKind `json:"kind"`
+}
+
+// StorePairingSyncJobSubmissionKind is #/components/schemas/StorePairingSyncJobSubmission/properties/kind.
+type StorePairingSyncJobSubmissionKind string
+
+// The values of StorePairingSyncJobSubmissionKind.
+const (
+	StorePairingSyncJobSubmissionKindInventory StorePairingSyncJobSubmissionKind = "inventory"
+	StorePairingSyncJobSubmissionKindPrice     StorePairingSyncJobSubmissionKind = "price"
+	StorePairingSyncJobSubmissionKindCatalog   StorePairingSyncJobSubmissionKind = "catalog"
+)
+
+// SyncJob is #/components/schemas/SyncJob.
+//
+// What a connector reported about one connection's channel, compared item by
+// item with the service's source of truth (the vendor authority). Status:
+// queued, running (the worker wrote a first verdict), then completed (every
+// item has a verdict; failed items do not fail the job) or failed (the job
+// stopped: the connection was disconnected, or the credential that started it
+// no longer passes its checks; the rest is not_attempted). Kept at least 30
+// days after completion.
+type SyncJob struct {
+	CompletedAt  *time.Time    `json:"completed_at"`
+	ConnectionID string        `json:"connection_id"`
+	Counts       SyncJobCounts `json:"counts"`
+	CreatedAt    time.Time     `json:"created_at"`
+	// syn_ followed by a sortable id.
+	ID        string           `json:"id"`
+	Items     []SyncJobItem    `json:"items"`
+	Kind      SyncJobKind      `json:"kind"`
+	StartedAt *time.Time       `json:"started_at"`
+	StartedBy SyncJobStartedBy `json:"started_by"`
+	Status    SyncJobStatus    `json:"status"`
+	VendorID  string           `json:"vendor_id"`
+}
+
+// SyncJobCompletedEvent is #/components/schemas/SyncJobCompletedEvent.
+//
+// Written when a sync job reached its final status, written with its last
+// verdict; read the job for the verdicts.
+type SyncJobCompletedEvent struct {
+	CreatedAt time.Time                 `json:"created_at"`
+	Data      SyncJobCompletedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                        `json:"id"`
+	Resource SyncJobCompletedEventResource `json:"resource"`
+	Type     string                        `json:"type"`
+	VendorID string                        `json:"vendor_id"`
+}
+
+// SyncJobCompletedEventData is #/components/schemas/SyncJobCompletedEvent/properties/data.
+type SyncJobCompletedEventData struct {
+	ConnectionID string        `json:"connection_id"`
+	Counts       SyncJobCounts `json:"counts"`
+	Kind         SyncJobKind   `json:"kind"`
+	Status       SyncJobStatus `json:"status"`
+}
+
+// SyncJobCompletedEventResource is #/components/schemas/SyncJobCompletedEvent/properties/resource.
+type SyncJobCompletedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// SyncJobCounts is #/components/schemas/SyncJob/properties/counts.
+type SyncJobCounts struct {
+	ChannelStale int64 `json:"channel_stale"`
+	Conflicts    int64 `json:"conflicts"`
+	Failed       int64 `json:"failed"`
+	InSync       int64 `json:"in_sync"`
+	NotAttempted int64 `json:"not_attempted"`
+	Pending      int64 `json:"pending"`
+	Total        int64 `json:"total"`
+	Updated      int64 `json:"updated"`
+}
+
+// SyncJobItem is #/components/schemas/SyncJobItem.
+//
+// One reported resource and its verdict, in submitted order. in_sync: the
+// channel agrees. updated: the connection masters the Stock Pool and its count
+// is at least the reserved units; on_hand now equals it, with the stock effect
+// stock_effect_id (cause sync_job, action reconciled). channel_stale: the
+// connection does not master the domain and shows another value than
+// service_value; the connector should push the service's value. conflict: the
+// connection masters the domain and disagrees (a count below the reserved
+// units, another price or title); conflict_id names the open conflict (one is
+// opened unless one of the same type, connection and resource is already open).
+// failed: the resource does not exist (NOT_FOUND, INVENTORY_ITEM_RETIRED) or
+// the connection's role for the domain was disabled meanwhile
+// (SYNC_ROLE_DISABLED). not_attempted: the job stopped before it
+// (SYNC_JOB_STOPPED; the detail names the cause).
+type SyncJobItem struct {
+	ChannelValue SyncJobValue        `json:"channel_value"`
+	Code         json.RawMessage     `json:"code"`
+	ConflictID   *string             `json:"conflict_id"`
+	Detail       *string             `json:"detail"`
+	Resource     SyncJobItemResource `json:"resource"`
+	// Null until decided, and for failed or not_attempted items.
+	ServiceValue  json.RawMessage   `json:"service_value"`
+	Status        SyncJobItemStatus `json:"status"`
+	StockEffectID *string           `json:"stock_effect_id"`
+	// Price items only: the variation whose price was reported, or null for the
+	// product's own price.
+	VariationID *string `json:"variation_id"`
+}
+
+// SyncJobItemResource is #/components/schemas/SyncJobItem/properties/resource.
+type SyncJobItemResource struct {
+	ID   string                  `json:"id"`
+	Type SyncJobItemResourceType `json:"type"`
+}
+
+// SyncJobItemResourceType is #/components/schemas/SyncJobItem/properties/resource/properties/type.
+type SyncJobItemResourceType string
+
+// The values of SyncJobItemResourceType.
+const (
+	SyncJobItemResourceTypeInventoryItem SyncJobItemResourceType = "inventory_item"
+	SyncJobItemResourceTypeProduct       SyncJobItemResourceType = "product"
+)
+
+// SyncJobItemStatus is #/components/schemas/SyncJobItem/properties/status.
+type SyncJobItemStatus string
+
+// The values of SyncJobItemStatus.
+const (
+	SyncJobItemStatusPending      SyncJobItemStatus = "pending"
+	SyncJobItemStatusInSync       SyncJobItemStatus = "in_sync"
+	SyncJobItemStatusUpdated      SyncJobItemStatus = "updated"
+	SyncJobItemStatusChannelStale SyncJobItemStatus = "channel_stale"
+	SyncJobItemStatusConflict     SyncJobItemStatus = "conflict"
+	SyncJobItemStatusFailed       SyncJobItemStatus = "failed"
+	SyncJobItemStatusNotAttempted SyncJobItemStatus = "not_attempted"
+)
+
+// SyncJobKind is #/components/schemas/SyncJob/properties/kind.
+type SyncJobKind string
+
+// The values of SyncJobKind.
+const (
+	SyncJobKindInventory SyncJobKind = "inventory"
+	SyncJobKindPrice     SyncJobKind = "price"
+	SyncJobKindCatalog   SyncJobKind = "catalog"
+)
+
+// SyncJobStartedBy is #/components/schemas/SyncJob/properties/started_by.
+type SyncJobStartedBy struct {
+	// The token's id (tok_...) or the pairing's id (pair_...).
+	ID   string               `json:"id"`
+	Type SyncJobStartedByType `json:"type"`
+}
+
+// SyncJobStartedByType is #/components/schemas/SyncJob/properties/started_by/properties/type.
+type SyncJobStartedByType string
+
+// The values of SyncJobStartedByType.
+const (
+	SyncJobStartedByTypeToken        SyncJobStartedByType = "token"
+	SyncJobStartedByTypeStorePairing SyncJobStartedByType = "store_pairing"
+)
+
+// SyncJobStatus is #/components/schemas/SyncJob/properties/status.
+type SyncJobStatus string
+
+// The values of SyncJobStatus.
+const (
+	SyncJobStatusQueued    SyncJobStatus = "queued"
+	SyncJobStatusRunning   SyncJobStatus = "running"
+	SyncJobStatusCompleted SyncJobStatus = "completed"
+	SyncJobStatusFailed    SyncJobStatus = "failed"
+)
+
+// SyncJobSubmission is #/components/schemas/SyncJobSubmission.
+//
+// The first structural error rejects the whole job with 400 naming the field
+// (items[3].on_hand: ...); nothing is stored. Whether a resource exists is not
+// structure: an unknown one is that item's NOT_FOUND.
+type SyncJobSubmission struct {
+	ConnectionID string `json:"connection_id"`
+	// 1..100 items, each resource at most once. inventory: {inventory_item_id,
+	// on_hand 0..1000000000}; price: {product_id, variation_id (optional, null
+	// for the product's own price), price 0..1000000000}; catalog: {product_id,
+	// name (1..120 characters, one line), catalog_status active or archived}.
+	Items []json.RawMessage     `json:"items"`
+	Kind  SyncJobSubmissionKind `json:"kind"`
+}
+
+// SyncJobSubmissionKind is #/components/schemas/SyncJobSubmission/properties/kind.
+type SyncJobSubmissionKind string
+
+// The values of SyncJobSubmissionKind.
+const (
+	SyncJobSubmissionKindInventory SyncJobSubmissionKind = "inventory"
+	SyncJobSubmissionKindPrice     SyncJobSubmissionKind = "price"
+	SyncJobSubmissionKindCatalog   SyncJobSubmissionKind = "catalog"
+)
+
+// SyncJobValue is #/components/schemas/SyncJobValue.
+//
+// Compared fields; only those of the job's kind appear. Channel value:
+// inventory {on_hand}, price {price}, catalog {name, catalog_status}. Service
+// value: inventory {on_hand, reserved, available} when the connection masters
+// the Stock Pool, else {available} (what a destination should show); price
+// {price}; catalog {name, catalog_status}.
+type SyncJobValue struct {
+	Available     *int64                     `json:"available,omitempty"`
+	CatalogStatus *SyncJobValueCatalogStatus `json:"catalog_status,omitempty"`
+	Name          *string                    `json:"name,omitempty"`
+	OnHand        *int64                     `json:"on_hand,omitempty"`
+	Price         *int64                     `json:"price,omitempty"`
+	Reserved      *int64                     `json:"reserved,omitempty"`
+}
+
+// SyncJobValueCatalogStatus is #/components/schemas/SyncJobValue/properties/catalog_status.
+type SyncJobValueCatalogStatus string
+
+// The values of SyncJobValueCatalogStatus.
+const (
+	SyncJobValueCatalogStatusActive   SyncJobValueCatalogStatus = "active"
+	SyncJobValueCatalogStatusArchived SyncJobValueCatalogStatus = "archived"
+)
+
+// UnreservableExternalOrderConflict is #/components/schemas/UnreservableExternalOrderConflict.
+//
+// An imported order's lines cannot all be held: service_value.problems maps
+// each line_id that cannot be held to why; channel_value is what the channel
+// asked for.
+type UnreservableExternalOrderConflict struct {
+	ChannelValue UnreservableExternalOrderConflictChannelValue `json:"channel_value"`
+	ConnectionID *string                                       `json:"connection_id"`
+	CreatedAt    time.Time                                     `json:"created_at"`
+	Detail       string                                        `json:"detail"`
+	// cfl_..., in creation order.
+	ID           string                                        `json:"id"`
+	Resolution   json.RawMessage                               `json:"resolution"`
+	Resource     UnreservableExternalOrderConflictResource     `json:"resource"`
+	ServiceValue UnreservableExternalOrderConflictServiceValue `json:"service_value"`
+	// What found the conflict: a sync job, an external order's import, or a
+	// refused request (id: its request id).
+	Source    UnreservableExternalOrderConflictSource `json:"source"`
+	Status    UnreservableExternalOrderConflictStatus `json:"status"`
+	Type      string                                  `json:"type"`
+	UpdatedAt time.Time                               `json:"updated_at"`
+	VendorID  string                                  `json:"vendor_id"`
+	Version   int64                                   `json:"version"`
+}
+
+// UnreservableExternalOrderConflictChannelValue is #/components/schemas/UnreservableExternalOrderConflict/properties/channel_value.
+type UnreservableExternalOrderConflictChannelValue struct {
+	ExternalOrderID string                                                   `json:"external_order_id"`
+	Lines           []UnreservableExternalOrderConflictChannelValueLinesItem `json:"lines"`
+}
+
+// UnreservableExternalOrderConflictChannelValueLinesItem is #/components/schemas/UnreservableExternalOrderConflict/properties/channel_value/properties/lines/items.
+type UnreservableExternalOrderConflictChannelValueLinesItem struct {
+	InventoryItemID string `json:"inventory_item_id"`
+	LineID          string `json:"line_id"`
+	Quantity        int64  `json:"quantity"`
+}
+
+// UnreservableExternalOrderConflictResource is #/components/schemas/UnreservableExternalOrderConflict/properties/resource.
+type UnreservableExternalOrderConflictResource struct {
+	ID   string                                        `json:"id"`
+	Type UnreservableExternalOrderConflictResourceType `json:"type"`
+}
+
+// UnreservableExternalOrderConflictResourceType is #/components/schemas/UnreservableExternalOrderConflict/properties/resource/properties/type.
+type UnreservableExternalOrderConflictResourceType string
+
+// The values of UnreservableExternalOrderConflictResourceType.
+const (
+	UnreservableExternalOrderConflictResourceTypeInventoryItem UnreservableExternalOrderConflictResourceType = "inventory_item"
+	UnreservableExternalOrderConflictResourceTypeProduct       UnreservableExternalOrderConflictResourceType = "product"
+	UnreservableExternalOrderConflictResourceTypeExternalOrder UnreservableExternalOrderConflictResourceType = "external_order"
+)
+
+// UnreservableExternalOrderConflictServiceValue is #/components/schemas/UnreservableExternalOrderConflict/properties/service_value.
+type UnreservableExternalOrderConflictServiceValue struct {
+	// line_id → why it cannot be held.
+	Problems map[string]UnreservableExternalOrderConflictServiceValueProblemsValue `json:"problems"`
+}
+
+// UnreservableExternalOrderConflictServiceValueProblemsValue is #/components/schemas/UnreservableExternalOrderConflict/properties/service_value/properties/problems/additionalProperties.
+type UnreservableExternalOrderConflictServiceValueProblemsValue string
+
+// The values of UnreservableExternalOrderConflictServiceValueProblemsValue.
+const (
+	UnreservableExternalOrderConflictServiceValueProblemsValueInsufficientStock UnreservableExternalOrderConflictServiceValueProblemsValue = "insufficient_stock"
+	UnreservableExternalOrderConflictServiceValueProblemsValueItemNotFound      UnreservableExternalOrderConflictServiceValueProblemsValue = "item_not_found"
+	UnreservableExternalOrderConflictServiceValueProblemsValueItemRetired       UnreservableExternalOrderConflictServiceValueProblemsValue = "item_retired"
+	UnreservableExternalOrderConflictServiceValueProblemsValueProductArchived   UnreservableExternalOrderConflictServiceValueProblemsValue = "product_archived"
+)
+
+// UnreservableExternalOrderConflictSource is #/components/schemas/UnreservableExternalOrderConflict/properties/source.
+type UnreservableExternalOrderConflictSource struct {
+	ID   string                                      `json:"id"`
+	Type UnreservableExternalOrderConflictSourceType `json:"type"`
+}
+
+// UnreservableExternalOrderConflictSourceType is #/components/schemas/UnreservableExternalOrderConflict/properties/source/properties/type.
+type UnreservableExternalOrderConflictSourceType string
+
+// The values of UnreservableExternalOrderConflictSourceType.
+const (
+	UnreservableExternalOrderConflictSourceTypeSyncJob       UnreservableExternalOrderConflictSourceType = "sync_job"
+	UnreservableExternalOrderConflictSourceTypeExternalOrder UnreservableExternalOrderConflictSourceType = "external_order"
+	UnreservableExternalOrderConflictSourceTypeRequest       UnreservableExternalOrderConflictSourceType = "request"
+)
+
+// UnreservableExternalOrderConflictStatus is #/components/schemas/UnreservableExternalOrderConflict/properties/status.
+type UnreservableExternalOrderConflictStatus string
+
+// The values of UnreservableExternalOrderConflictStatus.
+const (
+	UnreservableExternalOrderConflictStatusOpen      UnreservableExternalOrderConflictStatus = "open"
+	UnreservableExternalOrderConflictStatusResolved  UnreservableExternalOrderConflictStatus = "resolved"
+	UnreservableExternalOrderConflictStatusDismissed UnreservableExternalOrderConflictStatus = "dismissed"
+)
+
 // Variation is #/components/schemas/Variation.
 type Variation struct {
 	// Server-generated, opaque, immutable.
@@ -589,10 +4559,62 @@ type Vendor struct {
 	Slug string `json:"slug"`
 }
 
+// VendorAuthority is #/components/schemas/VendorAuthority.
+type VendorAuthority struct {
+	BasePriceMaster AuthorityMaster                     `json:"base_price_master"`
+	CatalogMaster   AuthorityMaster                     `json:"catalog_master"`
+	InventoryPools  []VendorAuthorityInventoryPoolsItem `json:"inventory_pools"`
+	VendorID        string                              `json:"vendor_id"`
+}
+
+// VendorAuthorityInventoryPoolsItem is #/components/schemas/VendorAuthority/properties/inventory_pools/items.
+type VendorAuthorityInventoryPoolsItem struct {
+	Master      AuthorityMaster `json:"master"`
+	StockPoolID string          `json:"stock_pool_id"`
+}
+
 // VersionBody is #/components/schemas/VersionBody.
 type VersionBody struct {
 	ExpectedVersion int64 `json:"expected_version"`
 }
+
+// WebhookDeliveryAttempt is #/components/schemas/WebhookDeliveryAttempt.
+//
+// One delivery attempt. Any 2xx is a success; anything else, a redirect
+// included, is a failure. Kept 30 days.
+type WebhookDeliveryAttempt struct {
+	Attempt     int64     `json:"attempt"`
+	AttemptedAt time.Time `json:"attempted_at"`
+	// The Moku-Delivery-Id header: the same for every attempt of one event to
+	// one subscription; new for each replay.
+	DeliveryID string `json:"delivery_id"`
+	DurationMs int64  `json:"duration_ms"`
+	// Why no response came (refused address, DNS, timeout, connection error);
+	// null when one came.
+	Error         *string    `json:"error"`
+	EventID       string     `json:"event_id"`
+	EventType     EventType  `json:"event_type"`
+	ID            string     `json:"id"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// succeeded: a 2xx answer. failed: another attempt is scheduled at
+	// next_attempt_at. dead: the retry window is over and no attempt follows.
+	Outcome WebhookDeliveryAttemptOutcome `json:"outcome"`
+	// The replay this delivery belongs to; null for the original delivery.
+	ReplayID *string `json:"replay_id"`
+	// The receiver's HTTP status; null when no response came.
+	StatusCode     *int64 `json:"status_code"`
+	SubscriptionID string `json:"subscription_id"`
+}
+
+// WebhookDeliveryAttemptOutcome is #/components/schemas/WebhookDeliveryAttempt/properties/outcome.
+type WebhookDeliveryAttemptOutcome string
+
+// The values of WebhookDeliveryAttemptOutcome.
+const (
+	WebhookDeliveryAttemptOutcomeSucceeded WebhookDeliveryAttemptOutcome = "succeeded"
+	WebhookDeliveryAttemptOutcomeFailed    WebhookDeliveryAttemptOutcome = "failed"
+	WebhookDeliveryAttemptOutcomeDead      WebhookDeliveryAttemptOutcome = "dead"
+)
 
 // WebhookSubscription is #/components/schemas/WebhookSubscription.
 //
@@ -646,6 +4668,95 @@ type WebhookSubscriptionCreate struct {
 	URL string `json:"url"`
 }
 
+// WebhookSubscriptionCreatedEvent is #/components/schemas/WebhookSubscriptionCreatedEvent.
+//
+// Written when a subscription was created.
+type WebhookSubscriptionCreatedEvent struct {
+	CreatedAt time.Time                           `json:"created_at"`
+	Data      WebhookSubscriptionCreatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                                  `json:"id"`
+	Resource WebhookSubscriptionCreatedEventResource `json:"resource"`
+	Type     string                                  `json:"type"`
+	VendorID string                                  `json:"vendor_id"`
+}
+
+// WebhookSubscriptionCreatedEventData is #/components/schemas/WebhookSubscriptionCreatedEvent/properties/data.
+type WebhookSubscriptionCreatedEventData struct {
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionCreatedEventResource is #/components/schemas/WebhookSubscriptionCreatedEvent/properties/resource.
+type WebhookSubscriptionCreatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// WebhookSubscriptionDeletedEvent is #/components/schemas/WebhookSubscriptionDeletedEvent.
+//
+// Written when it was deleted.
+type WebhookSubscriptionDeletedEvent struct {
+	CreatedAt time.Time                           `json:"created_at"`
+	Data      WebhookSubscriptionDeletedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                                  `json:"id"`
+	Resource WebhookSubscriptionDeletedEventResource `json:"resource"`
+	Type     string                                  `json:"type"`
+	VendorID string                                  `json:"vendor_id"`
+}
+
+// WebhookSubscriptionDeletedEventData is #/components/schemas/WebhookSubscriptionDeletedEvent/properties/data.
+type WebhookSubscriptionDeletedEventData struct {
+	// The last version.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionDeletedEventResource is #/components/schemas/WebhookSubscriptionDeletedEvent/properties/resource.
+type WebhookSubscriptionDeletedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// WebhookSubscriptionDisabledEvent is #/components/schemas/WebhookSubscriptionDisabledEvent.
+//
+// Written when the service disabled it: a delivery failed for three days with
+// no success meanwhile (a vendor's own PATCH writes
+// webhook_subscription.updated).
+type WebhookSubscriptionDisabledEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+	// event_id and delivery_id name the delivery that died.
+	Data WebhookSubscriptionDisabledEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                                   `json:"id"`
+	Resource WebhookSubscriptionDisabledEventResource `json:"resource"`
+	Type     string                                   `json:"type"`
+	VendorID string                                   `json:"vendor_id"`
+}
+
+// WebhookSubscriptionDisabledEventData is #/components/schemas/WebhookSubscriptionDisabledEvent/properties/data.
+type WebhookSubscriptionDisabledEventData struct {
+	DeliveryID string                                     `json:"delivery_id"`
+	EventID    string                                     `json:"event_id"`
+	Reason     WebhookSubscriptionDisabledEventDataReason `json:"reason"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionDisabledEventDataReason is #/components/schemas/WebhookSubscriptionDisabledEvent/properties/data/properties/reason.
+type WebhookSubscriptionDisabledEventDataReason string
+
+// The values of WebhookSubscriptionDisabledEventDataReason.
+const (
+	WebhookSubscriptionDisabledEventDataReasonDeliveriesFailing WebhookSubscriptionDisabledEventDataReason = "deliveries_failing"
+)
+
+// WebhookSubscriptionDisabledEventResource is #/components/schemas/WebhookSubscriptionDisabledEvent/properties/resource.
+type WebhookSubscriptionDisabledEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // WebhookSubscriptionDisabledReason is #/components/schemas/WebhookSubscriptionDisabledReason.
 type WebhookSubscriptionDisabledReason string
 
@@ -663,6 +4774,68 @@ const (
 	WebhookSubscriptionStatusEnabled  WebhookSubscriptionStatus = "enabled"
 	WebhookSubscriptionStatusDisabled WebhookSubscriptionStatus = "disabled"
 )
+
+// WebhookSubscriptionUpdate is #/components/schemas/WebhookSubscriptionUpdate.
+//
+// A partial update: only the fields sent change. An update that changes nothing
+// is a no-op (same version, no event).
+type WebhookSubscriptionUpdate struct {
+	Description *string `json:"description,omitempty"`
+	// Event types to receive: specific types, or "*" alone for every type
+	// (including types added later).
+	EventTypes      []string `json:"event_types,omitempty"`
+	ExpectedVersion int64    `json:"expected_version"`
+	// enabled re-enables a subscription the service disabled; deliveries missed
+	// meanwhile are not re-sent (replay them).
+	Status *WebhookSubscriptionStatus `json:"status,omitempty"`
+	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
+	// name or a canonical public IP literal; no user info, no fragment.
+	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
+	// multicast and other non-public addresses are refused, for literals and
+	// for names that resolve to them (checked again on every connection).
+	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
+	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
+	URL *string `json:"url,omitempty"`
+}
+
+// WebhookSubscriptionUpdatedEvent is #/components/schemas/WebhookSubscriptionUpdatedEvent.
+//
+// Written when a PATCH changed it, or its secret was rotated.
+type WebhookSubscriptionUpdatedEvent struct {
+	CreatedAt time.Time                           `json:"created_at"`
+	Data      WebhookSubscriptionUpdatedEventData `json:"data"`
+	// Sorts in creation order.
+	ID       string                                  `json:"id"`
+	Resource WebhookSubscriptionUpdatedEventResource `json:"resource"`
+	Type     string                                  `json:"type"`
+	VendorID string                                  `json:"vendor_id"`
+}
+
+// WebhookSubscriptionUpdatedEventData is #/components/schemas/WebhookSubscriptionUpdatedEvent/properties/data.
+type WebhookSubscriptionUpdatedEventData struct {
+	// The fields that changed.
+	Changed []WebhookSubscriptionUpdatedEventDataChangedItem `json:"changed"`
+	// The resource's version after the change.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionUpdatedEventDataChangedItem is #/components/schemas/WebhookSubscriptionUpdatedEvent/properties/data/properties/changed/items.
+type WebhookSubscriptionUpdatedEventDataChangedItem string
+
+// The values of WebhookSubscriptionUpdatedEventDataChangedItem.
+const (
+	WebhookSubscriptionUpdatedEventDataChangedItemURL         WebhookSubscriptionUpdatedEventDataChangedItem = "url"
+	WebhookSubscriptionUpdatedEventDataChangedItemEventTypes  WebhookSubscriptionUpdatedEventDataChangedItem = "event_types"
+	WebhookSubscriptionUpdatedEventDataChangedItemDescription WebhookSubscriptionUpdatedEventDataChangedItem = "description"
+	WebhookSubscriptionUpdatedEventDataChangedItemStatus      WebhookSubscriptionUpdatedEventDataChangedItem = "status"
+	WebhookSubscriptionUpdatedEventDataChangedItemSecret      WebhookSubscriptionUpdatedEventDataChangedItem = "secret"
+)
+
+// WebhookSubscriptionUpdatedEventResource is #/components/schemas/WebhookSubscriptionUpdatedEvent/properties/resource.
+type WebhookSubscriptionUpdatedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
 
 // WebhookSubscriptionWithSecret is #/components/schemas/WebhookSubscriptionWithSecret.
 //

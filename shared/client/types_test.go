@@ -73,7 +73,7 @@ var shapes = []struct {
 	{"GET /vendors/{}/events/{}", decodesExactly[client.Event]},
 	{"POST /vendors/{}/webhook-subscriptions", decodesExactly[client.WebhookSubscriptionWithSecret]},
 	{"GET /vendors/{}/webhook-subscriptions", decodesExactly[[]client.WebhookSubscription]},
-	{"DELETE /vendors/{}/webhook-subscriptions/{}", nil},
+	{"DELETE /vendors/{}/webhook-subscriptions/{}", decodesExactly[client.DeletedResource]},
 }
 
 // matches reports whether route fits pattern.
@@ -185,76 +185,75 @@ func typesMatchTheServer(t *testing.T, kind apitest.StoreKind) {
 		}
 	}
 
-	_, err := c.ListVendors(ctx)
+	_, _, err := c.ListVendors(ctx)
 	must(err)
-	_, err = c.GetVendor(ctx, v)
+	_, _, err = c.GetVendor(ctx, client.GetVendorRequest{VendorID: v})
 	must(err)
 	in := shirt("typed-shirt")
 	in.Badge, in.OriginalPrice, in.SKU, in.Tags = new(client.ProductBadgeSale), new(int64(5000)), new("SHIRT-1"), []string{"linen"}
-	p, _, err := c.CreateProduct(ctx, v, in)
+	p, _, err := c.CreateProduct(ctx, client.CreateProductRequest{VendorID: v, Body: in})
 	must(err)
 	variable := shirt("typed-variable")
 	variable.Kind, variable.Options = client.ProductKindVariable, map[string][]string{"size": {"S", "M"}}
 	variable.Variations = []client.NewVariationInput{{Options: map[string]string{"size": "S"}, Price: 4500},
 		{Options: map[string]string{"size": "M"}, Price: 4700, SKU: new("SHIRT-M")}}
-	if _, _, err := c.CreateProduct(ctx, v, variable); err != nil {
-		t.Fatal(err)
-	}
-	if p, err = c.TransitionProduct(ctx, v, p.ID, "publish", p.Revision); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.GetProduct(ctx, v, p.ID); err != nil {
-		t.Fatal(err)
-	}
+	_, _, err = c.CreateProduct(ctx, client.CreateProductRequest{VendorID: v, Body: variable})
+	must(err)
+	p, _, err = c.PublishProduct(ctx, client.PublishProductRequest{VendorID: v, ProductID: p.ID, Body: client.ProductTransition{ExpectedRevision: p.Revision}})
+	must(err)
+	_, _, err = c.GetProduct(ctx, client.GetProductRequest{VendorID: v, ProductID: p.ID})
+	must(err)
 	var item client.InventoryItem
-	for it, err := range c.InventoryItems(ctx, v) {
+	for it, err := range c.AllInventoryItems(ctx, client.ListInventoryItemsRequest{VendorID: v}) {
 		must(err)
 		if it.ProductID == p.ID {
 			item = it
 		}
 	}
-	if item, _, err = c.AdjustInventoryItem(ctx, v, item.ID, 5, item.Version); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.GetInventoryItem(ctx, v, item.ID); err != nil {
-		t.Fatal(err)
-	}
+	item, _, err = c.AdjustInventoryItem(ctx, client.AdjustInventoryItemRequest{VendorID: v, InventoryItemID: item.ID, Body: client.Adjustment{TargetOnHand: 5, ExpectedVersion: item.Version}})
+	must(err)
+	_, _, err = c.GetInventoryItem(ctx, client.GetInventoryItemRequest{VendorID: v, InventoryItemID: item.ID})
+	must(err)
 
 	var roles client.ConnectionCreateRoles
 	must(roles.FromRolePreset(client.RolePresetServiceSource))
-	conn, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: client.ConnectionProviderStorePlugin, ExternalAccountID: "shop-1", DisplayName: "Web store", Roles: roles})
+	conn, _, err := c.CreateConnection(ctx, client.CreateConnectionRequest{VendorID: v,
+		Body: client.ConnectionCreate{Provider: client.ConnectionProviderStorePlugin, ExternalAccountID: "shop-1", DisplayName: "Web store", Roles: roles}})
 	must(err)
 	must(roles.FromRoles(client.Roles{Catalog: "destination", BasePrice: "destination", Inventory: "destination", OrderIngress: "disabled", ExternalOrderFulfillment: "moku"}))
-	other, err := c.CreateConnection(ctx, v, client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "acct-1", DisplayName: "Marketplace", Roles: roles})
+	other, _, err := c.CreateConnection(ctx, client.CreateConnectionRequest{VendorID: v,
+		Body: client.ConnectionCreate{Provider: "marketplace_a", ExternalAccountID: "acct-1", DisplayName: "Marketplace", Roles: roles}})
 	if err != nil || other.Roles.Catalog != client.DomainRoleDestination {
 		t.Fatalf("roles sent as a Roles value: %+v %v", other.Roles, err)
 	}
-	if _, err := c.TransitionConnection(ctx, v, other.ID, "pause", other.Version); err != nil {
-		t.Fatal(err)
-	}
-	r, err := c.CreateReservation(ctx, v, client.ReservationCreate{ConnectionID: conn.ID, InventoryItemID: item.ID, Quantity: 1, Reference: new("cart-1")})
+	_, _, err = c.PauseConnection(ctx, client.PauseConnectionRequest{VendorID: v, ConnectionID: other.ID, Body: client.VersionBody{ExpectedVersion: other.Version}})
 	must(err)
-	if _, err := c.TransitionReservation(ctx, v, r.ID, "commit", r.Version); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := c.CreateWebhookSubscription(ctx, v, client.WebhookSubscriptionCreate{URL: e.URL + "/hooks", EventTypes: []string{"*"}, Description: new("types test")})
+	r, _, err := c.CreateReservation(ctx, client.CreateReservationRequest{VendorID: v,
+		Body: client.ReservationCreate{ConnectionID: conn.ID, InventoryItemID: item.ID, Quantity: 1, Reference: new("cart-1")}})
 	must(err)
-	must(c.DeleteWebhookSubscription(ctx, v, sub.ID))
+	_, _, err = c.CommitReservation(ctx, client.CommitReservationRequest{VendorID: v, ReservationID: r.ID, Body: client.VersionBody{ExpectedVersion: r.Version}})
+	must(err)
+	sub, _, err := c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: v,
+		Body: client.WebhookSubscriptionCreate{URL: e.URL + "/hooks", EventTypes: []string{"*"}, Description: new("types test")}})
+	must(err)
+	_, _, err = c.DeleteWebhookSubscription(ctx, client.DeleteWebhookSubscriptionRequest{VendorID: v, SubscriptionID: sub.ID})
+	must(err)
 
 	var last client.Event
-	for _, list := range []iter.Seq2[any, error]{anyOf(c.Products(ctx, v)), anyOf(c.Connections(ctx, v)), anyOf(c.WebhookSubscriptions(ctx, v))} {
+	for _, list := range []iter.Seq2[any, error]{anyOf(c.AllProducts(ctx, client.ListProductsRequest{VendorID: v})),
+		anyOf(c.AllConnections(ctx, client.ListConnectionsRequest{VendorID: v})),
+		anyOf(c.AllWebhookSubscriptions(ctx, client.ListWebhookSubscriptionsRequest{VendorID: v}))} {
 		for _, err := range list {
 			must(err)
 		}
 	}
-	for ev, err := range c.Events(ctx, v, "", 100) {
+	for ev, err := range c.AllEvents(ctx, client.ListEventsRequest{VendorID: v, Limit: 100}) {
 		must(err)
 		last = ev
 	}
-	if _, err := c.GetEvent(ctx, v, last.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.GetProduct(ctx, v, "prd_missing"); !client.IsCode(err, client.ErrorCodeNotFound) {
+	_, _, err = c.GetEvent(ctx, client.GetEventRequest{VendorID: v, EventID: last.ID})
+	must(err)
+	if _, _, err := c.GetProduct(ctx, client.GetProductRequest{VendorID: v, ProductID: "prd_missing"}); !client.IsCode(err, client.ErrorCodeNotFound) {
 		t.Fatalf("missing product: %v", err)
 	}
 	rec.checkEvery(t)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"go/format"
 	"go/token"
@@ -20,6 +21,9 @@ type gen struct {
 	// pending lists the components still to declare.
 	pending            []string
 	usesJSON, usesTime bool
+	usesFmt            bool
+	// The operations file's imports.
+	usesIter, usesURL, usesStrconv bool
 	// depth counts nested resolutions, to refuse $ref cycles that never
 	// reach a component.
 	depth int
@@ -55,6 +59,9 @@ func generate(doc []byte, pkg, source string, roots []string) ([]byte, error) {
 	var imports []string
 	if g.usesJSON {
 		imports = append(imports, `"encoding/json"`)
+	}
+	if g.usesFmt {
+		imports = append(imports, `"fmt"`)
 	}
 	if g.usesTime {
 		imports = append(imports, `"time"`)
@@ -130,7 +137,7 @@ func (g *gen) goType(s *schema, ctx, where string) (string, error) {
 // the field).
 func (g *gen) shape(s *schema, ctx, where, description string) (string, error) {
 	if branches := slices.Concat(s.OneOf, s.AnyOf); len(branches) > 0 {
-		return g.union(branches, ctx, where, description)
+		return g.union(s, branches, ctx, where, description)
 	}
 	if len(s.AllOf) > 0 {
 		if len(s.AllOf) == 1 && s.AllOf[0].Ref != "" && len(s.Properties) == 0 {
@@ -265,8 +272,11 @@ func (g *gen) stringish(s *schema) bool {
 
 // union is a oneOf or anyOf: a string when every branch is one, a
 // union type with From and As methods per branch when every branch is a
-// $ref, else the raw JSON.
-func (g *gen) union(branches []*schema, ctx, where, description string) (string, error) {
+// $ref, else the raw JSON. When every branch is an allOf that starts from
+// one object component (the fields they share), the union embeds that
+// component, so the shared fields read directly; with a discriminator it
+// also has Value, the branch the discriminator names.
+func (g *gen) union(s *schema, branches []*schema, ctx, where, description string) (string, error) {
 	if !slices.ContainsFunc(branches, func(b *schema) bool { return !g.stringish(b) }) {
 		return "string", nil
 	}
@@ -282,15 +292,76 @@ func (g *gen) union(branches []*schema, ctx, where, description string) (string,
 		names = append(names, name)
 	}
 	g.usesJSON = true
+	base := g.commonBase(branches)
+	raw := "u.RawMessage"
 	var b strings.Builder
 	b.WriteString(doc(ctx, where, description))
 	fmt.Fprintf(&b, "//\n// It is one of %s: set it with From<type>, read it with As<type>.\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "type %s struct{ json.RawMessage }\n", ctx)
+	if base == "" {
+		fmt.Fprintf(&b, "type %s struct{ json.RawMessage }\n", ctx)
+	} else {
+		g.want(base)
+		raw = "u.raw"
+		fmt.Fprintf(&b, "// The fields of %[2]s, which every one has, read directly; they are\n// read from the JSON, so set a value with From<type>.\ntype %[1]s struct {\n\t%[2]s\n\traw json.RawMessage\n}\n", ctx, base)
+		fmt.Fprintf(&b, "\n// UnmarshalJSON keeps b for As<type> and reads %[2]s's fields from it.\nfunc (u *%[1]s) UnmarshalJSON(b []byte) error {\n\tvar base %[2]s\n\tif err := json.Unmarshal(b, &base); err != nil {\n\t\treturn err\n\t}\n\tu.%[2]s, u.raw = base, append(json.RawMessage(nil), b...)\n\treturn nil\n}\n", ctx, base)
+		fmt.Fprintf(&b, "\n// MarshalJSON writes the JSON u was read from or set to.\nfunc (u %[1]s) MarshalJSON() ([]byte, error) {\n\tif u.raw == nil {\n\t\treturn json.Marshal(u.%[2]s)\n\t}\n\treturn u.raw, nil\n}\n", ctx, base)
+	}
 	for _, n := range names {
-		fmt.Fprintf(&b, "\n// From%[2]s sets u to v.\nfunc (u *%[1]s) From%[2]s(v %[2]s) error {\n\tb, err := json.Marshal(v)\n\tu.RawMessage = b\n\treturn err\n}\n", ctx, n)
-		fmt.Fprintf(&b, "\n// As%[2]s decodes u as a %[2]s.\nfunc (u %[1]s) As%[2]s() (%[2]s, error) {\n\tvar v %[2]s\n\terr := json.Unmarshal(u.RawMessage, &v)\n\treturn v, err\n}\n", ctx, n)
+		if base == "" {
+			fmt.Fprintf(&b, "\n// From%[2]s sets u to v.\nfunc (u *%[1]s) From%[2]s(v %[2]s) error {\n\tb, err := json.Marshal(v)\n\tu.RawMessage = b\n\treturn err\n}\n", ctx, n)
+		} else {
+			fmt.Fprintf(&b, "\n// From%[2]s sets u to v.\nfunc (u *%[1]s) From%[2]s(v %[2]s) error {\n\tb, err := json.Marshal(v)\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn u.UnmarshalJSON(b)\n}\n", ctx, n)
+		}
+		fmt.Fprintf(&b, "\n// As%[2]s decodes u as a %[2]s.\nfunc (u %[1]s) As%[2]s() (%[2]s, error) {\n\tvar v %[2]s\n\terr := json.Unmarshal(%[3]s, &v)\n\treturn v, err\n}\n", ctx, n, raw)
+	}
+	if d := s.Discriminator; d != nil && d.PropertyName != "" && len(d.Mapping) > 0 {
+		g.usesFmt = true
+		fmt.Fprintf(&b, "\n// Value decodes u as the type its %q names (a %s for %q, ...).\nfunc (u %s) Value() (any, error) {\n", d.PropertyName, mappedName(d.Mapping, names), firstKey(d.Mapping, names), ctx)
+		fmt.Fprintf(&b, "\tvar d struct {\n\t\tV string `json:%q`\n\t}\n\tif err := json.Unmarshal(%s, &d); err != nil {\n\t\treturn nil, err\n\t}\n\tswitch d.V {\n", d.PropertyName, raw)
+		for _, k := range slices.Sorted(maps.Keys(d.Mapping)) {
+			name, _, err := refName(d.Mapping[k])
+			if err != nil || !slices.Contains(names, name) {
+				return "", fmt.Errorf("gogen: %s: discriminator maps %q to %q, not one of its branches", where, k, d.Mapping[k])
+			}
+			fmt.Fprintf(&b, "\tcase %q:\n\t\treturn u.As%s()\n", k, name)
+		}
+		fmt.Fprintf(&b, "\t}\n\treturn nil, fmt.Errorf(\"%s: no type for %s %%q\", d.V)\n}\n", ctx, d.PropertyName)
 	}
 	return ctx, g.declare(ctx, where, b.String())
+}
+
+// commonBase is the object component every branch's allOf starts from,
+// or "" when they do not share one.
+func (g *gen) commonBase(branches []*schema) string {
+	base := ""
+	for _, br := range branches {
+		s := g.resolve(br)
+		if len(s.AllOf) == 0 || s.AllOf[0].Ref == "" {
+			return ""
+		}
+		target, name, whole, err := g.lookup(s.AllOf[0].Ref)
+		if err != nil || !whole || len(target.Properties) == 0 || len(target.OneOf)+len(target.AnyOf)+len(target.AllOf) > 0 || (base != "" && name != base) {
+			return ""
+		}
+		base = name
+	}
+	return base
+}
+
+// firstKey is the mapping's first value in sorted order whose type is
+// one of names, for Value's doc; mappedName is its type.
+func firstKey(m map[string]string, names []string) string {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if n, _, err := refName(m[k]); err == nil && slices.Contains(names, n) {
+			return k
+		}
+	}
+	return ""
+}
+
+func mappedName(m map[string]string, names []string) string {
+	n, _, _ := refName(m[firstKey(m, names)])
+	return n
 }
 
 // merge folds an allOf of objects and s's own properties (which win)
@@ -312,12 +383,34 @@ func (g *gen) merge(s *schema) (*schema, bool) {
 		if len(part.Properties) == 0 {
 			return nil, false
 		}
-		maps.Copy(out.Properties, part.Properties)
+		g.mergeProperties(out.Properties, part.Properties)
 		out.Required = append(out.Required, part.Required...)
 	}
-	maps.Copy(out.Properties, s.Properties)
+	g.mergeProperties(out.Properties, s.Properties)
 	out.Required = append(out.Required, s.Required...)
 	return out, true
+}
+
+// mergeProperties adds more to props; a property both name as an object
+// with properties is both objects' properties (allOf applies each), the
+// later's winning; any other the later's.
+func (g *gen) mergeProperties(props, more map[string]*schema) {
+	for k, v := range more {
+		prev, ok := props[k]
+		if !ok {
+			props[k] = v
+			continue
+		}
+		a, b := g.resolve(prev), g.resolve(v)
+		if a.kind() != "object" || len(a.Properties) == 0 || len(b.Properties) == 0 || len(a.AllOf)+len(b.AllOf) > 0 {
+			props[k] = v
+			continue
+		}
+		m := &schema{Type: types{"object"}, Description: cmp.Or(b.Description, a.Description), Properties: maps.Clone(a.Properties),
+			Required: slices.Concat(a.Required, b.Required), AdditionalProperties: b.AdditionalProperties}
+		g.mergeProperties(m.Properties, b.Properties)
+		props[k] = m
+	}
 }
 
 // object declares a struct with one field per property, sorted by name.

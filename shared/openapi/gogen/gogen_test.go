@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -14,11 +15,11 @@ import (
 	"testing"
 )
 
-// TestClientTypesAreGenerated fails when shared/client/types.gen.go
-// differs from what its go:generate line makes of the current
-// openapi.json: the document and the Go client cannot drift (run
+// TestClientIsGenerated fails when shared/client/types.gen.go or
+// operations.gen.go differs from what its go:generate line makes of the
+// current openapi.json: the document and the Go client cannot drift (run
 // make generate after changing the document).
-func TestClientTypesAreGenerated(t *testing.T) {
+func TestClientIsGenerated(t *testing.T) {
 	dir := filepath.Join("..", "..", "client")
 	src, err := os.ReadFile(filepath.Join(dir, "generate.go"))
 	if err != nil {
@@ -37,17 +38,22 @@ func TestClientTypesAreGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.doc, c.out = filepath.Join(dir, c.doc), filepath.Join(dir, c.out)
-	want, err := c.source()
-	if err != nil {
-		t.Fatal(err)
+	if c.ops == "" {
+		t.Fatal("the client's go:generate line writes no operations (-ops)")
 	}
-	got, err := os.ReadFile(c.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is not what gogen makes of %s: run make generate", c.out, c.doc)
+	c.doc, c.out, c.ops = filepath.Join(dir, c.doc), filepath.Join(dir, c.out), filepath.Join(dir, c.ops)
+	for file, make := range map[string]func() ([]byte, error){c.out: c.source, c.ops: c.opsSource} {
+		want, err := make()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not what gogen makes of %s: run make generate", file, c.doc)
+		}
 	}
 }
 
@@ -155,8 +161,10 @@ func FuzzGenerate(f *testing.F) {
 	f.Add([]byte(sample))
 	f.Add([]byte(`{"components": {"schemas": {"A": {"type": ["string", "null"], "enum": [null]}}}}`))
 	f.Add([]byte(`{"components": {"schemas": {"A": {"$ref": "#/components/schemas/A"}}}}`))
+	f.Add([]byte(opsSample))
 	f.Fuzz(func(t *testing.T, d []byte) {
 		_, _ = generate(d, "p", "d.json", nil)
+		_, _ = generateOps(d, "p", "d.json")
 	})
 }
 
@@ -179,5 +187,188 @@ func TestGenerateWholeDocument(t *testing.T) {
 	conf := gotypes.Config{Importer: importer.Default()}
 	if _, err := conf.Check("all", fset, []*ast.File{f}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// opsSample is a small document exercising every rule of the operations
+// file.
+const opsSample = `{"security": [{"bearer": []}],
+ "paths": {
+  "/things": {
+    "get": {"operationId": "listThings", "summary": "List things.",
+      "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+        {"name": "page_after", "in": "query", "schema": {"type": "string"}},
+        {"name": "offset", "in": "query", "schema": {"type": "integer"}},
+        {"name": "deep", "in": "query", "schema": {"type": "boolean"}},
+        {"name": "status", "in": "query", "schema": {"type": "string", "enum": ["open", "shut"]}},
+        {"name": "size", "in": "query", "schema": {"$ref": "#/components/schemas/Size"}}],
+      "responses": {"200": {"content": {"application/json": {"schema": {"type": "object", "required": ["data", "page"],
+        "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Thing"}}, "page": {"$ref": "#/components/schemas/Page"}}}}}}}},
+    "post": {"operationId": "createThing",
+      "parameters": [{"$ref": "#/components/parameters/Key"}],
+      "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}},
+      "responses": {"201": {"content": {"application/json": {"schema": {"type": "object", "required": ["data"], "properties": {"data": {"$ref": "#/components/schemas/Thing"}}}}}},
+        "200": {"content": {"application/json": {"schema": {"type": "object", "required": ["data"], "properties": {"data": {"$ref": "#/components/schemas/Thing"}}}}}},
+        "400": {"content": {"application/problem+json": {"schema": {"type": "object"}}}}}}
+  },
+  "/things/{thing_id}": {
+    "parameters": [{"name": "thing_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+    "put": {"operationId": "putThingFile", "requestBody": {"content": {"image/png": {"schema": {"type": "string"}}}},
+      "responses": {"204": {"description": "stored"}}},
+    "post": {"operationId": "pokeThing", "requestBody": {"content": {"application/json": {"schema": {"type": "object", "additionalProperties": false}}}},
+      "responses": {"200": {"content": {"application/json": {"schema": {"type": "object"}}}}}}
+  },
+  "/pictures/{name}": {
+    "get": {"operationId": "getPicture", "security": [],
+      "parameters": [{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"content": {"image/webp": {"schema": {"type": "string"}}}}}}
+  }},
+ "components": {"parameters": {"Key": {"name": "Idempotency-Key", "in": "header", "required": true, "schema": {"type": "string"}}},
+  "schemas": {"Thing": {"type": "object", "properties": {"id": {"type": "string"}}},
+    "Size": {"type": "string", "enum": ["S", "M"]},
+    "Page": {"type": "object", "properties": {"next_cursor": {"type": ["string", "null"]}}}}}}`
+
+func TestGenerateOpsRules(t *testing.T) {
+	src, err := generateOps([]byte(opsSample), "p", "doc.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := normalize(string(src))
+	for _, want := range []string{
+		"// Code generated by gogen from doc.json; DO NOT EDIT.",
+		`import ( "context" "encoding/json" "iter" "net/http" "net/url" "strconv" )`,
+		"type ListThingsRequest struct {",
+		"Limit int64 `param:\"query,limit\"`",
+		"PageAfter string `param:\"query,page_after\"`",
+		"Offset *int64 `param:\"query,offset\"`",
+		"Deep *bool `param:\"query,deep\"`",
+		"Status ListThingsStatus `param:\"query,status\"`",
+		"Size Size `param:\"query,size\"`",
+		"ListThingsStatusOpen ListThingsStatus = \"open\"",
+		"func (c *Client) ListThings(ctx context.Context, req ListThingsRequest) (PageOf[Thing], *Response, error) {",
+		"if req.Limit != 0 { q.Set(\"limit\", strconv.FormatInt(req.Limit, 10)) }",
+		"if req.Offset != nil { q.Set(\"offset\", strconv.FormatInt(*req.Offset, 10)) }",
+		"if req.Deep != nil { q.Set(\"deep\", strconv.FormatBool(*req.Deep)) }",
+		"if req.Status != \"\" { q.Set(\"status\", string(req.Status)) }",
+		"whole: true,",
+		"func (c *Client) AllThings(ctx context.Context, req ListThingsRequest) iter.Seq2[Thing, error] {",
+		"IdempotencyKey string `param:\"header,Idempotency-Key\"`",
+		"Body Thing `param:\"body\"`",
+		"func (c *Client) CreateThing(ctx context.Context, req CreateThingRequest) (Thing, *Response, error) {",
+		"idempotencyKey: req.IdempotencyKey,",
+		"idempotent: true,",
+		"ThingID string `param:\"path,thing_id\"`",
+		"Body []byte `param:\"body\"`",
+		"ContentType string `param:\"body,Content-Type\"`",
+		"func (c *Client) PutThingFile(ctx context.Context, req PutThingFileRequest) (struct{}, *Response, error) {",
+		"rawBody: req.Body, contentType: req.ContentType,",
+		"}, nil)",
+		"func (c *Client) PokeThing(ctx context.Context, req PokeThingRequest) (json.RawMessage, *Response, error) {",
+		"body: struct{}{},",
+		`path: "/things/{thing_id}", pathParams: []string{"thing_id", req.ThingID},`,
+		"func (c *Client) GetPicture(ctx context.Context, req GetPictureRequest) ([]byte, *Response, error) {",
+		"raw: true, anonymous: true,",
+	} {
+		if !strings.Contains(s, normalize(want)) {
+			t.Errorf("missing %q in\n%s", want, src)
+		}
+	}
+	// A request type only where there is something to send; keyed
+	// writes only where the document says Idempotency-Key.
+	if strings.Contains(s, "type GetThingsRequest") || strings.Count(s, "idempotent: true") != 1 || strings.Count(s, "anonymous: true") != 1 {
+		t.Errorf("requests, keys or credentials where the document has none:\n%s", src)
+	}
+}
+
+func TestGenerateOpsRefusesWhatItCannotCall(t *testing.T) {
+	ok := func(p string) string {
+		return `{"paths": {"/a/{x}": {` + p + `}}, "components": {"schemas": {"T": {"type": "object"}}}}`
+	}
+	data := `"responses": {"200": {"content": {"application/json": {"schema": {"type": "object", "required": ["data"], "properties": {"data": {"$ref": "#/components/schemas/T"}}}}}}}`
+	path := `"parameters": [{"name": "x", "in": "path", "required": true, "schema": {"type": "string"}}], `
+	for name, d := range map[string]string{
+		"no paths":           `{"components": {"schemas": {"T": {"type": "object"}}}}`,
+		"not json":           `{`,
+		"bad operationId":    ok(`"get": {"operationId": "get-a", ` + path + data + `}`),
+		"same method twice":  ok(`"get": {"operationId": "getA", ` + path + data + `}, "put": {"operationId": "GetA", ` + path + data + `}`),
+		"undeclared path":    ok(`"get": {"operationId": "getA", ` + data + `}`),
+		"other header":       ok(`"get": {"operationId": "getA", "parameters": [{"name": "x", "in": "path", "required": true}, {"name": "X-Trace", "in": "header"}], ` + data + `}`),
+		"cookie":             ok(`"get": {"operationId": "getA", "parameters": [{"name": "x", "in": "path", "required": true}, {"name": "c", "in": "cookie"}], ` + data + `}`),
+		"answers disagree":   ok(`"get": {"operationId": "getA", ` + path + `"responses": {"200": {"content": {"application/json": {"schema": {"type": "object"}}}}, "201": {"content": {"image/png": {}}}}}`),
+		"no success":         ok(`"get": {"operationId": "getA", ` + path + `"responses": {"404": {}}}`),
+		"page without after": ok(`"get": {"operationId": "listA", ` + path + `"responses": {"200": {"content": {"application/json": {"schema": {"type": "object", "required": ["data"], "properties": {"data": {"type": "array", "items": {"type": "string"}}, "page": {"type": "object"}}}}}}}}`),
+		"missing parameter":  ok(`"get": {"operationId": "getA", "parameters": [{"$ref": "#/components/parameters/X"}], ` + data + `}`),
+	} {
+		if _, err := generateOps([]byte(d), "p", "d.json"); err == nil {
+			t.Errorf("%s: generated", name)
+		}
+	}
+}
+
+// TestGenerateUnionWithSharedFields: a oneOf whose branches all start
+// from one component embeds it, and a discriminator gives Value.
+func TestGenerateUnionWithSharedFields(t *testing.T) {
+	doc := `{"components": {"schemas": {
+	  "Base": {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string"}, "id": {"type": "string"}}},
+	  "A": {"allOf": [{"$ref": "#/components/schemas/Base"}], "type": "object", "properties": {"a": {"type": "integer"}}},
+	  "B": {"allOf": [{"$ref": "#/components/schemas/Base"}], "type": "object", "properties": {"b": {"type": "string"}}},
+	  "AorB": {"oneOf": [{"$ref": "#/components/schemas/A"}, {"$ref": "#/components/schemas/B"}],
+	    "discriminator": {"propertyName": "kind", "mapping": {"a": "#/components/schemas/A", "b": "#/components/schemas/B"}}}}}}`
+	src, err := generate([]byte(doc), "p", "d.json", []string{"AorB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := normalize(string(src))
+	for _, want := range []string{
+		"type AorB struct { Base raw json.RawMessage }",
+		"func (u *AorB) UnmarshalJSON(b []byte) error {",
+		"func (u AorB) MarshalJSON() ([]byte, error) {",
+		"func (u *AorB) FromA(v A) error {",
+		"func (u AorB) AsB() (B, error) {",
+		"func (u AorB) Value() (any, error) {",
+		`case "a": return u.AsA()`,
+		`case "b": return u.AsB()`,
+	} {
+		if !strings.Contains(s, normalize(want)) {
+			t.Errorf("missing %q in\n%s", want, src)
+		}
+	}
+	bad := strings.Replace(doc, `"b": "#/components/schemas/B"`, `"b": "#/components/schemas/Base"`, 1)
+	if _, err := generate([]byte(bad), "p", "d.json", []string{"AorB"}); err == nil {
+		t.Error("a discriminator naming a type outside the oneOf generated")
+	}
+}
+
+// TestGenerateOpsWholeDocument: the real document's operations make a
+// method each, and Go that parses.
+func TestGenerateOpsWholeDocument(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := generateOps(doc, "client", "openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "operations.gen.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := 0
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && !strings.HasPrefix(fn.Name.Name, "All") {
+			methods++
+		}
+	}
+	var d opsDocument
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := d.operations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if methods != len(ops) || len(ops) < 89 {
+		t.Fatalf("%d methods for %d operations", methods, len(ops))
 	}
 }

@@ -5,6 +5,7 @@
 // openapi-typescript, scripts/typecheck-openapi).
 //
 //	gogen -o types.gen.go -package client -types Vendor,Product ../openapi/openapi.json
+//	gogen -o types.gen.go -ops operations.gen.go -package client ../openapi/openapi.json
 //
 // One Go type per selected schema and per schema a selected one reaches
 // through $ref (every schema without -types), sorted by name; fields
@@ -17,6 +18,10 @@
 // whose branches are all strings is a string; anything else (an object
 // the document leaves open, a mixed oneOf) stays json.RawMessage. Each
 // schema's and property's description is its doc comment.
+//
+// With -ops it also writes the client's operations (see ops.go): a method
+// per operation of the document, its request type and a page walker per
+// list; they need every schema's type, so -ops takes no -types.
 package main
 
 import (
@@ -38,8 +43,8 @@ func main() {
 
 // config is what one run makes.
 type config struct {
-	out, pkg, doc string
-	roots         []string
+	out, ops, pkg, doc string
+	roots              []string
 }
 
 // parseArgs reads gogen's command line.
@@ -48,13 +53,17 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("gogen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.out, "o", "", "the Go file to write")
+	fs.StringVar(&c.ops, "ops", "", "the Go file of the client's operations to write (optional)")
 	fs.StringVar(&c.pkg, "package", "", "its package name")
 	list := fs.String("types", "", "comma-separated component schemas to declare, with those they reference (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if c.out == "" || c.pkg == "" || fs.NArg() != 1 {
-		return c, fmt.Errorf("usage: gogen -o FILE -package NAME [-types A,B] OPENAPI.json")
+		return c, fmt.Errorf("usage: gogen -o FILE [-ops FILE] -package NAME [-types A,B] OPENAPI.json")
+	}
+	if c.ops != "" && *list != "" {
+		return c, fmt.Errorf("gogen: -ops needs every schema's type: leave out -types")
 	}
 	c.doc = fs.Arg(0)
 	if *list != "" {
@@ -72,6 +81,26 @@ func (c config) source() ([]byte, error) {
 	return generate(doc, c.pkg, filepath.Base(c.doc), c.roots)
 }
 
+// opsSource is the Go source of the operations file.
+func (c config) opsSource() ([]byte, error) {
+	doc, err := os.ReadFile(c.doc)
+	if err != nil {
+		return nil, fmt.Errorf("gogen: %w", err)
+	}
+	return generateOps(doc, c.pkg, filepath.Base(c.doc))
+}
+
+// write replaces file with src unless it already holds it.
+func write(file string, src []byte) error {
+	if old, err := os.ReadFile(file); err == nil && bytes.Equal(old, src) {
+		return nil
+	}
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		return fmt.Errorf("gogen: %w", err)
+	}
+	return nil
+}
+
 func run(args []string, stderr io.Writer) error {
 	c, err := parseArgs(args, stderr)
 	if err != nil {
@@ -81,11 +110,14 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if old, err := os.ReadFile(c.out); err == nil && bytes.Equal(old, src) {
-		return nil
+	if c.ops != "" {
+		ops, err := c.opsSource()
+		if err != nil {
+			return err
+		}
+		if err := write(c.ops, ops); err != nil {
+			return err
+		}
 	}
-	if err := os.WriteFile(c.out, src, 0o644); err != nil {
-		return fmt.Errorf("gogen: %w", err)
-	}
-	return nil
+	return write(c.out, src)
 }

@@ -15,6 +15,7 @@ type schema struct {
 	Ref                  string             `json:"$ref"`
 	Type                 types              `json:"type"`
 	Format               string             `json:"format"`
+	Minimum              *float64           `json:"minimum"`
 	Description          string             `json:"description"`
 	Enum                 []any              `json:"enum"`
 	Const                json.RawMessage    `json:"const"`
@@ -25,6 +26,13 @@ type schema struct {
 	OneOf                []*schema          `json:"oneOf"`
 	AnyOf                []*schema          `json:"anyOf"`
 	AllOf                []*schema          `json:"allOf"`
+	Discriminator        *discriminator     `json:"discriminator"`
+}
+
+// discriminator names the property whose value picks a oneOf's branch.
+type discriminator struct {
+	PropertyName string            `json:"propertyName"`
+	Mapping      map[string]string `json:"mapping"`
 }
 
 // types is "type": one name or a list of them.
