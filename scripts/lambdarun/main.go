@@ -2,7 +2,7 @@
 // provided runtimes do: it serves the Lambda Runtime API on a loopback port,
 // starts the binary with AWS_LAMBDA_RUNTIME_API pointing at it, hands it one
 // event, prints the response and stops it. `make invoke` uses it, and so
-// does the README's start-to-first-response measurement (-n).
+// does docs/performance.md's start-to-first-response measurement (-n).
 //
 //	lambdarun [-data DIR] [-n N] BINARY EVENT.json
 //

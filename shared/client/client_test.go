@@ -24,7 +24,7 @@ func shirt(slug string) client.ProductCreate {
 		Options: map[string][]string{}, Features: []string{}, RelatedProductIDs: []string{}, WeightKg: 0.3}
 }
 
-// TestTour walks the README's tour with the client; apitest checks every
+// TestTour walks docs/tour.md's tour with the client; apitest checks every
 // exchange against the OpenAPI document.
 func TestTour(t *testing.T) {
 	for _, kind := range apitest.Stores() {

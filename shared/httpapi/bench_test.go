@@ -24,7 +24,7 @@ import (
 )
 
 // clients is how many concurrent keep-alive clients a benchmark runs,
-// the load the README's performance table is measured at.
+// the load docs/performance.md's table is measured at.
 const clients = 8
 
 // measure sends b.N requests built by req from clients concurrent
@@ -144,7 +144,7 @@ type benchOp struct {
 	setup  func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request
 }
 
-// benchOps are the key operations the README's table lists.
+// benchOps are the key operations docs/performance.md's table lists.
 var benchOps = []benchOp{
 	{"get-vendor", http.StatusOK, func(b *testing.B, e *apitest.Env) func(w, i int) *http.Request {
 		return func(int, int) *http.Request { return benchRequest(e, http.MethodGet, "/vendors/"+e.Vendor.ID, nil, "") }

@@ -43,7 +43,7 @@ func (r *roundTrips) of(op string) int64 {
 }
 
 // TestRoundTripBudgets pins the sequential store round trips (waits) per
-// operation, as DESIGN.md budgets them, so that they cannot creep up
+// operation, as docs/performance.md states them, so that they cannot creep up
 // unnoticed: calls made side by side count once (store.RoundTrips), and the
 // rate window, spent beside the request's batch read, not at all. A read
 // waits for 1 (token, vendor and the route's read-ahead keys in one batch),

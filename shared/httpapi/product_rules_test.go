@@ -1,8 +1,8 @@
 package httpapi_test
 
-// Boundary tests of the request bodies of SPEC.md, sections "Product create
-// body", "Product update body (PATCH)", "Product transition body" and
-// "Adjustment body", run over real HTTP on the embedded store.
+// Boundary tests of the request bodies of the OpenAPI document's schemas
+// ProductCreate, ProductUpdate (PATCH), ProductTransition and Adjustment
+// (shared/openapi/openapi.json), run over real HTTP on the embedded store.
 //
 // Every constraint is probed on both sides of its boundary: the largest (or
 // smallest) value the spec accepts succeeds, and one step past it is a 400

@@ -1,4 +1,4 @@
-// The README's tour as a typed client: scripts/typecheck-openapi generates
+// docs/tour.md's tour as a typed client: scripts/typecheck-openapi generates
 // openapi.gen.ts from shared/openapi/openapi.json with openapi-typescript
 // and type-checks this file with tsc, so a document that stops describing
 // a shape a client relies on fails `make test`. It is never run.

@@ -10,26 +10,26 @@ import (
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 )
 
-// TestReadmeTour runs the README's first curl blocks ("Calling the API" and
-// "A tour") as written against a fresh server: each command is parsed
-// (method, URL, headers, body), the placeholders the README elides
+// TestTourDoc runs the first curl blocks of docs/tour.md ("Calling the
+// API" and "A tour") as written against a fresh server: each command is
+// parsed (method, URL, headers, body), the placeholders the page elides
 // (prd_..., inv_..._000, conn_..., res_...) become the ids the earlier
 // answers returned, and every answer must be a success (apitest checks it
-// against the OpenAPI document too). A README edit that breaks the tour
-// fails here.
-func TestReadmeTour(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// against the OpenAPI document too). An edit of the page that breaks the
+// tour fails here.
+func TestTourDoc(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/tour.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(raw)
+	page := string(raw)
 	var blocks []string
-	for _, heading := range []string{"## Calling the API", "### A tour: catalog, stock, a channel and a reservation"} {
-		i := strings.Index(readme, heading)
+	for _, heading := range []string{"\n## Calling the API\n", "\n## A tour: catalog, stock, a channel and a reservation\n"} {
+		i := strings.Index(page, heading)
 		if i < 0 {
-			t.Fatalf("README lacks %q", heading)
+			t.Fatalf("docs/tour.md lacks %q", heading)
 		}
-		rest := readme[i:]
+		rest := page[i:]
 		start := strings.Index(rest, "```sh\n")
 		end := strings.Index(rest[start+6:], "```")
 		if start < 0 || end < 0 {
@@ -58,7 +58,7 @@ func TestReadmeTour(t *testing.T) {
 				continue
 			}
 			if words[0] != "curl" {
-				t.Fatalf("README tour runs %q, which this test does not know", words[0])
+				t.Fatalf("the tour runs %q, which this test does not know", words[0])
 			}
 			req := apitest.Req{Method: "GET", Headers: map[string]string{}}
 			var url string
@@ -93,7 +93,7 @@ func TestReadmeTour(t *testing.T) {
 			}
 			res := e.Do(req)
 			if res.Status >= 300 {
-				t.Fatalf("README command %q answered %d: %s", cmd, res.Status, res.Body)
+				t.Fatalf("tour command %q answered %d: %s", cmd, res.Status, res.Body)
 			}
 			ran++
 			for _, m := range idPattern.FindAllStringSubmatch(string(res.Body), -1) {
@@ -113,7 +113,7 @@ func TestReadmeTour(t *testing.T) {
 		}
 	}
 	if ran < 10 {
-		t.Fatalf("ran %d README commands; the blocks were not found whole", ran)
+		t.Fatalf("ran %d tour commands; the blocks were not found whole", ran)
 	}
 }
 
@@ -160,7 +160,7 @@ func stripComment(cmd string) string {
 	return cmd
 }
 
-// shellWords splits a command as sh would for the quoting the README uses:
+// shellWords splits a command as sh would for the quoting the tour uses:
 // single quotes literal, double quotes keeping $VAR for expand (marked).
 func shellWords(cmd string) ([]string, error) {
 	var words []string
@@ -210,7 +210,7 @@ func expand(s string, vars map[string]string) string {
 	return strings.ReplaceAll(s, "\x00", "$")
 }
 
-// fill replaces the README's elided ids with the ones answers gave.
+// fill replaces the tour's elided ids with the ones answers gave.
 func fill(s string, latest map[string]string) string {
 	for p, id := range latest {
 		s = strings.ReplaceAll(s, p, id)
