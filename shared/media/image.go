@@ -31,6 +31,11 @@ type Header struct {
 	// Traits name what makes Cost more than the pixel count suggests
 	// (16-bit samples, interlaced, progressive, CMYK…), for messages.
 	Traits []string
+	// ScanWork is a JPEG's decoding work in block visits, read from its
+	// scan headers (scans.go), at most MaxScanWork; zero for PNG and
+	// WebP, whose decoding is linear in their pixels and bytes (both
+	// bounded before this) and has no pass a file can repeat.
+	ScanWork int64
 }
 
 func invalid(format string, args ...any) error {
@@ -54,8 +59,9 @@ func sniff(b []byte) string {
 
 // Inspect checks an upload's bytes against its declared content type and
 // the limits that can be read from the header: one frame, at most maxPixels
-// and VP8's 16383 pixels a side. Nothing is decoded, so a header that
-// announces a huge image costs nothing.
+// and VP8's 16383 pixels a side, and for a JPEG the scans' work
+// (jpegScans). Nothing is decoded, so a header that announces a huge image,
+// or scans that would take minutes to decode, cost a walk of the bytes.
 func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 	format := sniff(b)
 	switch {
@@ -108,6 +114,11 @@ func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 		if sh, err = jpegShape(b, h.Width, h.Height); err != nil {
 			return Header{}, err
 		}
+		sw, err := jpegScans(b)
+		if err != nil {
+			return Header{}, err
+		}
+		h.ScanWork = sw.work
 	case TypePNG:
 		sh = pngShape(b, h.Width, h.Height)
 	case TypeWebP:
