@@ -1,6 +1,7 @@
 package media_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/errs"
@@ -53,7 +54,7 @@ func FuzzImage(f *testing.F) {
 			if h.Cost > fuzzDecodeBudget {
 				continue // the gate refuses it: 413
 			}
-			c, err := canonical.Encode(b, h, media.Quality, media.MaxOutputBytes)
+			c, err := canonical.Encode(context.Background(), b, h, media.Quality, media.MaxOutputBytes)
 			if err != nil {
 				wantMediaRefusal(t, "canonicalize", err)
 				continue

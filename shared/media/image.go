@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"image"
 	"image/jpeg"
@@ -271,9 +272,11 @@ type Canonical struct {
 // Encoder decodes the pixels of an inspected upload, turns them upright
 // and re-encodes them as lossy WebP at quality, without metadata; a file
 // that cannot be decoded is INVALID_MEDIA, an encoding above maxOutput
-// bytes MEDIA_TOO_LARGE. media/canonical.Encode is the service's; only the
-// processes that take uploads (the media Lambda, the local binary) link it.
-type Encoder func(b []byte, h Header, quality int, maxOutput int64) (Canonical, error)
+// bytes MEDIA_TOO_LARGE. When ctx ends, it stops as soon as it can and
+// returns an error wrapping ctx's. media/canonical.Encode is the service's;
+// only the processes that take uploads (the media Lambda, the local
+// binary) link it.
+type Encoder func(ctx context.Context, b []byte, h Header, quality int, maxOutput int64) (Canonical, error)
 
 // MaxDimension is VP8's largest width or height, in pixels.
 const MaxDimension = 16383

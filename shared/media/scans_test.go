@@ -1,6 +1,7 @@
 package media_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,7 +98,7 @@ func TestScanWorkAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := canonical.Encode(b, h, media.Quality, media.MaxOutputBytes); err != nil || c.Width != 320 || c.Height != 200 {
+	if c, err := canonical.Encode(context.Background(), b, h, media.Quality, media.MaxOutputBytes); err != nil || c.Width != 320 || c.Height != 200 {
 		t.Fatalf("standard progression 320x200: %v %+v", err, c)
 	}
 	files, err := filepath.Glob("testdata/*.jpeg")
@@ -113,7 +114,7 @@ func TestScanWorkAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		if _, err := canonical.Encode(b, h, media.Quality, media.MaxOutputBytes); err != nil {
+		if _, err := canonical.Encode(context.Background(), b, h, media.Quality, media.MaxOutputBytes); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
