@@ -278,7 +278,9 @@ func (s Service) canonicalize(ctx context.Context, vendor string, b []byte, h He
 	release, err := s.gate().Acquire(wctx, vendor, h.Cost)
 	cancel()
 	if err != nil {
-		return Canonical{}, errs.Unavailablef(err, "the service is decoding other images; retry the same bytes shortly")
+		// The cause is not the context's error: the HTTP layer would take a
+		// deadline for a store timeout and say so instead.
+		return Canonical{}, errs.Unavailablef(fmt.Errorf("%w: %v", errGateWait, err), "the service is decoding other images; retry the same bytes shortly")
 	}
 	limit := s.DecodeTimeout
 	if limit <= 0 {
@@ -307,8 +309,14 @@ func (s Service) canonicalize(ctx context.Context, vendor string, b []byte, h He
 	}
 }
 
+// The causes of the decode phase's 503s, for the logs.
+var (
+	errGateWait      = errors.New("media: no turn at the decode gate in time")
+	errDecodeOverran = errors.New("media: the decode ran past its deadline")
+)
+
 func errDecodeTimeout(limit time.Duration, cause error) error {
-	return errs.Unavailablef(fmt.Errorf("media: decode: %w", cause),
+	return errs.Unavailablef(fmt.Errorf("%w (%s: %v)", errDecodeOverran, limit, cause),
 		"decoding the image took longer than %s; the service is busy. Retry the same bytes shortly", limit)
 }
 

@@ -139,6 +139,9 @@ func New(t testing.TB, o Options) *Env {
 	// shared 2-core machine, and a timeout there would be the test's doing,
 	// not the service's. Tests of the deadline itself set their own.
 	cfg.StoreTimeout = 30 * time.Second
+	// Likewise the decode deadline: a 16-megapixel re-encode takes well
+	// under a second on an idle core and many on a saturated test machine.
+	cfg.MediaDecodeTimeout = 5 * time.Minute
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
