@@ -181,6 +181,23 @@ func TestMediaDecodeDeadline(t *testing.T) {
 	waitFor(t, func() bool { return e.Server.MediaDecodes().Running == 0 })
 }
 
+// A decoder that panics, now off the request's goroutine, costs the
+// request a 400 (a decode failure) and not the process; its slot is given
+// back.
+func TestMediaDecoderPanicIsTheRequests(t *testing.T) {
+	panicking := func(context.Context, []byte, media.Header, int, int64) (media.Canonical, error) { panic("decoder bug") }
+	e := apitest.New(t, apitest.Options{Store: apitest.SQLite, Blob: fsblob.New(t.TempDir()), MediaEncode: panicking, Config: func(c *config.Config) {
+		c.RateReads, c.RateWrites = 1<<20, 1<<20
+	}})
+	upload(e, e.Token, "image/jpeg", mediatest.JPEG(mediatest.Photo(32, 24, 3, 4), 90)).WantProblem(t, http.StatusBadRequest, "INVALID_MEDIA")
+	if s := e.Server.MediaDecodes(); s.Running != 0 || s.PeakRunning != 1 {
+		t.Fatalf("gate after a panicking decode: %+v", s)
+	}
+	if u := countAdmitted(t, e); u != (admitted{}) {
+		t.Fatalf("admitted %+v, want nothing", u)
+	}
+}
+
 // waitFor waits until cond holds: requests reaching the decode gate is
 // synchronisation, not a timed assertion.
 func waitFor(t *testing.T, cond func() bool) {

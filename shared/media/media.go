@@ -295,8 +295,17 @@ func (s Service) canonicalize(ctx context.Context, vendor string, b []byte, h He
 	done := make(chan result, 1)
 	go func() {
 		defer release()
-		c, err := s.Encode(dctx, b, h, Quality, MaxOutputBytes)
-		done <- result{c, err}
+		var r result
+		defer func() {
+			// Off the request's goroutine, a decoder's panic would end the
+			// process. The bytes made the decoder fail: a decode failure,
+			// 400 INVALID_MEDIA as the contract has it.
+			if p := recover(); p != nil {
+				r = result{err: errs.Wrap(errs.CodeInvalidMedia, "body: the image cannot be decoded (the decoder failed on it)", fmt.Errorf("media: the decoder panicked: %v", p))}
+			}
+			done <- r
+		}()
+		r.c, r.err = s.Encode(dctx, b, h, Quality, MaxOutputBytes)
 	}()
 	select {
 	case r := <-done:
