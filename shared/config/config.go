@@ -116,6 +116,9 @@ type Config struct {
 	// MediaDecodeBytes is the memory the process's image decodes may hold
 	// at once, by their header estimates; one image above it is refused.
 	MediaDecodeBytes int64
+	// MediaDecodeTimeout bounds one image's decode and re-encode; past it
+	// the upload answers 503. Zero is media.DefaultDecodeTimeout.
+	MediaDecodeTimeout time.Duration
 
 	// QueueURLs maps each work queue's name (package queue) to its SQS
 	// URL; empty in embedded mode, whose queues live in the data directory.

@@ -123,7 +123,7 @@ func (s *Server) exchangePairing(c *Call) error {
 }
 
 func (s *Server) currentPairing(c *Call) error {
-	v, err := s.pairings.View(c.Ctx, c.Discovery.VendorID, c.Discovery.PairingID)
+	v, err := s.pairings.Current(c.Ctx, c.Discovery)
 	if err != nil {
 		return err
 	}

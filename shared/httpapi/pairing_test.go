@@ -232,6 +232,23 @@ func TestStorePairingFlow(t *testing.T) {
 		if cur := current(t, e, token); cur.Data.Status != "active" || cur.Data.OperationalWrites != "allowed" {
 			t.Fatalf("after review: %+v", cur.Data)
 		}
+		// The seller sees which of its tokens accepted; the plugin sees
+		// nothing of the seller's credentials.
+		var seller struct {
+			Data struct {
+				Acceptance map[string]any `json:"acceptance"`
+			} `json:"data"`
+		}
+		e.Get(vpath+"/store-pairings/"+p.Data.ID).JSON(t, &seller)
+		tokenID, _ := seller.Data.Acceptance["accepted_by_token_id"].(string)
+		if tokenID == "" {
+			t.Fatalf("seller's view of the acceptance: %v, want the accepting token's id", seller.Data.Acceptance)
+		}
+		plugin := e.Do(apitest.Req{Path: "/store-pairings/current", Token: token})
+		if plugin.Status != 200 || strings.Contains(string(plugin.Body), "accepted_by_token_id") || strings.Contains(string(plugin.Body), tokenID) ||
+			!strings.Contains(string(plugin.Body), `"acceptance":{`) {
+			t.Fatalf("the plugin's view shows the seller's token: %s", plugin.Body)
+		}
 		if err := gate(e, pr); err != nil {
 			t.Fatalf("gate after review: %v", err)
 		}

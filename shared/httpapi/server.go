@@ -208,7 +208,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
 		media: media.Service{Store: gated, Blob: d.Blob, Encode: d.MediaEncode, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
-			Gate:   media.NewGate(d.Config.MediaDecodeBytes, runtime.GOMAXPROCS(0)), StoreTimeout: d.Config.StoreTimeout},
+			Gate:   media.NewGate(d.Config.MediaDecodeBytes, decodeSlots()), StoreTimeout: d.Config.StoreTimeout, DecodeTimeout: d.Config.MediaDecodeTimeout},
 	}
 	products := store.NewDecoded[catalog.Product](decodedDocs)
 	s.catalog.Decoded, s.inventory.Products = products, products
@@ -335,3 +335,8 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 	c.R = r.WithContext(c.Ctx)
 	return c
 }
+
+// decodeSlots is the decodes a process runs at once: its cores, and at
+// least two, so that with one vendor's share (half the slots) taken another
+// vendor's upload still finds one (media.Gate).
+func decodeSlots() int { return max(2, runtime.GOMAXPROCS(0)) }

@@ -310,6 +310,21 @@ func TestWebhookURLRefusals(t *testing.T) {
 				t.Errorf("%s: detail %q", u, p.Detail)
 			}
 		}
+		// A name is refused by the rule, never by what it resolved to: the
+		// detail is the same for a name without addresses.
+		for _, name := range []string{"internal", "metadata", "loop6", "lan", "corp", "missing"} {
+			host := name + ".example.com"
+			r, _ := createSubscription(t, e, "ssrf-name-"+name, map[string]any{"url": "https://" + host + "/hook", "event_types": []string{"*"}})
+			p := r.WantProblem(t, 400, "WEBHOOK_URL_NOT_ALLOWED")
+			if want := "url: the host " + host + " must resolve, and only to public addresses"; p.Detail != want {
+				t.Errorf("%s: detail %q, want %q", host, p.Detail, want)
+			}
+			for _, a := range publicHosts[host] {
+				if strings.Contains(string(r.Body), a.String()) {
+					t.Errorf("%s: the refusal names %s, what the name resolved to: %s", host, a, r.Body)
+				}
+			}
+		}
 		if ids := mustList(t, e); len(ids) != 0 {
 			t.Fatalf("refused URLs left subscriptions %v", ids)
 		}

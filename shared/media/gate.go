@@ -17,18 +17,27 @@ const DefaultDecodeBudget = 256 << 20
 // (the cores: more CPU-bound decodes at once only make each slower).
 // Decodes wait their turn in arrival order, so a large image is not starved
 // by a stream of small ones. One Gate serves the whole process.
+//
+// Slots are shared between tenants: one tenant (a vendor) runs at most
+// PerTenant decodes at once, half the slots (at least one), and a waiter of
+// a tenant at its share is passed over, not waited behind. So however many
+// uploads one vendor sends, and however long their decodes run, another
+// vendor's upload finds a slot as soon as the other tenants' decodes allow.
 type Gate struct {
-	mu       sync.Mutex
-	budget   int64
-	slots    int
-	used     int64
-	running  int
-	queue    []*waiter
-	peakUsed int64
-	peakRun  int
+	mu        sync.Mutex
+	budget    int64
+	slots     int
+	perTenant int
+	used      int64
+	running   int
+	byTenant  map[string]int
+	queue     []*waiter
+	peakUsed  int64
+	peakRun   int
 }
 
 type waiter struct {
+	tenant  string
 	cost    int64
 	ready   chan struct{}
 	granted bool
@@ -37,17 +46,23 @@ type waiter struct {
 // NewGate returns a gate of budget bytes and slots decodes (at least one
 // each).
 func NewGate(budget int64, slots int) *Gate {
-	return &Gate{budget: max(budget, 1), slots: max(slots, 1)}
+	slots = max(slots, 1)
+	return &Gate{budget: max(budget, 1), slots: slots, perTenant: max(1, slots/2), byTenant: map[string]int{}}
 }
+
+// PerTenant is the most decodes one tenant runs at once.
+func (g *Gate) PerTenant() int { return g.perTenant }
 
 // Budget is the most one decode may cost.
 func (g *Gate) Budget() int64 { return g.budget }
 
-// Acquire waits until a decode of cost fits, or until ctx ends (its error
-// is returned). The release function gives the room back; call it once.
-func (g *Gate) Acquire(ctx context.Context, cost int64) (release func(), err error) {
+// Acquire waits until a decode of cost for tenant fits, or until ctx ends
+// (its error is returned). The release function gives the room back; call
+// it once, when the decode has ended (not when its caller stopped waiting
+// for it: the room is in use until then).
+func (g *Gate) Acquire(ctx context.Context, tenant string, cost int64) (release func(), err error) {
 	cost = min(max(cost, 0), g.budget)
-	w := &waiter{cost: cost, ready: make(chan struct{})}
+	w := &waiter{tenant: tenant, cost: cost, ready: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
 	g.grant()
@@ -75,22 +90,32 @@ func (g *Gate) Acquire(ctx context.Context, cost int64) (release func(), err err
 			g.mu.Lock()
 			g.used -= w.cost
 			g.running--
+			if g.byTenant[w.tenant]--; g.byTenant[w.tenant] == 0 {
+				delete(g.byTenant, w.tenant)
+			}
 			g.grant()
 			g.mu.Unlock()
 		})
 	}, nil
 }
 
-// grant admits waiters from the head of the queue while they fit.
+// grant admits waiters in arrival order while they fit, passing over those
+// whose tenant runs its share; the first waiter that could run but does not
+// fit the memory left stops the admissions, so it is not starved.
 func (g *Gate) grant() {
-	for len(g.queue) > 0 {
-		w := g.queue[0]
-		if g.running >= g.slots || g.used+w.cost > g.budget {
+	for i := 0; i < len(g.queue) && g.running < g.slots; {
+		w := g.queue[i]
+		if g.byTenant[w.tenant] >= g.perTenant {
+			i++
+			continue
+		}
+		if g.used+w.cost > g.budget {
 			return
 		}
-		g.queue = g.queue[1:]
+		g.queue = append(g.queue[:i], g.queue[i+1:]...)
 		g.used += w.cost
 		g.running++
+		g.byTenant[w.tenant]++
 		g.peakUsed = max(g.peakUsed, g.used)
 		g.peakRun = max(g.peakRun, g.running)
 		w.granted = true

@@ -3,6 +3,7 @@ package media_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -125,7 +126,7 @@ func TestGateBoundsConcurrentDecodes(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					release, err := g.Acquire(context.Background(), tc.cost)
+					release, err := g.Acquire(context.Background(), fmt.Sprint("tenant-", i), tc.cost)
 					if err != nil {
 						t.Error(err)
 						return
@@ -168,17 +169,17 @@ func TestGateBoundsConcurrentDecodes(t *testing.T) {
 	// A waiter whose context ends leaves the queue without taking room,
 	// and a large decode at the head is not overtaken by small ones.
 	g := media.NewGate(100, 8)
-	hold, _ := g.Acquire(context.Background(), 60)
+	hold, _ := g.Acquire(context.Background(), "a", 60)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := g.Acquire(ctx, 80)
+		_, err := g.Acquire(ctx, "b", 80)
 		errc <- err
 	}()
 	waitFor(t, func() bool { return g.Stats().Waiting == 1 })
 	small := make(chan struct{})
 	go func() {
-		r, _ := g.Acquire(context.Background(), 10)
+		r, _ := g.Acquire(context.Background(), "c", 10)
 		close(small)
 		r()
 	}()
@@ -212,3 +213,47 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// One tenant runs at most its share of the slots: its further decodes wait
+// while another tenant's go past them, and get in as its own end.
+func TestGateSharesSlotsBetweenTenants(t *testing.T) {
+	g := media.NewGate(1000, 2)
+	if g.PerTenant() != 1 {
+		t.Fatalf("per tenant %d, want 1 of 2 slots", g.PerTenant())
+	}
+	first, err := g.Acquire(context.Background(), "hostile", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan func())
+	go func() {
+		r, err := g.Acquire(context.Background(), "hostile", 10)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- r
+	}()
+	waitFor(t, func() bool { return g.Stats().Waiting == 1 })
+	// Another vendor is not queued behind the hostile one's second decode.
+	other, err := g.Acquire(context.Background(), "other", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := g.Stats(); s.Running != 2 || s.Waiting != 1 {
+		t.Fatalf("stats %+v, want the other vendor running beside the first hostile decode", s)
+	}
+	other()
+	if s := g.Stats(); s.Running != 1 || s.Waiting != 1 {
+		t.Fatalf("stats %+v after the other vendor's decode, want the hostile second still waiting", s)
+	}
+	select {
+	case <-second:
+		t.Fatal("the hostile tenant's second decode ran beside its first")
+	default:
+	}
+	first()
+	(<-second)()
+	if s := g.Stats(); s.Running != 0 || s.Waiting != 0 || s.PeakRunning != 2 {
+		t.Fatalf("after: %+v", s)
+	}
+}

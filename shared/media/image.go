@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"image"
 	"image/jpeg"
@@ -31,6 +32,11 @@ type Header struct {
 	// Traits name what makes Cost more than the pixel count suggests
 	// (16-bit samples, interlaced, progressive, CMYK…), for messages.
 	Traits []string
+	// ScanWork is a JPEG's decoding work in block visits, read from its
+	// scan headers (scans.go), at most MaxScanWork; zero for PNG and
+	// WebP, whose decoding is linear in their pixels and bytes (both
+	// bounded before this) and has no pass a file can repeat.
+	ScanWork int64
 }
 
 func invalid(format string, args ...any) error {
@@ -54,8 +60,9 @@ func sniff(b []byte) string {
 
 // Inspect checks an upload's bytes against its declared content type and
 // the limits that can be read from the header: one frame, at most maxPixels
-// and VP8's 16383 pixels a side. Nothing is decoded, so a header that
-// announces a huge image costs nothing.
+// and VP8's 16383 pixels a side, and for a JPEG the scans' work
+// (jpegScans). Nothing is decoded, so a header that announces a huge image,
+// or scans that would take minutes to decode, cost a walk of the bytes.
 func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 	format := sniff(b)
 	switch {
@@ -108,6 +115,11 @@ func Inspect(b []byte, declared string, maxPixels int64) (Header, error) {
 		if sh, err = jpegShape(b, h.Width, h.Height); err != nil {
 			return Header{}, err
 		}
+		sw, err := jpegScans(b)
+		if err != nil {
+			return Header{}, err
+		}
+		h.ScanWork = sw.work
 	case TypePNG:
 		sh = pngShape(b, h.Width, h.Height)
 	case TypeWebP:
@@ -260,9 +272,11 @@ type Canonical struct {
 // Encoder decodes the pixels of an inspected upload, turns them upright
 // and re-encodes them as lossy WebP at quality, without metadata; a file
 // that cannot be decoded is INVALID_MEDIA, an encoding above maxOutput
-// bytes MEDIA_TOO_LARGE. media/canonical.Encode is the service's; only the
-// processes that take uploads (the media Lambda, the local binary) link it.
-type Encoder func(b []byte, h Header, quality int, maxOutput int64) (Canonical, error)
+// bytes MEDIA_TOO_LARGE. When ctx ends, it stops as soon as it can and
+// returns an error wrapping ctx's. media/canonical.Encode is the service's;
+// only the processes that take uploads (the media Lambda, the local
+// binary) link it.
+type Encoder func(ctx context.Context, b []byte, h Header, quality int, maxOutput int64) (Canonical, error)
 
 // MaxDimension is VP8's largest width or height, in pixels.
 const MaxDimension = 16383

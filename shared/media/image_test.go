@@ -2,6 +2,7 @@ package media_test
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func reencode(t *testing.T, b []byte, contentType string) (media.Header, image.I
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := canonical.Encode(b, h, media.Quality, media.MaxOutputBytes)
+	c, err := canonical.Encode(context.Background(), b, h, media.Quality, media.MaxOutputBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestOutputLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := canonical.Encode(b, h, media.Quality, 1000); !errs.Is(err, errs.CodeMediaTooLarge) {
+	if _, err := canonical.Encode(context.Background(), b, h, media.Quality, 1000); !errs.Is(err, errs.CodeMediaTooLarge) {
 		t.Fatalf("err = %v, want MEDIA_TOO_LARGE", err)
 	}
 }

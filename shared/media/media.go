@@ -98,7 +98,17 @@ type Service struct {
 	// DecodeWait bounds the wait for a turn at the gate; past it the
 	// upload answers 503. Zero is 20 s.
 	DecodeWait time.Duration
+	// DecodeTimeout bounds decoding and re-encoding once the gate let the
+	// upload in; past it the upload answers 503. Zero is DefaultDecodeTimeout.
+	DecodeTimeout time.Duration
 }
+
+// DefaultDecodeTimeout bounds one decode and re-encode. The scan walk
+// bounds a JPEG's work to about a second of one core and the pixel cap
+// every format's, so a decode that runs longer is one slowed by a busy
+// machine: the upload answers 503 (retry the same bytes) well before the
+// media function's 15 s timeout.
+const DefaultDecodeTimeout = 10 * time.Second
 
 // Configured reports whether uploads can be stored.
 func (s Service) Configured() bool { return s.Blob != nil && s.Encode != nil }
@@ -208,7 +218,7 @@ func (s Service) Put(ctx context.Context, u Upload) (Record, error) {
 	if used := items[1].Nums; !found && (used[datamodel.MediaBytesAttr]+size > s.Budget.Bytes || used[datamodel.MediaObjectsAttr]+1 > s.Budget.Objects) {
 		return Record{}, s.overBudget(used[datamodel.MediaBytesAttr], used[datamodel.MediaObjectsAttr], size)
 	}
-	c, err := s.canonicalize(ctx, u.Body, h)
+	c, err := s.canonicalize(ctx, u.VendorID, u.Body, h)
 	if err != nil {
 		return Record{}, err
 	}
@@ -247,20 +257,76 @@ func (s Service) storeCtx(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, t)
 }
 
-// canonicalize decodes and re-encodes the upload within the gate.
-func (s Service) canonicalize(ctx context.Context, b []byte, h Header) (Canonical, error) {
+// canonicalize decodes and re-encodes the upload within the gate, as the
+// upload's vendor (the gate's tenant), for at most DecodeTimeout.
+//
+// A Go decoder cannot be interrupted from outside, so the decode runs in
+// its own goroutine, which holds the gate's room until it ends: the upload
+// answers 503 at the deadline, and the room (memory, a slot, the vendor's
+// share of the slots) stays taken while the CPU and the memory are. The
+// Encoder is given a context that ends at the deadline, and stops at its
+// next read of the bytes (media/canonical); what remains of a decode past
+// the deadline is what runs between two reads, bounded by the scan walk.
+// A vendor whose decodes outlast their deadline waits for its own share;
+// other vendors' uploads take the other slots.
+func (s Service) canonicalize(ctx context.Context, vendor string, b []byte, h Header) (Canonical, error) {
 	wait := s.DecodeWait
 	if wait <= 0 {
 		wait = 20 * time.Second
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
-	release, err := s.gate().Acquire(wctx, h.Cost)
+	release, err := s.gate().Acquire(wctx, vendor, h.Cost)
 	cancel()
 	if err != nil {
-		return Canonical{}, errs.Unavailablef(err, "the service is decoding other images; retry the same bytes shortly")
+		// The cause is not the context's error: the HTTP layer would take a
+		// deadline for a store timeout and say so instead.
+		return Canonical{}, errs.Unavailablef(fmt.Errorf("%w: %v", errGateWait, err), "the service is decoding other images; retry the same bytes shortly")
 	}
-	defer release()
-	return s.Encode(b, h, Quality, MaxOutputBytes)
+	limit := s.DecodeTimeout
+	if limit <= 0 {
+		limit = DefaultDecodeTimeout
+	}
+	dctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	type result struct {
+		c   Canonical
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer release()
+		var r result
+		defer func() {
+			// Off the request's goroutine, a decoder's panic would end the
+			// process. The bytes made the decoder fail: a decode failure,
+			// 400 INVALID_MEDIA as the contract has it.
+			if p := recover(); p != nil {
+				r = result{err: errs.Wrap(errs.CodeInvalidMedia, "body: the image cannot be decoded (the decoder failed on it)", fmt.Errorf("media: the decoder panicked: %v", p))}
+			}
+			done <- r
+		}()
+		r.c, r.err = s.Encode(dctx, b, h, Quality, MaxOutputBytes)
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil && dctx.Err() != nil && errors.Is(r.err, dctx.Err()) {
+			return Canonical{}, errDecodeTimeout(limit, dctx.Err())
+		}
+		return r.c, r.err
+	case <-dctx.Done():
+		return Canonical{}, errDecodeTimeout(limit, dctx.Err())
+	}
+}
+
+// The causes of the decode phase's 503s, for the logs.
+var (
+	errGateWait      = errors.New("media: no turn at the decode gate in time")
+	errDecodeOverran = errors.New("media: the decode ran past its deadline")
+)
+
+func errDecodeTimeout(limit time.Duration, cause error) error {
+	return errs.Unavailablef(fmt.Errorf("%w (%s: %v)", errDecodeOverran, limit, cause),
+		"decoding the image took longer than %s; the service is busy. Retry the same bytes shortly", limit)
 }
 
 // tooCostly is the 413 of an image whose decoding would take more memory

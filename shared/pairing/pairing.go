@@ -92,13 +92,15 @@ type CatalogSummary struct {
 	InStockCount   int64 `json:"in_stock_count"`
 }
 
-// Acceptance is the seller's decision.
+// Acceptance is the seller's decision. TokenID, the seller's token that
+// accepted, is shown to the seller and never to the store plugin
+// (View.ForPlugin).
 type Acceptance struct {
 	Preset       string    `json:"preset"`
 	ConnectionID string    `json:"connection_id"`
 	Created      bool      `json:"connection_created"`
 	AcceptedAt   time.Time `json:"accepted_at"`
-	TokenID      string    `json:"accepted_by_token_id"`
+	TokenID      string    `json:"accepted_by_token_id,omitempty"`
 }
 
 // Review is the administrator's activation.
@@ -123,6 +125,17 @@ type View struct {
 	Version           int64       `json:"version"`
 	CreatedAt         time.Time   `json:"created_at"`
 	UpdatedAt         time.Time   `json:"updated_at"`
+}
+
+// ForPlugin is the view the store plugin is shown: nothing of the seller's
+// credentials (the acceptance without the token that accepted).
+func (v View) ForPlugin() View {
+	if v.Acceptance != nil {
+		a := *v.Acceptance
+		a.TokenID = ""
+		v.Acceptance = &a
+	}
+	return v
 }
 
 // statusAt is the status as of now: a pending code that lapsed is expired.

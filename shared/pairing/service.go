@@ -93,6 +93,16 @@ func (s Service) View(ctx context.Context, vendorID, id string) (View, error) {
 	return p.View(s.Clock.Now()), nil
 }
 
+// Current reads the pairing of a discovery credential, as its store plugin
+// is shown it (View.ForPlugin).
+func (s Service) Current(ctx context.Context, pr Principal) (View, error) {
+	v, err := s.View(ctx, pr.VendorID, pr.PairingID)
+	if err != nil {
+		return View{}, err
+	}
+	return v.ForPlugin(), nil
+}
+
 // List reads a page of a vendor's pairings, oldest first.
 func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
 	if after != "" && !strings.HasPrefix(after, datamodel.PairingPrefix) {
@@ -177,7 +187,7 @@ func (s Service) Discover(ctx context.Context, pr Principal, d Discovery) (View,
 		}
 		return View{}, errs.Unavailablef(err, "the pairing could not be stored")
 	}
-	return p.View(now), nil
+	return p.View(now).ForPlugin(), nil
 }
 
 // AcceptInput is a parsed accept body.

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -316,9 +315,13 @@ func checkName(host string, allowPrivate bool) error {
 
 // CheckURL parses a subscription URL (ParseURL) and, for a host name,
 // resolves it and refuses it when any address is not reachable (public, or
-// loopback under AllowLoopback). A name that
-// does not exist is refused; a lookup that fails otherwise is an outage
-// (503), since the service fails closed.
+// loopback under AllowLoopback), or when it has none; a lookup that fails
+// otherwise is an outage (503), since the service fails closed.
+//
+// A refusal names the rule, never what the name resolved to, and is the
+// same whether the name has no address or one that is not reachable: the
+// service's resolver may see names the client cannot (a private zone), and
+// its answers must not leak through the API.
 func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	u, err := p.ParseURL(raw)
 	if err != nil {
@@ -334,27 +337,34 @@ func (p Policy) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	if err != nil {
 		var dnsErr *net.DNSError
 		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
-			return nil, urlErr("the host %s does not resolve", host)
+			return nil, p.resolveRule(host)
 		}
 		return nil, errs.Unavailablef(err, "url: the host %s could not be resolved now", host)
 	}
 	if len(addrs) == 0 {
-		return nil, urlErr("the host %s does not resolve", host)
+		return nil, p.resolveRule(host)
 	}
 	for _, a := range addrs {
 		if !p.Reachable(a) {
-			if p.AllowLoopback {
-				return nil, urlErr("the host %s resolves to %s, which is neither a public nor a loopback address", host, a.Unmap())
-			}
-			return nil, urlErr("the host %s resolves to %s, which is not a public address", host, a.Unmap())
+			return nil, p.resolveRule(host)
 		}
 	}
 	return u, nil
 }
 
-// refusal is the error a dial gets for a non-public address.
-type refusal struct{ addr netip.Addr }
+// resolveRule is the refusal of a host name by what it resolves to.
+func (p Policy) resolveRule(host string) error {
+	if p.AllowLoopback {
+		return urlErr("the host %s must resolve, and only to public or loopback addresses", host)
+	}
+	return urlErr("the host %s must resolve, and only to public addresses", host)
+}
+
+// refusal is the error a dial gets for a non-public address. Its message
+// goes into the vendor's attempt records, so it names the rule, not the
+// address (which the name resolved to at delivery time).
+type refusal struct{}
 
 func (r refusal) Error() string {
-	return fmt.Sprintf("webhook: refused to connect to %s: not a public address", r.addr)
+	return "webhook: refused to connect: the host must resolve only to public addresses"
 }

@@ -145,13 +145,19 @@ func TestCheckURLResolvesNames(t *testing.T) {
 	if _, err := hosts.CheckURL(ctx, "https://hooks.example.com/x"); err != nil {
 		t.Fatalf("public name: %v", err)
 	}
-	for name, want := range map[string]string{
-		"internal.example.com": "resolves to 10.0.0.5", "mixed.example.com": "resolves to 127.0.0.1",
-		"mapped.example.com": "resolves to 192.168.0.1", "v6.example.com": "resolves to fd00::1", "missing.example.com": "does not resolve",
+	// The refusal names the rule, the same whether the name has no address
+	// or one that is not public, and never what the name resolved to.
+	for name, addr := range map[string]string{
+		"internal.example.com": "10.0.0.5", "mixed.example.com": "127.0.0.1",
+		"mapped.example.com": "192.168.0.1", "v6.example.com": "fd00::1", "missing.example.com": "",
 	} {
 		_, err := hosts.CheckURL(ctx, "https://"+name+"/x")
-		if e := errs.As(err); e.Code != errs.CodeWebhookURLNotAllowed || !strings.Contains(e.Detail, want) {
+		want := "url: the host " + name + " must resolve, and only to public addresses"
+		if e := errs.As(err); e.Code != errs.CodeWebhookURLNotAllowed || e.Detail != want {
 			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+		if addr != "" && strings.Contains(err.Error(), addr) {
+			t.Errorf("%s: %v names the address it resolved to", name, err)
 		}
 	}
 	// A lookup that fails for another reason is an outage: fail closed.
@@ -175,7 +181,8 @@ func TestCheckURLResolvesNames(t *testing.T) {
 	}
 	for _, name := range []string{"lan", "ten", "corp", "ula", "half"} {
 		_, err := local.CheckURL(ctx, "http://"+name+".example.com:8080/x")
-		if e := errs.As(err); e.Code != errs.CodeWebhookURLNotAllowed || !strings.Contains(e.Detail, "neither a public nor a loopback address") {
+		if e := errs.As(err); e.Code != errs.CodeWebhookURLNotAllowed || !strings.Contains(e.Detail, "must resolve, and only to public or loopback addresses") ||
+			strings.Contains(e.Detail, ".1") || strings.Contains(e.Detail, "::") {
 			t.Errorf("local %s: %v, want refused", name, err)
 		}
 	}

@@ -61,7 +61,7 @@ func (d Dialer) control(_ context.Context, _, address string, _ syscall.RawConn)
 		return refusal{}
 	}
 	if !d.Policy.Reachable(ap.Addr()) {
-		return refusal{addr: ap.Addr().Unmap()}
+		return refusal{}
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/media/canonical"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -58,6 +59,9 @@ type Options struct {
 	// Blob is the media store uploads go to; nil leaves media storage
 	// unconfigured (uploads answer 503).
 	Blob blob.Store
+	// MediaEncode decodes and re-encodes uploads; nil is the service's
+	// (media/canonical.Encode). A test may wrap it to hold a decode.
+	MediaEncode media.Encoder
 }
 
 // Env is a running API.
@@ -135,6 +139,9 @@ func New(t testing.TB, o Options) *Env {
 	// shared 2-core machine, and a timeout there would be the test's doing,
 	// not the service's. Tests of the deadline itself set their own.
 	cfg.StoreTimeout = 30 * time.Second
+	// Likewise the decode deadline: a 16-megapixel re-encode takes well
+	// under a second on an idle core and many on a saturated test machine.
+	cfg.MediaDecodeTimeout = 5 * time.Minute
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
@@ -158,7 +165,10 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: canonical.Encode, WebhookResolver: o.WebhookResolver,
+	if o.MediaEncode == nil {
+		o.MediaEncode = canonical.Encode
+	}
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver,
 		RateLeases: o.Store == SQLite}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ package canonical
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -29,16 +31,26 @@ func invalid(format string, args ...any) error {
 // upright and re-encodes them as lossy WebP at quality, without metadata.
 // A file that cannot be decoded (truncated, corrupt) is INVALID_MEDIA; an
 // encoding above maxOutput bytes is MEDIA_TOO_LARGE.
-func Encode(b []byte, h media.Header, quality int, maxOutput int64) (media.Canonical, error) {
+//
+// The decoders read the bytes through a reader that fails once ctx ends,
+// so a decode stops at its next read past the deadline (image/jpeg reads
+// 4 KiB at a time, between scans as within them; the WebP decoder reads
+// a frame whole, and the VP8 encoding is not interrupted: both are
+// bounded by the pixel count). The error then wraps ctx's.
+func Encode(ctx context.Context, b []byte, h media.Header, quality int, maxOutput int64) (media.Canonical, error) {
 	var m image.Image
 	var err error
+	src := ctxReader{ctx: ctx, r: bytes.NewReader(b)}
 	switch h.ContentType {
 	case media.TypeJPEG:
-		m, err = jpeg.Decode(bytes.NewReader(b))
+		m, err = jpeg.Decode(src)
 	case media.TypePNG:
-		m, err = png.Decode(bytes.NewReader(b))
+		m, err = png.Decode(src)
 	case media.TypeWebP:
-		m, err = webp.Decode(bytes.NewReader(b))
+		m, err = webp.Decode(src)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return media.Canonical{}, fmt.Errorf("canonical: decode stopped: %w", cerr)
 	}
 	if err != nil {
 		return media.Canonical{}, invalid("body: the image cannot be decoded (%v); it may be truncated or corrupt", err)
@@ -60,6 +72,9 @@ func Encode(b []byte, h media.Header, quality int, maxOutput int64) (media.Canon
 	if yuv == nil {
 		yuv = vp8enc.FromImage(m, h.Orientation)
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		return media.Canonical{}, fmt.Errorf("canonical: stopped before encoding: %w", cerr)
+	}
 	out, err := vp8enc.Encode(yuv, quality)
 	if err != nil {
 		return media.Canonical{}, invalid("body: the image cannot be encoded (%v)", err)
@@ -69,4 +84,17 @@ func Encode(b []byte, h media.Header, quality int, maxOutput int64) (media.Canon
 	}
 	r := yuv.Bounds()
 	return media.Canonical{Data: out, Width: r.Dx(), Height: r.Dy()}, nil
+}
+
+// ctxReader reads r until ctx ends, then fails with ctx's error.
+type ctxReader struct {
+	ctx context.Context
+	r   *bytes.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -17,6 +17,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"sync"
 
@@ -260,7 +261,11 @@ func JPEGShape(w, h int, progressive bool, comps int) []byte {
 	for i := 0; i < comps; i++ {
 		sos = append(sos, byte(i+1), 0)
 	}
-	out = append(out, jpegSegment(0xda, append(sos, 0, 63, 0))...)
+	se := byte(63)
+	if progressive {
+		se = 0 // a progressive JPEG's first scan codes the DC coefficients
+	}
+	out = append(out, jpegSegment(0xda, append(sos, 0, se, 0))...)
 	return append(out, 0xff, 0xd9)
 }
 
@@ -312,4 +317,127 @@ func PNGWithICC(p, profile []byte) []byte {
 	out := append([]byte{}, p[:ihdrEnd]...)
 	out = append(out, chunk("iCCP", data)...)
 	return append(out, p[ihdrEnd:]...)
+}
+
+// Scan is one scan of a progressive JPEG: the components it codes (indexes
+// into the frame's), its spectral band Ss..Se (zig-zag order) and its
+// successive approximation bit positions Ah, Al.
+type Scan struct {
+	Comps          []int
+	Ss, Se, Ah, Al int
+}
+
+// StandardScript is libjpeg's default progression (jpeg_simple_progression,
+// what cjpeg -progressive and jpegtran -progressive write): 10 scans for
+// three components, 6 for one.
+func StandardScript(comps int) []Scan {
+	if comps == 1 {
+		return []Scan{
+			{[]int{0}, 0, 0, 0, 1},
+			{[]int{0}, 1, 5, 0, 2},
+			{[]int{0}, 6, 63, 0, 2},
+			{[]int{0}, 1, 63, 2, 1},
+			{[]int{0}, 0, 0, 1, 0},
+			{[]int{0}, 1, 63, 1, 0},
+		}
+	}
+	return []Scan{
+		{[]int{0, 1, 2}, 0, 0, 0, 1},
+		{[]int{0}, 1, 5, 0, 2},
+		{[]int{2}, 1, 63, 0, 1},
+		{[]int{1}, 1, 63, 0, 1},
+		{[]int{0}, 6, 63, 0, 2},
+		{[]int{0}, 1, 63, 2, 1},
+		{[]int{0, 1, 2}, 0, 0, 1, 0},
+		{[]int{2}, 1, 63, 1, 0},
+		{[]int{1}, 1, 63, 1, 0},
+		{[]int{0}, 1, 63, 1, 0},
+	}
+}
+
+// ProgressiveJPEG is a progressive JPEG of a flat grey w x h picture with
+// comps components (1 or 3, each sampled 1x1), coded by script. Every scan
+// codes every block of its components: DC differences of zero, and AC
+// coefficients as end-of-band runs (up to 32,767 blocks a run, a few bits),
+// so a scan takes a few bytes whatever the picture's size. That is what
+// makes a file of many scans cheap to send and, to a decoder that walks
+// every block in every scan, costly to decode.
+func ProgressiveJPEG(w, h, comps int, script []Scan) []byte {
+	out := []byte{0xff, 0xd8}
+	q := []byte{0}
+	for range 64 {
+		q = append(q, 1)
+	}
+	out = append(out, jpegSegment(0xdb, q)...)
+	sof := []byte{8, byte(h >> 8), byte(h), byte(w >> 8), byte(w), byte(comps)}
+	for i := 0; i < comps; i++ {
+		sof = append(sof, byte(i+1), 0x11, 0)
+	}
+	out = append(out, jpegSegment(0xc2, sof)...)
+	// DC table 0: categories 0 and 1, a bit each. AC table 0: end-of-band
+	// runs EOB0..EOB14, four bits each (code R is R in four bits).
+	dht := []byte{0x00, 2}
+	dht = append(dht, make([]byte, 15)...)
+	dht = append(dht, 0, 1)
+	ac := []byte{0x10, 0, 0, 0, 15}
+	ac = append(ac, make([]byte, 12)...)
+	for r := 0; r < 15; r++ {
+		ac = append(ac, byte(r<<4))
+	}
+	out = append(out, jpegSegment(0xc4, append(dht, ac...))...)
+	blocks := ((w + 7) / 8) * ((h + 7) / 8)
+	for _, s := range script {
+		sos := []byte{byte(len(s.Comps))}
+		for _, c := range s.Comps {
+			sos = append(sos, byte(c+1), 0x00)
+		}
+		sos = append(sos, byte(s.Ss), byte(s.Se), byte(s.Ah<<4|s.Al))
+		out = append(out, jpegSegment(0xda, sos)...)
+		var bw bitWriter
+		switch {
+		case s.Ss == 0: // DC: category 0 (first) or a zero correction bit (refinement), per block
+			for range blocks * len(s.Comps) {
+				bw.put(0, 1)
+			}
+		default:
+			for n := blocks; n > 0; {
+				run := min(n, 32767)
+				r := bits.Len(uint(run)) - 1
+				bw.put(uint32(r), 4)
+				bw.put(uint32(run-1<<r), r)
+				n -= run
+			}
+		}
+		out = append(out, bw.flush()...)
+	}
+	return append(out, 0xff, 0xd9)
+}
+
+// bitWriter writes a scan's entropy-coded bits, most significant first,
+// stuffing a zero byte after each 0xFF.
+type bitWriter struct {
+	out  []byte
+	acc  uint64
+	nacc int
+}
+
+func (b *bitWriter) put(v uint32, n int) {
+	b.acc = b.acc<<n | uint64(v)&(1<<n-1)
+	b.nacc += n
+	for b.nacc >= 8 {
+		c := byte(b.acc >> (b.nacc - 8))
+		b.out = append(b.out, c)
+		if c == 0xff {
+			b.out = append(b.out, 0)
+		}
+		b.nacc -= 8
+	}
+}
+
+// flush pads the last byte with one bits.
+func (b *bitWriter) flush() []byte {
+	if pad := (8 - b.nacc%8) % 8; pad > 0 {
+		b.put(1<<pad-1, pad)
+	}
+	return b.out
 }
