@@ -3867,8 +3867,12 @@ type StorePairingCreated struct {
 
 // StorePairingCreatedAcceptance is #/components/schemas/StorePairingCreated/properties/acceptance.
 type StorePairingCreatedAcceptance struct {
-	AcceptedAt        time.Time                           `json:"accepted_at"`
-	AcceptedByTokenID string                              `json:"accepted_by_token_id"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	// The id of the seller's token that accepted the pairing. Shown to the
+	// seller (the vendor's routes) only: the store plugin's view
+	// (/store-pairings/current) never carries anything of the seller's
+	// credentials.
+	AcceptedByTokenID *string                             `json:"accepted_by_token_id,omitempty"`
 	ConnectionCreated bool                                `json:"connection_created"`
 	ConnectionID      string                              `json:"connection_id"`
 	Preset            StorePairingCreatedAcceptancePreset `json:"preset"`
@@ -4095,8 +4099,12 @@ type StorePairingFields struct {
 
 // StorePairingFieldsAcceptance is #/components/schemas/StorePairingFields/properties/acceptance.
 type StorePairingFieldsAcceptance struct {
-	AcceptedAt        time.Time                          `json:"accepted_at"`
-	AcceptedByTokenID string                             `json:"accepted_by_token_id"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	// The id of the seller's token that accepted the pairing. Shown to the
+	// seller (the vendor's routes) only: the store plugin's view
+	// (/store-pairings/current) never carries anything of the seller's
+	// credentials.
+	AcceptedByTokenID *string                            `json:"accepted_by_token_id,omitempty"`
 	ConnectionCreated bool                               `json:"connection_created"`
 	ConnectionID      string                             `json:"connection_id"`
 	Preset            StorePairingFieldsAcceptancePreset `json:"preset"`
