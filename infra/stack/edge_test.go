@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
@@ -391,5 +392,46 @@ func TestEdgeDefaultsAndChecks(t *testing.T) {
 	}
 	if _, err := New(awscdk.NewApp(nil), def("prod", func(*Definition) {}), nil); err == nil || !strings.Contains(err.Error(), "region") {
 		t.Errorf("an edge without a region: %v", err)
+	}
+}
+
+// TestBehindTheEdgeACustomDomainIsCloudFronts: with an edge, the custom
+// domain (its certificate in us-east-1) is the distribution's, the base
+// URL is https://<domain>/v1, and API Gateway keeps no domain of its own:
+// its execute-api endpoint is the edge's origin.
+func TestBehindTheEdgeACustomDomainIsCloudFronts(t *testing.T) {
+	const cert = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+	d := Default("dev")
+	d.Edge, d.Placeholder = true, t.TempDir()
+	d.Domain = &Domain{Name: "api.example.com", CertificateARN: cert}
+	st, err := New(awscdk.NewApp(nil), d, &awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String("eu-west-1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := templateOf(st.Stack, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distID, cfg := tm.distribution(t, "API")
+	if !reflect.DeepEqual(cfg["Aliases"], []any{"api.example.com"}) {
+		t.Errorf("aliases %v", cfg["Aliases"])
+	}
+	if vc := cfg["ViewerCertificate"].(map[string]any); vc["AcmCertificateArn"] != cert || vc["SslSupportMethod"] != "sni-only" {
+		t.Errorf("viewer certificate %v", vc)
+	}
+	if n := len(tm.ofType("AWS::ApiGatewayV2::DomainName")); n != 0 {
+		t.Errorf("%d API Gateway domain names", n)
+	}
+	if _, api := tm.only(t, "AWS::ApiGatewayV2::Api"); api.Properties["DisableExecuteApiEndpoint"] != false {
+		t.Error("the execute-api endpoint, CloudFront's origin, is off")
+	}
+	for id, fn := range tm.functionsByID() {
+		if v := tm.res[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)[config.EnvBaseURL]; v != "https://api.example.com/v1" {
+			t.Errorf("%s: base URL %v", fn, v)
+		}
+	}
+	target, _ := json.Marshal(tm.out["DomainTarget"])
+	if !strings.Contains(string(target), `"Fn::GetAtt":["`+distID+`","DomainName"]`) {
+		t.Errorf("DomainTarget %s, want the distribution's domain", target)
 	}
 }
