@@ -155,7 +155,7 @@ func Default(stage string) Definition {
 		Retain:     stage == "prod",
 		Canary:     stage == "prod",
 		Edge:       stage == "prod",
-		EdgeLimits: DefaultEdgeLimits,
+		EdgeLimits: DefaultEdgeLimits(),
 		MediaEdge:  stage != "local" && stage != "localstack",
 		Assets:     "../dist",
 		// One line per operation group (the local server mounts

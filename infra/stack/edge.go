@@ -50,16 +50,17 @@ type EdgeLimits struct {
 	VendorsPerAddress int
 }
 
-// DefaultEdgeLimits are the service's.
-var DefaultEdgeLimits = EdgeLimits{Window: 5 * time.Minute, PublicWindow: time.Minute, Headroom: 2, VendorsPerAddress: 10}
+// DefaultEdgeLimits are the service's (docs/decisions.md, "Per-client
+// limits at the edge").
+func DefaultEdgeLimits() EdgeLimits {
+	return EdgeLimits{Window: 5 * time.Minute, PublicWindow: time.Minute, Headroom: 2, VendorsPerAddress: 10}
+}
 
 // WAF's bounds on a rate-based rule.
 const (
 	wafMinLimit = 10
 	wafMaxLimit = 2_000_000_000
 )
-
-var wafWindows = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute}
 
 // EdgeRule is one rate-based rule of the edge's web ACL.
 type EdgeRule struct {
@@ -125,7 +126,7 @@ func EdgeRules(cfg config.Config, routes []Route, l EdgeLimits) ([]EdgeRule, err
 		{Name: "PerAddress", Limit: l.VendorsPerAddress * credential, Window: l.Window},
 	}
 	for _, r := range rules {
-		if !slices.Contains(wafWindows, r.Window) {
+		if !slices.Contains([]time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute}, r.Window) {
 			return nil, fmt.Errorf("stack: edge rule %s: window %v is not one of WAF's 1, 2, 5 or 10 minutes", r.Name, r.Window)
 		}
 		if r.Limit < wafMinLimit || r.Limit > wafMaxLimit {

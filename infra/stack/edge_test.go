@@ -379,7 +379,7 @@ func TestEdgeDefaultsAndChecks(t *testing.T) {
 		"below WAF's minimum": {func(c *config.Config) { c.RateExchange = 1 }, nil},
 		"a 30-second window":  {nil, func(l *EdgeLimits) { l.PublicWindow = 30 * time.Second }},
 	} {
-		cfg, l := config.Default(), DefaultEdgeLimits
+		cfg, l := config.Default(), DefaultEdgeLimits()
 		if c.cfg != nil {
 			c.cfg(&cfg)
 		}
