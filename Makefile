@@ -67,9 +67,9 @@ build:
 synth: build cdk-cli
 	$(CDK) synth --no-notices -c stage=$(STAGE) $(CDK_ARGS)
 
-## deploy: build, then deploy the stack of STAGE with the AWS credentials of the environment
+## deploy: build, then deploy the stacks of STAGE with the AWS credentials of the environment (prod: also its edge's web ACL stack in us-east-1; cdk bootstrap both regions first)
 deploy: build cdk-cli
-	$(CDK) deploy --no-notices -c stage=$(STAGE) $(CDK_ARGS)
+	$(CDK) deploy --all --no-notices -c stage=$(STAGE) $(CDK_ARGS)
 
 ## cdk-cli: install the CDK CLI pinned in infra/package-lock.json
 cdk-cli:

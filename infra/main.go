@@ -10,6 +10,9 @@
 //	certificateArn   the ACM certificate of that domain, in the stack's region
 //	assets           the directory of the function zips (default ../dist, made by make build)
 //	placeholder      a directory to use as every function's code, for a synth without a build
+//	edge             true|false: CloudFront with the WAF web ACL in front of the API (default: true for prod)
+//	region           the stack's region when the CLI has no credentials to tell it; a stage with
+//	                 an edge needs one (its web ACL is made in us-east-1 and referenced across regions)
 package main
 
 import (
@@ -51,12 +54,25 @@ func build(app awscdk.App) error {
 	if name := ctx("domain", ""); name != "" {
 		d.Domain = &stack.Domain{Name: name, CertificateARN: ctx("certificateArn", "")}
 	}
+	if v := ctx("edge", ""); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("context edge=%q: %w", v, err)
+		}
+		d.Edge = b
+	}
 	d.Assets = ctx("assets", d.Assets)
 	d.Placeholder = ctx("placeholder", "")
 	props := &awscdk.StackProps{}
 	// The account and region of the CLI's credentials, when it runs us.
-	if account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION"); account != "" && region != "" {
+	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), ctx("region", os.Getenv("CDK_DEFAULT_REGION"))
+	switch {
+	case account != "" && region != "":
 		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+	case d.Edge && region != "":
+		// Account-agnostic, as a synth without credentials is, but in a
+		// known region, which the edge's cross-region reference needs.
+		props.Env = &awscdk.Environment{Region: jsii.String(region)}
 	}
 	_, err := stack.New(app, d, props)
 	return err

@@ -38,10 +38,12 @@ var AccessLogFields = map[string]string{
 func (s *Stack) newAPI(d Definition) {
 	st := s.Stack
 	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
-		ApiName:                   jsii.String(s.Names.API()),
-		Description:               jsii.String("Seller Platform API v1, stage " + d.Stage),
-		CreateDefaultStage:        jsii.Bool(false),
-		DisableExecuteApiEndpoint: jsii.Bool(d.Domain != nil),
+		ApiName:            jsii.String(s.Names.API()),
+		Description:        jsii.String("Seller Platform API v1, stage " + d.Stage),
+		CreateDefaultStage: jsii.Bool(false),
+		// Behind the edge the execute-api endpoint is CloudFront's origin,
+		// and the custom domain, if any, is CloudFront's.
+		DisableExecuteApiEndpoint: jsii.Bool(d.Domain != nil && !d.Edge),
 	})
 	access := awslogs.NewLogGroup(st, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("/aws/apigateway/" + s.Names.API()),
@@ -62,7 +64,7 @@ func (s *Stack) newAPI(d Definition) {
 		},
 	}
 	basePath := config.Default().BasePath()
-	if d.Domain != nil {
+	if d.Domain != nil && !d.Edge {
 		dn := awsapigatewayv2.NewDomainName(st, jsii.String("Domain"), &awsapigatewayv2.DomainNameProps{
 			DomainName:  jsii.String(d.Domain.Name),
 			Certificate: awscertificatemanager.Certificate_FromCertificateArn(st, jsii.String("Certificate"), jsii.String(d.Domain.CertificateARN)),

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -66,6 +67,14 @@ type Definition struct {
 	// machine, scripts/cloud) and localstack (make localstack), where no
 	// CloudFront runs; there the API's own media route serves them.
 	MediaEdge bool
+	// Edge puts CloudFront with an AWS WAF web ACL of per-client
+	// rate-based rules in front of the API, and makes the API refuse what
+	// did not come through it (edge.go). The web ACL is made in a stack of
+	// its own in us-east-1, so the stage's stack needs an explicit region.
+	// Default: the prod stage (cdk -c edge=true|false to choose).
+	Edge bool
+	// EdgeLimits shape the web ACL's rules (DefaultEdgeLimits).
+	EdgeLimits EdgeLimits
 	// Throttle is the stage's limit on every route; PublicThrottle the
 	// tighter one on each route that takes no credential (the pairing
 	// code exchange, media reads, the contract), which no vendor's rate
@@ -142,11 +151,13 @@ type Worker struct {
 // for the prod stage only.
 func Default(stage string) Definition {
 	return Definition{
-		Stage:     stage,
-		Retain:    stage == "prod",
-		Canary:    stage == "prod",
-		MediaEdge: stage != "local" && stage != "localstack",
-		Assets:    "../dist",
+		Stage:      stage,
+		Retain:     stage == "prod",
+		Canary:     stage == "prod",
+		Edge:       stage == "prod",
+		EdgeLimits: DefaultEdgeLimits(),
+		MediaEdge:  stage != "local" && stage != "localstack",
+		Assets:     "../dist",
 		// One line per operation group (the local server mounts
 		// app.AllGroups); its routes come from the group.
 		API: []API{
@@ -271,6 +282,21 @@ func (d Definition) check() error {
 	}
 	if d.Domain != nil && (d.Domain.Name == "" || d.Domain.CertificateARN == "") {
 		return errors.New("stack: a custom domain needs a name and a certificate ARN")
+	}
+	if d.Edge && d.Domain != nil && !strings.HasPrefix(d.Domain.CertificateARN, "arn:aws:acm:"+EdgeRegion+":") {
+		return fmt.Errorf("stack: behind the edge the custom domain is CloudFront's, whose certificate must be in %s, not %s", EdgeRegion, d.Domain.CertificateARN)
+	}
+	if d.Edge {
+		if slices.Contains([]string{"local", "localstack"}, d.Stage) {
+			return fmt.Errorf("stack: stage %s runs no CloudFront or WAF; it cannot have an edge", d.Stage)
+		}
+		// One address must not be able to take the stage's throttle from
+		// everyone: at most a tenth of it.
+		l, cfg := d.EdgeLimits, config.Default()
+		perAddress := float64(l.VendorsPerAddress*l.Headroom*(cfg.RateReads+cfg.RateWrites)*windowsIn(l.Window)) / l.Window.Seconds()
+		if l.Window <= 0 || perAddress > d.Throttle.Rate/10 {
+			return fmt.Errorf("stack: the edge admits %.1f requests/s from one address, more than a tenth of the stage's %.0f/s", perAddress, d.Throttle.Rate)
+		}
 	}
 	if d.Placeholder == "" {
 		for _, fn := range fns {

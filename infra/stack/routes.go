@@ -8,6 +8,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/ratelimit"
 )
 
 // DefaultRoute is API Gateway's catch-all route key.
@@ -27,6 +28,9 @@ type Route struct {
 	// (any unknown path). No vendor's rate window covers them, so the
 	// stage throttles them tighter (Definition.PublicThrottle).
 	Public bool
+	// Throttle is the per-client window a public route spends
+	// (ratelimit.Public or ratelimit.Exchange), "" for none.
+	Throttle ratelimit.Class
 }
 
 // Routes derives the HTTP API's routes from the service's own route table:
@@ -71,7 +75,7 @@ func Routes(groups []httpapi.Group, catchAll string) ([]Route, error) {
 				return nil, fmt.Errorf("stack: route %s appears twice", key)
 			}
 			seen[key] = true
-			out = append(out, Route{Key: key, Method: r.Method, Path: path, Function: g.Name, Public: r.Scopes == nil})
+			out = append(out, Route{Key: key, Method: r.Method, Path: path, Function: g.Name, Public: r.Scopes == nil, Throttle: r.Throttle})
 			public[path] = public[path] || r.Scopes == nil
 		}
 		for _, p := range paths {

@@ -12,6 +12,7 @@
 package stack
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,7 +27,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awswafv2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -80,7 +83,15 @@ type Stack struct {
 	deployRole awsiam.Role
 	// BaseURL is the SELLERAPI_BASE_URL every function gets.
 	BaseURL string
-	obs     *observer
+	// The edge, when the definition has one (edge.go): its stack in
+	// EdgeRegion holding the web ACL, the distribution in front of the
+	// API, and the secret it sends the origin.
+	EdgeStack     awscdk.Stack
+	WebACL        awswafv2.CfnWebACL
+	APICDN        awscloudfront.Distribution
+	EdgeSecret    awssecretsmanager.Secret
+	edgeSecretRef *string
+	obs           *observer
 }
 
 // New adds the stage's stack to scope.
@@ -102,10 +113,23 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	if props.Description == nil {
 		props.Description = jsii.String("Seller Platform API, stage " + d.Stage)
 	}
+	if d.Edge {
+		props.CrossRegionReferences = jsii.Bool(true)
+	}
 	st := awscdk.NewStack(scope, jsii.String(names.Stack()), props)
+	if d.Edge && *awscdk.Token_IsUnresolved(st.Region()) {
+		return nil, fmt.Errorf("stack: stage %s has an edge, whose web ACL is made in %s and referenced across regions: the stack needs an explicit region (run with AWS credentials, or -c region=...)", d.Stage, EdgeRegion)
+	}
 	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String(resources.Service), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
 	s := &Stack{Stack: st, Names: names, Routes: routes, Functions: map[string]awslambda.Function{}, Targets: map[string]awslambda.IFunction{}}
+	if d.Edge {
+		if err := s.newEdgeACL(scope, d, st.Account()); err != nil {
+			return nil, err
+		}
+		awscdk.Tags_Of(s.EdgeStack).Add(jsii.String("service"), jsii.String(resources.Service), nil)
+		awscdk.Tags_Of(s.EdgeStack).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
+	}
 
 	s.newStorage(d)
 
@@ -120,6 +144,9 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	s.obs = newObserver(s, awscloudwatchactions.NewSnsAction(topic))
 
 	s.newAPI(d)
+	if d.Edge {
+		s.newAPIEdge(d)
+	}
 	s.obs.apiAlarms()
 
 	env := map[string]*string{
@@ -141,12 +168,15 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	}
 
 	for _, a := range d.API {
-		var extra map[string]*string
+		extra := map[string]*string{}
 		if a.Media {
-			extra = map[string]*string{config.EnvMediaBucket: s.Bucket.BucketName()}
+			extra[config.EnvMediaBucket] = s.Bucket.BucketName()
 			if d.MediaEdge {
 				extra[config.EnvMediaBaseURL] = jsii.String(s.MediaBaseURL)
 			}
+		}
+		if d.Edge {
+			extra[config.EnvEdgeSecret] = s.edgeSecretRef
 		}
 		f := fn(a.Group.Name, "Seller Platform API: the "+a.Group.Name+" operation group", 15*time.Second, extra, true)
 		if a.Media {

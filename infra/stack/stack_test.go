@@ -27,6 +27,9 @@ import (
 // two workers to exercise the extension point the default leaves empty.
 var (
 	prod, dev, async tmpl
+	// prodEdge is the prod stage's edge stack, in us-east-1.
+	prodEdge  tmpl
+	prodStack *Stack
 )
 
 // tmpl is one stack's synthesized template, both as the CDK assertion
@@ -73,15 +76,18 @@ func synth(m *testing.M) (int, error) {
 	cdkApp := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out"))})
 
 	stages := []struct {
-		t   *tmpl
-		def Definition
+		t     *tmpl
+		def   Definition
+		props *awscdk.StackProps
 	}{
-		{&prod, Default("prod")},
+		// Prod has an edge, whose web ACL is referenced across regions: its
+		// stack needs a region, as a deploy gives it.
+		{&prod, Default("prod"), &awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String("eu-west-1")}}},
 		{&dev, func() Definition {
 			d := Default("dev")
 			d.Domain = &Domain{Name: "api.example.com", CertificateARN: "arn:aws:acm:eu-west-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"}
 			return d
-		}()},
+		}(), nil},
 		{&async, func() Definition {
 			d := Default("async")
 			d.StreamRouter = "stream-router"
@@ -90,12 +96,12 @@ func synth(m *testing.M) (int, error) {
 				{Name: "bulk-worker", QueueURLEnv: "SELLERAPI_BULK_QUEUE_URL", BatchSize: 1, MaxReceiveCount: 3, SendsTo: []string{"webhook-worker"}},
 			}
 			return d
-		}()},
+		}(), nil},
 	}
 	stacks := make([]*Stack, len(stages))
 	for i, s := range stages {
 		s.def.Placeholder = placeholder
-		st, err := New(cdkApp, s.def, nil)
+		st, err := New(cdkApp, s.def, s.props)
 		if err != nil {
 			return 0, err
 		}
@@ -119,7 +125,31 @@ func synth(m *testing.M) (int, error) {
 		}
 		*s.t = tmpl{def: s.def, cdk: cdk, res: doc.Resources, out: doc.Outputs}
 	}
+	prodStack = stacks[0]
+	if prodEdge, err = templateOf(stacks[0].EdgeStack, stages[0].def); err != nil {
+		return 0, err
+	}
 	return m.Run(), nil
+}
+
+// templateOf synthesizes one more stack of the app.
+func templateOf(st awscdk.Stack, def Definition) (tmpl, error) {
+	if st == nil {
+		return tmpl{}, fmt.Errorf("no such stack")
+	}
+	cdk := assertions.Template_FromStack(st, nil)
+	raw, err := json.Marshal(cdk.ToJSON())
+	if err != nil {
+		return tmpl{}, err
+	}
+	var doc struct {
+		Resources map[string]resource `json:"Resources"`
+		Outputs   map[string]any      `json:"Outputs"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return tmpl{}, err
+	}
+	return tmpl{def: def, cdk: cdk, res: doc.Resources, out: doc.Outputs}, nil
 }
 
 // media reports whether fn's definition gives it the media bucket.
@@ -158,14 +188,25 @@ func (t *tmpl) function(tb testing.TB, fn string) string {
 	return ""
 }
 
-// functionsByID maps every function's logical id to its folder name.
+// functionsByID maps every function's logical id to its folder name:
+// the service's functions, not the CDK's own provider of the edge's
+// cross-region reference (edge_test.go checks that one).
 func (t tmpl) functionsByID() map[string]string {
 	m := map[string]string{}
 	prefix := "sellerapi-" + t.def.Stage + "-"
 	for _, id := range t.ofType("AWS::Lambda::Function") {
+		if cdkProvider(id) {
+			continue
+		}
 		m[id] = strings.TrimPrefix(t.res[id].Properties["FunctionName"].(string), prefix)
 	}
 	return m
+}
+
+// cdkProvider tells whether a logical id is the CDK's provider of the
+// cross-region reference to the edge's web ACL (its function and role).
+func cdkProvider(id string) bool {
+	return strings.HasPrefix(id, "CustomCrossRegionExportReaderCustomResourceProvider")
 }
 
 // targets maps what a trigger may invoke, a function or its live alias,
@@ -436,6 +477,9 @@ func TestFunctionsAreGoOnArm64WithTheServiceConfiguration(t *testing.T) {
 		if prod.media(fn) {
 			want += 2 // the bucket, checked by TestOnlyMediaFunctionsMayUseTheBucket, and the edge's address
 		}
+		if prod.def.Edge && prod.def.isAPI(fn) {
+			want++ // the edge's secret, checked by TestTheAPIIsServedThroughTheEdge
+		}
 		if fn == prod.def.StreamRouter || slices.ContainsFunc(prod.def.Workers, func(w Worker) bool { return w.Name == fn }) {
 			want += len(prod.def.Workers) // every queue's URL
 			for _, w := range prod.def.Workers {
@@ -448,8 +492,13 @@ func TestFunctionsAreGoOnArm64WithTheServiceConfiguration(t *testing.T) {
 			t.Errorf("%s: environment %v", fn, vars)
 		}
 		base, _ := json.Marshal(vars[config.EnvBaseURL])
-		if want := `{"Fn::Join":["",[{"Fn::GetAtt":["` + apiID + `","ApiEndpoint"]},"/v1"]]}`; string(base) != want {
-			t.Errorf("%s: %s = %s, want %s", fn, config.EnvBaseURL, base, want)
+		wantBase := `{"Fn::Join":["",[{"Fn::GetAtt":["` + apiID + `","ApiEndpoint"]},"/v1"]]}`
+		if prod.def.Edge {
+			distID, _ := prod.distribution(t, "API")
+			wantBase = `{"Fn::Join":["",["https://",{"Fn::GetAtt":["` + distID + `","DomainName"]},"/v1"]]}`
+		}
+		if string(base) != wantBase {
+			t.Errorf("%s: %s = %s, want %s", fn, config.EnvBaseURL, base, wantBase)
 		}
 		logID := ref(p["LoggingConfig"].(map[string]any)["LogGroup"])
 		if prod.res[logID].Properties["LogGroupName"] != "/aws/lambda/sellerapi-prod-"+fn {
@@ -1229,8 +1278,7 @@ func (t tmpl) routes() []Route {
 // distribution's address as the media base URL.
 func TestMediaIsServedFromTheEdge(t *testing.T) {
 	bucketID, _ := prod.only(t, "AWS::S3::Bucket")
-	distID, dist := prod.only(t, "AWS::CloudFront::Distribution")
-	cfg := dist.Properties["DistributionConfig"].(map[string]any)
+	distID, cfg := prod.distribution(t, "media")
 	origins := cfg["Origins"].([]any)
 	if len(origins) != 1 {
 		t.Fatalf("origins %v", origins)

@@ -29,6 +29,13 @@ const (
 	EnvStoreTimeout = "SELLERAPI_STORE_TIMEOUT"
 	EnvLogLevel     = "SELLERAPI_LOG_LEVEL"
 
+	// EnvEdgeSecret is the value the edge (CloudFront, infra's edge.go)
+	// sends to the origin in httpapi.EdgeHeader. When set, a request
+	// without it is refused with 403 and a public route's per-client
+	// window is keyed on the viewer address the edge reports. Unset
+	// locally: every request is the client's own.
+	EnvEdgeSecret = "SELLERAPI_EDGE_SECRET"
+
 	// EnvAllowPrivateWebhooks ("true") lets webhooks reach private and
 	// loopback addresses: what --allow-private-webhooks sets on the
 	// functions of a local cloud run (scripts/cloud). Never set by the stack.
@@ -98,6 +105,10 @@ type Config struct {
 	AllowPrivateWebhooks bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// EdgeSecret, when set, is what a request must carry in
+	// httpapi.EdgeHeader to be served: the API is reachable only through
+	// its edge (EnvEdgeSecret). At least MinEdgeSecret characters.
+	EdgeSecret string
 
 	// MediaBucket is the S3 bucket of uploaded images; when empty,
 	// MediaDir is used, and when that is empty too the embedded store's
@@ -124,6 +135,10 @@ type Config struct {
 	// URL; empty in embedded mode, whose queues live in the data directory.
 	QueueURLs map[string]string
 }
+
+// MinEdgeSecret is the shortest edge secret accepted: guessing it must be
+// out of reach (the stack generates 48 letters and digits).
+const MinEdgeSecret = 32
 
 // Default is the configuration of a local run.
 func Default() Config {
@@ -159,6 +174,7 @@ func FromEnv() (Config, error) {
 	str(EnvDataDir, &c.DataDir)
 	str(EnvTable, &c.Table)
 	str(EnvLogLevel, &c.LogLevel)
+	str(EnvEdgeSecret, &c.EdgeSecret)
 	str(EnvMediaBucket, &c.MediaBucket)
 	str(EnvMediaDir, &c.MediaDir)
 	str(EnvMediaBaseURL, &c.MediaBaseURL)
@@ -220,6 +236,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RateReads < 1 || c.RateWrites < 1 || c.RatePublic < 1 || c.RateExchange < 1 {
 		return fmt.Errorf("config: rate allowances must be at least 1 (reads %d, writes %d, public %d, exchange %d)", c.RateReads, c.RateWrites, c.RatePublic, c.RateExchange)
+	}
+	if c.EdgeSecret != "" && len(c.EdgeSecret) < MinEdgeSecret {
+		return fmt.Errorf("config: %s must be at least %d characters", EnvEdgeSecret, MinEdgeSecret)
 	}
 	if c.StoreTimeout <= 0 {
 		return fmt.Errorf("config: store timeout must be positive")

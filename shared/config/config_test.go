@@ -15,7 +15,7 @@ func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, name := range []string{config.EnvBaseURL, config.EnvErrorsURL, config.EnvStore, config.EnvDataDir, config.EnvTable,
 		config.EnvRateReads, config.EnvRateWrites, config.EnvStoreTimeout, config.EnvLogLevel, config.EnvMediaBucket,
-		config.EnvMediaDir, config.EnvMediaBaseURL, config.EnvMediaBudgetBytes, config.EnvMediaBudgetObjects} {
+		config.EnvMediaDir, config.EnvMediaBaseURL, config.EnvMediaBudgetBytes, config.EnvMediaBudgetObjects, config.EnvEdgeSecret} {
 		t.Setenv(name, "")
 	}
 	for _, name := range config.QueueURLEnv() {
@@ -36,6 +36,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.MediaBudgetBytes != 256*1024*1024 || c.MediaBudgetObjects != 1000 {
 		t.Errorf("media budget %d bytes %d objects", c.MediaBudgetBytes, c.MediaBudgetObjects)
+	}
+	if c.EdgeSecret != "" {
+		t.Errorf("edge secret %q by default: a local run must not require an edge", c.EdgeSecret)
 	}
 	if c.Store != config.StoreSQLite || c.StoreTimeout <= 0 || c.QueueURLs != nil {
 		t.Errorf("defaults %+v", c)
@@ -58,6 +61,7 @@ func TestFromEnv(t *testing.T) {
 	t.Setenv(config.EnvMediaBaseURL, "https://cdn.example.com/")
 	t.Setenv(config.EnvMediaBudgetBytes, "1048576")
 	t.Setenv(config.EnvQueueURLSyncJobs, "https://sqs.example.com/123/sync")
+	t.Setenv(config.EnvEdgeSecret, strings.Repeat("s", config.MinEdgeSecret))
 	c, err := config.FromEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +74,9 @@ func TestFromEnv(t *testing.T) {
 	}
 	if c.MediaURL() != "https://cdn.example.com" || c.MediaBudgetBytes != 1<<20 || c.MediaBudgetObjects != 1000 {
 		t.Errorf("media %q %d %d", c.MediaURL(), c.MediaBudgetBytes, c.MediaBudgetObjects)
+	}
+	if c.EdgeSecret != strings.Repeat("s", config.MinEdgeSecret) {
+		t.Errorf("edge secret %q", c.EdgeSecret)
 	}
 	if len(c.QueueURLs) != 1 || c.QueueURLs[queue.SyncJobs] != "https://sqs.example.com/123/sync" {
 		t.Errorf("queue URLs %v", c.QueueURLs)
@@ -85,6 +92,7 @@ func TestFromEnv(t *testing.T) {
 		config.EnvMediaBaseURL:           "ftp://cdn.example.com",
 		config.EnvMediaBudgetBytes:       "-1",
 		config.EnvQueueURLBulkOperations: "sqs-queue-name",
+		config.EnvEdgeSecret:             strings.Repeat("s", config.MinEdgeSecret-1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			clearEnv(t)
@@ -117,6 +125,8 @@ func TestValidate(t *testing.T) {
 		{"negative budget", func(c *config.Config) { c.MediaBudgetObjects = -1 }, false},
 		{"zero budget", func(c *config.Config) { c.MediaBudgetBytes = 0 }, true},
 		{"queue without host", func(c *config.Config) { c.QueueURLs = map[string]string{queue.SellerOrders: "https://"} }, false},
+		{"edge secret", func(c *config.Config) { c.EdgeSecret = strings.Repeat("x", config.MinEdgeSecret) }, true},
+		{"short edge secret", func(c *config.Config) { c.EdgeSecret = "guessable" }, false},
 		{"explicit errors URL", func(c *config.Config) { c.ErrorsURL = "https://docs.example.com/errors" }, true},
 	} {
 		cfg := config.Default()

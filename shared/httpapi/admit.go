@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strings"
 
 	"github.com/moku/sellerapi/shared/account"
@@ -141,22 +140,11 @@ func (s *Server) admitPublic(c *Call, rt Route) error {
 	if rt.Throttle == ratelimit.Exchange {
 		limit = s.deps.Config.RateExchange
 	}
-	pk := ratelimit.ClientPartition(clientAddr(c.R))
+	pk := ratelimit.ClientPartition(s.clientAddr(c.R))
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
 		return s.limiter.TakeFrom(ctx, pk, "client's", rt.Throttle, limit)
 	})
 	return c.settleRate()
-}
-
-// clientAddr is the request's source address: the peer locally, the
-// caller's source IP as API Gateway reports it behind the Lambda proxy
-// (which sets RemoteAddr from it). Forwarding headers are not trusted.
-func clientAddr(r *http.Request) netip.Addr {
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		return ap.Addr()
-	}
-	a, _ := netip.ParseAddr(r.RemoteAddr)
-	return a
 }
 
 func classOf(rt Route) ratelimit.Class {

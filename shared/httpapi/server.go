@@ -248,8 +248,13 @@ func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 // ServeHTTP serves a request. A path that is not in canonical form (".",
 // ".." or empty segments) is refused here with problem+json: the mux would
 // answer it with a text/html redirect to the cleaned path, sending a client
-// somewhere it did not name.
+// somewhere it did not name. Behind an edge (config.EdgeSecret), a request
+// that did not pass it is refused first (edge.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.viaEdge(r) {
+		s.refuseOffEdge(w, r)
+		return
+	}
 	if p := r.URL.Path; r.Method != http.MethodConnect && !canonicalPath(p) {
 		c := s.newCall(w, r, Route{})
 		defer c.finish()

@@ -62,6 +62,9 @@ type Options struct {
 	// MediaEncode decodes and re-encodes uploads; nil is the service's
 	// (media/canonical.Encode). A test may wrap it to hold a decode.
 	MediaEncode media.Encoder
+	// Headers are sent with every request Do makes (an edge's secret);
+	// a request's own Headers override them.
+	Headers map[string]string
 }
 
 // Env is a running API.
@@ -76,6 +79,8 @@ type Env struct {
 	// Token has every scope.
 	Token string
 	Logs  *SyncBuffer
+	// Headers go with every request (Options.Headers).
+	Headers map[string]string
 }
 
 // SyncBuffer is a goroutine-safe log sink.
@@ -185,7 +190,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	e := &Env{T: t, URL: hs.URL + "/v1", Store: raw, Clock: fake, App: a, Server: srvH, Logs: logs}
+	e := &Env{T: t, URL: hs.URL + "/v1", Store: raw, Clock: fake, App: a, Server: srvH, Logs: logs, Headers: o.Headers}
 	v, err := account.Service{Store: raw, Clock: fake}.Create(ctx, "Acme Goods", "acme-goods")
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +284,9 @@ func (e *Env) Do(r Req) *Resp {
 	}
 	if r.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.Token)
+	}
+	for k, v := range e.Headers {
+		req.Header.Set(k, v)
 	}
 	for k, v := range r.Headers {
 		req.Header.Set(k, v)
