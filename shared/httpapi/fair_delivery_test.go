@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -31,6 +32,9 @@ type tarpit struct {
 func newTarpit(t *testing.T) (*tarpit, string) {
 	tp := &tarpit{release: make(chan struct{}), answered: map[string]bool{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read the body first: the server notices a client that gave up
+		// (r.Context ends) only once it has.
+		_, _ = io.Copy(io.Discard, r.Body)
 		tp.mu.Lock()
 		tp.inside++
 		tp.most = max(tp.most, tp.inside)
