@@ -190,11 +190,13 @@ func Default(stage string) Definition {
 		StreamRouter: "stream-router",
 		Sweep:        5 * time.Minute,
 		Workers: []Worker{
-			// Retries a failed delivery by sending it again with a delay. One
-			// attempt may take 20 s (webhook.RequestTimeout), so a batch of 10
-			// needs more than the default minute.
-			// Its concurrency is the largest: receivers are slow, and each
-			// invocation mostly waits on one.
+			// Retries a failed delivery by sending it again with a delay. A
+			// batch's attempts are made at once (app.Work.Parallel), each
+			// within 12 s (webhook.RequestTimeout); the timeout leaves room for
+			// the store and queue calls around them. Its concurrency is the
+			// largest: receivers are slow, and each invocation mostly waits on
+			// them; a vendor holds at most webhook.VendorSlots (4) attempts in
+			// flight across all environments (slot items in the table).
 			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
 			// Fans a replay out into deliveries.
 			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},

@@ -68,14 +68,16 @@ func (s batchingSender) SendBatch(ctx context.Context, msgs []queue.Outgoing) er
 // MessageTimeout bounds the handling of one message in local mode. It is
 // below the embedded queue's 30 s visibility, so a message is not received
 // again while it is still being handled; a webhook delivery's own limit
-// (webhook.RequestTimeout, 20 s) is within it.
+// (webhook.RequestTimeout, 12 s) is within it.
 const MessageTimeout = 25 * time.Second
 
 // Concurrency is how many messages of a queue local mode handles at once.
 // A queue's loop handles up to its limit of messages at once, each under
 // its own deadline, so one tenant's slow webhook receiver holds one
 // delivery slot for at most MessageTimeout and never the expiry, bulk,
-// sync, replay or seller-order loops.
+// sync, replay or seller-order loops; and a vendor's attempts hold at most
+// webhook.VendorSlots of the delivery loop's (webhook.MemorySlots), the
+// rest of its messages being deferred.
 func Concurrency(name string) int {
 	switch name {
 	case queue.WebhookDeliveries:

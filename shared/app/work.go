@@ -17,6 +17,10 @@ type Work struct {
 	// this queue.
 	Rule   pipeline.Rule
 	Handle queue.Handler
+	// Parallel says the messages of one batch may be handled at once (the
+	// worker Lambda's batch; the local pool handles each message on its
+	// own anyway).
+	Parallel bool
 }
 
 // Works builds the service's background work, each worker once; q is

@@ -14,11 +14,19 @@ func (a *App) webhookPolicy() webhook.Policy {
 // webhookWork delivers events: the rule fans each new event out to one
 // message per matching subscription, the handler makes each attempt (on
 // one client, so that connections to receivers are reused across
-// deliveries) and schedules retries on q.
+// deliveries) and schedules retries on q. Each vendor holds at most
+// webhook.VendorSlots attempts in flight: counted in memory by the local
+// server, whose pool is the only one, and in the store by the worker
+// Lambdas, whose environments share nothing else. A batch's deliveries
+// are made at once (Parallel): they wait on different receivers.
 func (a *App) webhookWork(q queue.Sender) Work {
 	policy := a.webhookPolicy()
-	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log}
-	return Work{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle}
+	var slots webhook.Slots = webhook.StoreSlots{Store: a.Store, Clock: a.Clock}
+	if a.local != nil {
+		slots = webhook.NewMemorySlots()
+	}
+	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots}
+	return Work{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle, Parallel: true}
 }
 
 // replayWork runs event replays: the rule starts each new replay, the

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -40,23 +41,33 @@ type Queues interface {
 // long, so that the retry comes then and not after the queue's visibility
 // timeout. Messages left when ctx ends are reported failed unhandled.
 func NewSQSHandler(queueName string, h queue.Handler, q Queues, log *slog.Logger) SQSHandler {
+	return newSQSHandler(queueName, h, false, q, log)
+}
+
+// NewParallelSQSHandler is NewSQSHandler handling a batch's messages all
+// at once, each in its own goroutine: an invocation lasts as long as its
+// slowest message rather than the sum of them (the webhook worker, whose
+// messages wait on different receivers).
+func NewParallelSQSHandler(queueName string, h queue.Handler, q Queues, log *slog.Logger) SQSHandler {
+	return newSQSHandler(queueName, h, true, q, log)
+}
+
+func newSQSHandler(queueName string, h queue.Handler, parallel bool, q Queues, log *slog.Logger) SQSHandler {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for _, rec := range ev.Records {
-			fail := func() {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-			}
+		failed := make([]bool, len(ev.Records))
+		one := func(i int) {
+			rec := ev.Records[i]
 			if ctx.Err() != nil {
-				fail()
-				continue
+				failed[i] = true
+				return
 			}
 			m := queue.Message{ID: rec.MessageId, Queue: queueName, Body: []byte(rec.Body),
 				Receives: sqsqueue.Receives(rec.Attributes["ApproximateReceiveCount"])}
 			err := h(ctx, m)
 			if err == nil {
-				continue
+				return
 			}
-			fail()
+			failed[i] = true
 			delay, hasDelay := queue.DelayOf(err)
 			log.WarnContext(ctx, "work failed; it will be retried", "queue", queueName, "message_id", m.ID,
 				"receives", m.Receives, "retry_in", delay.String(), "error", err)
@@ -65,6 +76,23 @@ func NewSQSHandler(queueName string, h queue.Handler, q Queues, log *slog.Logger
 					// The retry then comes after the visibility timeout.
 					log.ErrorContext(ctx, "cannot delay the retry", "queue", queueName, "message_id", m.ID, "error", verr)
 				}
+			}
+		}
+		if parallel {
+			var wg sync.WaitGroup
+			for i := range ev.Records {
+				wg.Go(func() { one(i) })
+			}
+			wg.Wait()
+		} else {
+			for i := range ev.Records {
+				one(i)
+			}
+		}
+		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+		for i, rec := range ev.Records {
+			if failed[i] {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			}
 		}
 		return resp, nil
@@ -80,7 +108,7 @@ func NewWorker(a *app.App, q Queues, queueName string) (SQSHandler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the worker of %s has nothing to run (register its work in shared/app/work.go)", err, queueName)
 	}
-	return NewSQSHandler(queueName, w.Handle, q, a.Log), nil
+	return newSQSHandler(queueName, w.Handle, w.Parallel, q, a.Log), nil
 }
 
 // WorkerMain is the whole main of the worker Lambda called name for the

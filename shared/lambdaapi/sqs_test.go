@@ -3,10 +3,12 @@ package lambdaapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,5 +214,43 @@ func TestSQSHandlerOnEmulator(t *testing.T) {
 	}
 	if len(ds) != 1 || string(ds[0].Body) != "soon" {
 		t.Fatalf("after the delay the queue gave %d messages (%v), want only the delayed retry", len(ds), ds)
+	}
+}
+
+// The parallel handler handles a batch's messages at once: each handler
+// below waits until every message of the batch has started, which a
+// handler taking them in turn never sees (it gives up at a deadline and
+// fails). Failures are still reported message by message.
+func TestParallelSQSHandlerHandlesABatchAtOnce(t *testing.T) {
+	const n = 10
+	var started sync.WaitGroup
+	started.Add(n - 1)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := lambdaapi.NewParallelSQSHandler("deliveries", func(ctx context.Context, m queue.Message) error {
+		if string(m.Body) == "bad" {
+			return errors.New("cannot decode")
+		}
+		started.Done()
+		select {
+		case <-all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, &fakeQueues{}, quiet)
+	var ev events.SQSEvent
+	for i := range n - 1 {
+		ev.Records = append(ev.Records, sqsRecord(fmt.Sprintf("m%d", i), "ok", "1"))
+	}
+	ev.Records = append(ev.Records, sqsRecord("m-bad", "bad", "1"))
+	resp, err := h(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failedIDs(resp); !slices.Equal(got, []string{"m-bad"}) {
+		t.Fatalf("failed %v, want only m-bad (the others waited for each other: handled at once)", got)
 	}
 }

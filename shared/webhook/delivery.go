@@ -81,6 +81,9 @@ type Message struct {
 	// the delivery began: if it has not grown by the time the delivery
 	// dies, the endpoint failed throughout and is disabled.
 	Successes int64 `json:"successes"`
+	// Deferrals counts the times this attempt was put off because its
+	// vendor had no free delivery slot (Slots); it paces the next one.
+	Deferrals int `json:"deferrals,omitempty"`
 }
 
 // DeliveryID names a delivery: the same for every attempt of one event to
@@ -150,6 +153,8 @@ type Deliverer struct {
 	Client *http.Client
 	// Jitter returns a number in [0, 1); nil means math/rand.
 	Jitter func() float64
+	// Slots bounds each vendor's attempts in flight; nil means no bound.
+	Slots Slots
 }
 
 func (d Deliverer) log() *slog.Logger {
@@ -223,7 +228,26 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	if m.NotBefore.After(now) {
 		return d.send(ctx, m, m.NotBefore.Sub(now))
 	}
-	log := d.log().With("delivery_id", m.DeliveryID, "event_id", m.EventID, "subscription_id", m.SubscriptionID, "attempt", m.Attempt)
+	log := d.log().With("vendor_id", m.VendorID, "delivery_id", m.DeliveryID, "event_id", m.EventID, "subscription_id", m.SubscriptionID, "attempt", m.Attempt)
+	release, ok, err := d.hold(ctx, m, qm)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// The vendor has its share in flight: put the attempt off without
+		// making it (it keeps its number), so that this message holds no
+		// capacity another vendor's delivery could use.
+		later := m
+		later.Deferrals++
+		delay := DeferDelay(later.Deferrals, d.jitter())
+		log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String())
+		return d.send(ctx, later, delay)
+	}
+	defer func() {
+		if err := release(ctx); err != nil {
+			log.WarnContext(ctx, "webhook delivery slot not given back; its lease frees it", "error", err)
+		}
+	}()
 	ev, err := event.Log{Store: d.Store}.Get(ctx, m.VendorID, m.EventID)
 	if err != nil {
 		if errs.As(err).Kind == errs.NotFound {
@@ -321,6 +345,35 @@ func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *t
 		return d.replayOutcome(ctx, m, replayFailed)
 	}
 	return d.disableIfFailing(ctx, m)
+}
+
+// hold takes one of the vendor's delivery slots for m's attempt, or
+// reports that none is free. A message received again (Receives > 1) that
+// already holds the attempt's claim goes on without a slot: it may have
+// made the attempt, or claimed it, before it was interrupted, and only it
+// can finish that attempt; a deferral would send a message with another
+// id, which the claim would take for a duplicate.
+func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message) (func(context.Context) error, bool, error) {
+	none := func(context.Context) error { return nil }
+	if d.Slots == nil {
+		return none, true, nil
+	}
+	release, ok, err := d.Slots.Acquire(ctx, m.VendorID, qm.ID, m.Attempt > 1)
+	if err != nil || ok || qm.Receives <= 1 {
+		return release, ok, err
+	}
+	it, err := d.Store.Get(ctx, claimKey(m))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var c claim
+	if err := json.Unmarshal(it.Data, &c); err != nil {
+		return nil, false, fmt.Errorf("webhook: decode claim %s: %w", it.SK, err)
+	}
+	return none, c.Owner == qm.ID, nil
 }
 
 func newAttemptID(t time.Time) string { return ids.Sortable("whatt", t) }
