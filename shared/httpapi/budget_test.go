@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/datamodel"
@@ -45,14 +46,45 @@ func (r *roundTrips) of(op string) int64 {
 // TestRoundTripBudgets pins the sequential store round trips (waits) per
 // operation, as DESIGN.md budgets them, so that they cannot creep up
 // unnoticed: calls made side by side count once (store.RoundTrips), and the
-// rate window, spent beside the request's batch read, not at all. A read
-// waits for 1 (token, vendor and the route's read-ahead keys in one batch),
-// a mutation for 2 (that batch, then its transaction); a list page for 1
-// (its query starts beside the batch, TestListPageBudgets).
+// rate window, spent beside the request's batch read, not at all. With a
+// token this process has authenticated before (warm, the steady state), a
+// read waits for 1 (token, vendor and the route's read-ahead keys in one
+// batch), a mutation for 2 (that batch, then its transaction); a list page
+// for 1 (its query starts beside the batch, TestListPageBudgets). A
+// token's first request in a process (cold) waits for one more: its token
+// alone is read and checked before anything of the vendor's is touched.
 func TestRoundTripBudgets(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		rt := &roundTrips{last: map[string]int64{}, calls: map[string]int64{}}
 		e := newEnv(t, kind, apitest.Options{Observe: rt.observe, Groups: []httpapi.Group{httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Reservations}})
+		// Cold, then warm: each with a token new to the server.
+		for i, b := range []struct {
+			op         string
+			req        func(token string, n int) apitest.Req
+			cold, warm int64
+		}{
+			{"getVendor", func(tok string, _ int) apitest.Req { return apitest.Req{Path: "/vendors/" + e.Vendor.ID, Token: tok} }, 2, 1},
+			{"listVendors", func(tok string, _ int) apitest.Req { return apitest.Req{Path: "/vendors", Token: tok} }, 2, 2},
+			{"createWidget", func(tok string, n int) apitest.Req {
+				return apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/widgets", Token: tok,
+					Body: map[string]any{"name": "w"}, Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("budget-cold-%d", n)}}
+			}, 3, 2},
+		} {
+			tok := e.NewToken(e.Vendor.ID, auth.AllScopes()...)
+			for n, want := range []int64{b.cold, b.warm} {
+				if r := e.Do(b.req(tok, 2*i+n)); r.Status >= 300 {
+					t.Fatalf("%s: %d %s", b.op, r.Status, r.Body)
+				}
+				t.Logf("%s (%s): %d waits, %d calls", b.op, []string{"cold", "warm"}[n], rt.of(b.op), rt.calls[b.op])
+				if got := rt.of(b.op); got != want {
+					t.Errorf("%s (%s) made %d store round trips, budget %d", b.op, []string{"cold", "warm"}[n], got, want)
+				}
+			}
+		}
+		// The default token is warm from here on.
+		if r := e.Get("/vendors/" + e.Vendor.ID); r.Status != http.StatusOK {
+			t.Fatalf("getVendor: %d %s", r.Status, r.Body)
+		}
 		budgets := []struct {
 			op   string
 			req  apitest.Req
@@ -189,6 +221,17 @@ func TestListPageBudgets(t *testing.T) {
 			if r := e.Do(apitest.Req{Method: http.MethodPost, Path: vendor + "/inventory-items/" + it.ID + "/adjustments", Token: e.Token,
 				Body: map[string]any{"target_on_hand": 5, "expected_version": 1}, Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("pages-adjust-%d", i)}}); r.Status != http.StatusOK {
 				t.Fatalf("adjust: %d %s", r.Status, r.Body)
+			}
+		}
+		// A token's first page in the process reads its token alone first:
+		// one more wait; its next page is the budget.
+		fresh := e.NewToken(e.Vendor.ID, auth.AllScopes()...)
+		for n, want := range []int64{2, 1} {
+			if res := e.Do(apitest.Req{Path: vendor + "/products?limit=2", Token: fresh}); res.Status != http.StatusOK {
+				t.Fatalf("listProducts: %d %s", res.Status, res.Body)
+			}
+			if got := rt.of("listProducts"); got != want {
+				t.Errorf("listProducts (%s) made %d sequential store round trips, budget %d", []string{"cold", "warm"}[n], got, want)
 			}
 		}
 		budgets := map[string]int64{}
