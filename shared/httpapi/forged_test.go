@@ -18,16 +18,16 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 )
 
-// touches is a store that records, per request id, the partition of
+// partitionLog is a store that records, per request id, the partition of
 // every item a request's store calls name: its reads, queries, window
 // increments and writes.
-type touches struct {
+type partitionLog struct {
 	store.Store
 	mu  sync.Mutex
 	pks map[string][]string
 }
 
-func (s *touches) note(ctx context.Context, pks ...string) {
+func (s *partitionLog) note(ctx context.Context, pks ...string) {
 	id := ids.RequestID(ctx)
 	if id == nil {
 		return
@@ -38,37 +38,37 @@ func (s *touches) note(ctx context.Context, pks ...string) {
 }
 
 // of is what the request touched.
-func (s *touches) of(requestID string) []string {
+func (s *partitionLog) of(requestID string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.pks[requestID]...)
 }
 
-func (s *touches) Get(ctx context.Context, k store.Key) (store.Item, error) {
+func (s *partitionLog) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	s.note(ctx, k.PK)
 	return s.Store.Get(ctx, k)
 }
 
-func (s *touches) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
+func (s *partitionLog) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
 	for _, k := range keys {
 		s.note(ctx, k.PK)
 	}
 	return s.Store.GetMany(ctx, keys)
 }
 
-func (s *touches) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
+func (s *partitionLog) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
 	s.note(ctx, q.PK)
 	return s.Store.Query(ctx, q)
 }
 
-func (s *touches) Transact(ctx context.Context, ops ...store.Op) error {
+func (s *partitionLog) Transact(ctx context.Context, ops ...store.Op) error {
 	for _, op := range ops {
 		s.note(ctx, op.Item.PK)
 	}
 	return s.Store.Transact(ctx, ops...)
 }
 
-func (s *touches) Increment(ctx context.Context, k store.Key, attr string, delta, below, expiresAt int64) (int64, error) {
+func (s *partitionLog) Increment(ctx context.Context, k store.Key, attr string, delta, below, expiresAt int64) (int64, error) {
 	s.note(ctx, k.PK)
 	return s.Store.Increment(ctx, k, attr, delta, below, expiresAt)
 }
@@ -95,7 +95,7 @@ func windowCount(t *testing.T, e *apitest.Env, vendorID string, class ratelimit.
 // request touched any item of the vendor's partition.
 func TestForgedCredentialsCostTheVendorNothing(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
-		rec := &touches{pks: map[string][]string{}}
+		rec := &partitionLog{pks: map[string][]string{}}
 		e := apitest.New(t, apitest.Options{Store: kind, WrapStore: func(s store.Store) store.Store { rec.Store = s; return rec }})
 		ctx := context.Background()
 		reads, writes := e.App.Config.RateReads, e.App.Config.RateWrites
@@ -143,7 +143,7 @@ func TestForgedCredentialsCostTheVendorNothing(t *testing.T) {
 		forged := []string{
 			"mkpat_" + strings.Repeat("a", 26) + "_" + strings.Repeat("b", 52), // unknown id
 			"mkpat_" + myID + "_" + strings.Repeat("c", 52),                    // the vendor's own token id, a wrong secret
-			mine[:len(mine)-1] + flip(mine[len(mine)-1]),                        // one character of the secret wrong
+			mine[:len(mine)-1] + flip(mine[len(mine)-1]),                       // one character of the secret wrong
 			expiring.Token,
 			revoked.Token,
 			"mkpat_" + myID + "_" + strings.Repeat("c", 51), // one short
