@@ -12,6 +12,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/ids"
@@ -156,8 +157,12 @@ func TestForgedCredentialsCostTheVendorNothing(t *testing.T) {
 		item := "/vendors/" + v + "/products/" + p.Data.ID
 		list := "/vendors/" + v + "/products?limit=2"
 		forgedReq := func(i int) apitest.Req {
-			tok := forged[i%len(forged)]
-			switch i % 4 {
+			tok := forged[(i/5)%len(forged)] // every bearer on every route
+			switch i % 5 {
+			case 4:
+				// A discovery route: a forged discovery credential (or any
+				// other) spends no pairing's window either.
+				return apitest.Req{Path: "/store-pairings/current", Token: tok}
 			case 0:
 				return apitest.Req{Path: list, Token: tok}
 			case 1:
@@ -165,9 +170,10 @@ func TestForgedCredentialsCostTheVendorNothing(t *testing.T) {
 			case 2:
 				return apitest.Req{Method: http.MethodPost, Path: "/vendors/" + v + "/products", Token: tok, Body: simpleProduct(fmt.Sprintf("forged-%d", i)),
 					Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("forged-create-%d", i)}}
-			default:
+			case 3:
 				return apitest.Req{Path: "/vendors/" + v, Token: tok}
 			}
+			panic("unreachable")
 		}
 
 		type sent struct {
@@ -193,7 +199,7 @@ func TestForgedCredentialsCostTheVendorNothing(t *testing.T) {
 					default:
 					}
 					req := forgedReq(i)
-					if i%7 == 3 {
+					if i%7 == 3 && strings.HasPrefix(req.Path, "/vendors/") {
 						req.Token = theirs // a genuine token of another vendor
 					}
 					res := e.Do(req)
@@ -250,7 +256,7 @@ func TestForgedCredentialsCostTheVendorNothing(t *testing.T) {
 				t.Errorf("%s over the allowance: %d, want 429", req.Method, r.Status)
 			}
 		}
-		for i := range 4 * len(forged) {
+		for i := range 5 * len(forged) {
 			req := forgedReq(i)
 			res := e.Do(req)
 			mu.Lock()
@@ -272,7 +278,7 @@ func TestForgedCredentialsCostTheVendorNothing(t *testing.T) {
 		if ok[http.StatusOK] != reads || ok[http.StatusCreated] != writes {
 			t.Errorf("the vendor's own statuses %v, want %d reads and %d writes", ok, reads, writes)
 		}
-		if len(forgedSent) < 4*len(forged) || len(theirsSent) == 0 {
+		if len(forgedSent) < 5*len(forged) || len(theirsSent) == 0 {
 			t.Fatalf("%d forged and %d foreign requests sent", len(forgedSent), len(theirsSent))
 		}
 		vendorPK := datamodel.VendorPartition(v)
@@ -333,4 +339,80 @@ func flip(b byte) string {
 		return "b"
 	}
 	return "a"
+}
+
+// TestRefusedAfterUse: a token this process has used, revoked or expired
+// since, is refused on its very next request with 401, never 429 (whether
+// or not the vendor's window has room), leaves the window's count as it
+// was, and from then on is checked alone, touching nothing of the
+// vendor's.
+func TestRefusedAfterUse(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		rec := &partitionLog{pks: map[string][]string{}}
+		e := apitest.New(t, apitest.Options{Store: kind, WrapStore: func(s store.Store) store.Store { rec.Store = s; return rec },
+			Config: func(c *config.Config) { c.RateReads = 4 }})
+		ctx := context.Background()
+		v := e.Vendor.ID
+		tokens := auth.Service{Store: e.Store, Clock: e.Clock}
+		issue := func(ttl time.Duration) auth.Issued {
+			is, err := tokens.Issue(ctx, v, auth.AllScopes(), ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return is
+		}
+		a, b, expiring := issue(0), issue(0), issue(10*time.Second)
+		start := e.Clock.Now().Truncate(time.Minute)
+		path := "/vendors/" + v + "/products?limit=2"
+		for _, tok := range []string{a.Token, b.Token, expiring.Token} {
+			if r := e.Do(apitest.Req{Path: path, Token: tok}); r.Status != http.StatusOK {
+				t.Fatalf("while valid: %d %s", r.Status, r.Body)
+			}
+		}
+		for _, id := range []string{a.ID, b.ID} {
+			if _, err := tokens.Revoke(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.Clock.Advance(15 * time.Second) // past the expiry, inside the minute
+		if e.Clock.Now().Truncate(time.Minute) != start {
+			t.Fatal("the minute rolled")
+		}
+		refused := func(name, token string, alone bool, count int64) {
+			t.Helper()
+			r := e.Do(apitest.Req{Path: path, Token: token})
+			r.WantProblem(t, http.StatusUnauthorized, "UNAUTHENTICATED")
+			if got := r.Header.Get("WWW-Authenticate"); got != `Bearer realm="moku", error="invalid_token"` {
+				t.Errorf("%s: WWW-Authenticate %q", name, got)
+			}
+			if r.Header.Get("RateLimit-Limit") != "" || r.Header.Get("Retry-After") != "" {
+				t.Errorf("%s: rate headers on a 401: %v", name, r.Header)
+			}
+			if touched := rec.of(r.Header.Get("X-Request-Id")); alone && (len(touched) != 1 || !strings.HasPrefix(touched[0], "TOKEN#")) {
+				t.Errorf("%s: touched %v, want its token alone", name, touched)
+			}
+			if got := windowCount(t, e, v, ratelimit.Read, start); got != count {
+				t.Errorf("%s: the read window holds %d, want %d", name, got, count)
+			}
+		}
+		// Each revoked token's first refusal is the one request of it that
+		// still runs beside the window: with room, the unit it took is
+		// given back (to the store, or on the embedded store to the
+		// process's lease, which the store counts as taken), and the
+		// vendor's own request has it; with none, the refusal is still 401.
+		withRoom := int64(3)
+		if kind == apitest.SQLite {
+			withRoom = 4 // the unit is back in the lease, taken from the store
+		}
+		refused("revoked, the window with room", a.Token, false, withRoom)
+		if r := e.Get(path); r.Status != http.StatusOK {
+			t.Fatalf("the last unit: %d %s", r.Status, r.Body)
+		}
+		e.Get(path).WantProblem(t, http.StatusTooManyRequests, "RATE_LIMITED")
+		refused("revoked, the window spent", b.Token, false, 4)
+		refused("revoked, again", a.Token, true, 4)
+		refused("revoked, again", b.Token, true, 4)
+		refused("expired", expiring.Token, true, 4)
+		refused("expired, again", expiring.Token, true, 4)
+	})
 }
