@@ -116,8 +116,8 @@ func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Pri
 	pages := s.startPages(c, rt)
 	p, items, err := s.auth.Grant(c.Ctx, t, vendorID, ahead)
 	if err != nil {
-		// The vendor's owner is no longer the token's: a credential that
-		// was genuine until then.
+		// The vendor's owner is no longer the token's (a credential that
+		// was genuine until then: 401), or the store failed (503).
 		s.giveBack(c, rt, vendorID)
 		return auth.Principal{}, err
 	}
