@@ -85,6 +85,10 @@ type Service struct {
 	// presented decoded between requests; every request still reads them
 	// (store.Decoded answers only for the bytes just read).
 	Decoded *Decoded
+	// Verified, when set, is the process's set of tokens it authenticated
+	// (see Vouched): a successful authentication adds the token, a refusal
+	// of its secret drops it.
+	Verified *Verified
 }
 
 // Decoded holds a process's decoded tokens and vendors.
@@ -227,6 +231,84 @@ func TokenKey(raw string) (store.Key, bool) {
 	return datamodel.TokenKey(id), true
 }
 
+// Vouched reports whether raw is a token this process has authenticated
+// before (Service.Verified), with this very secret, bound to vendorID and
+// not expired: the only bearer for which a request may spend vendorID's
+// rate window, and read its partition, beside the token's check
+// (AuthenticateWith) instead of after it (Check, then Grant). It reads
+// nothing; without a Verified set it is always false.
+func (s Service) Vouched(raw, vendorID string) bool {
+	id, secret, ok := parse(raw)
+	return ok && s.Verified.vouches(id, hash(secret), vendorID, s.Clock.Now())
+}
+
+// Check reads the token raw names, and nothing else, and checks its
+// secret, revocation and expiry. A bearer of any shape that is not a live
+// token is refused (401) having read at most that one item, which lies in
+// the token's own partition, never a vendor's. Grant finishes the
+// authentication.
+func (s Service) Check(ctx context.Context, raw string) (Token, error) {
+	id, secret, ok := parse(raw)
+	if !ok {
+		return Token{}, unauthenticated()
+	}
+	it, err := s.Store.Get(ctx, datamodel.TokenKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Token{}, unauthenticated()
+	}
+	if err != nil {
+		return Token{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	t, err := s.Decoded.token(it)
+	if err != nil {
+		return Token{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	if subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(t.Hash)) != 1 {
+		return Token{}, unauthenticated()
+	}
+	if !s.live(t) {
+		s.Verified.drop(t.ID)
+		return Token{}, unauthenticated()
+	}
+	return t, nil
+}
+
+// Grant finishes authenticating a token Check passed: it reads the
+// token's vendor and checks that the vendor's owner is still the token's.
+// When the path names the token's own vendor, the keys of also are read in
+// the same round trip and returned as AuthenticateWith returns them (the
+// vendor's item last); a path naming another vendor is 404, and also is
+// then not read.
+func (s Service) Grant(ctx context.Context, t Token, pathVendorID string, also []store.Key) (Principal, []store.Item, error) {
+	if pathVendorID != t.VendorID {
+		p, err := s.verify(ctx, t, nil)
+		if err != nil {
+			return Principal{}, nil, err
+		}
+		s.Verified.add(t)
+		if pathVendorID != "" {
+			return Principal{}, nil, errs.E(errs.CodeNotFound, "vendor not found")
+		}
+		return p, nil, nil
+	}
+	keys := append(append(make([]store.Key, 0, len(also)+1), also...), datamodel.VendorKey(t.VendorID))
+	items, err := s.Store.GetMany(ctx, keys)
+	if err != nil {
+		return Principal{}, nil, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	vItem := &items[len(also)]
+	if vItem.PK == "" {
+		s.Verified.drop(t.ID)
+		return Principal{}, nil, unauthenticated()
+	}
+	p, err := s.verify(ctx, t, vItem)
+	if err != nil {
+		return Principal{}, nil, err
+	}
+	s.Verified.add(t)
+	return p, items, nil
+}
+
 // AuthenticateWith is Authenticate that reads the keys of also in the same
 // round trip and returns them, in order, for the request to use once it is
 // admitted (absent items have a zero PK), with the vendor's item last when
@@ -266,6 +348,7 @@ func (s Service) AuthenticateWith(ctx context.Context, raw, pathVendorID string,
 	if err != nil {
 		return Principal{}, nil, err
 	}
+	s.Verified.add(t)
 	if pathVendorID != "" && pathVendorID != t.VendorID {
 		return Principal{}, nil, errs.E(errs.CodeNotFound, "vendor not found")
 	}
@@ -278,14 +361,16 @@ func (s Service) AuthenticateWith(ctx context.Context, raw, pathVendorID string,
 
 // verify checks that a token is live and still owned by its vendor's owner.
 // vItem is the vendor's item when the caller has it already.
+// A refusal drops the token from the process's Verified set.
 func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Principal, error) {
-	now := s.Clock.Now()
-	if t.RevokedAt != nil || (t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)) {
+	if !s.live(t) {
+		s.Verified.drop(t.ID)
 		return Principal{}, unauthenticated()
 	}
 	if vItem == nil {
 		it, err := s.Store.Get(ctx, datamodel.VendorKey(t.VendorID))
 		if errors.Is(err, store.ErrNotFound) {
+			s.Verified.drop(t.ID)
 			return Principal{}, unauthenticated()
 		}
 		if err != nil {
@@ -298,9 +383,15 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
 	}
 	if v.OwnerID != t.OwnerID {
+		s.Verified.drop(t.ID)
 		return Principal{}, unauthenticated()
 	}
 	return Principal{Token: t, Vendor: v}, nil
+}
+
+// live reports whether a token is neither revoked nor expired.
+func (s Service) live(t Token) bool {
+	return t.RevokedAt == nil && (t.ExpiresAt == nil || s.Clock.Now().Before(*t.ExpiresAt))
 }
 
 // RecheckFor is Recheck for a job of vendorID: the token must also still

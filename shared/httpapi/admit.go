@@ -30,40 +30,19 @@ func (s *Server) admit(c *Call, rt Route) error {
 	if pairing.IsCredential(raw) {
 		return s.admitDiscovery(c, rt, raw)
 	}
-	// The path names the vendor whose window the request spends, so the
-	// window is spent beside the credentials' batch read rather than after
-	// it, and given back when the credentials are refused.
 	vendorID := c.R.PathValue("vendor_id")
-	early := false
-	if tk, ok := auth.TokenKey(raw); ok && account.ValidID(vendorID) {
-		c.tokenID = strings.TrimPrefix(tk.PK, "TOKEN#")
-		s.spendRate(c, rt, vendorID)
-		early = true
+	var p auth.Principal
+	var err error
+	if account.ValidID(vendorID) && s.auth.Vouched(raw, vendorID) {
+		p, err = s.admitVouched(c, rt, raw, vendorID)
+	} else {
+		p, err = s.admitChecked(c, rt, raw, vendorID)
 	}
-	var ahead []store.Key
-	var pages []*store.Pending
-	if early {
-		if rt.ReadAhead != nil {
-			ahead = rt.ReadAhead(c)
-		}
-		pages = s.startPages(c, rt)
-	}
-	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
 	if err != nil {
-		if early {
-			s.giveBack(c, rt, vendorID)
-		}
 		return err
 	}
 	c.Principal = p
 	c.logWith(slog.String("vendor_id", p.Vendor.ID), slog.String("token_id", p.Token.ID))
-	if !early {
-		s.spendRate(c, rt, p.Vendor.ID)
-	}
-	if len(items) > len(ahead) {
-		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
-	}
-	c.gate.ahead.set(ahead, items, pages)
 	if rt.Credential != TokenCredential {
 		return errs.E(errs.CodeInsufficientScope, "This operation takes a store-plugin discovery credential, not an access token.")
 	}
@@ -76,11 +55,81 @@ func (s *Server) admit(c *Call, rt Route) error {
 	return nil
 }
 
+// admitVouched admits a token this process has authenticated before for
+// the path's vendor (auth.Service.Vouched): the vendor's window is spent,
+// the route's read-ahead keys read and its page queries started beside
+// the token's check, which this request makes again, in the same batch,
+// so a token revoked or expired since is refused on this very request. A
+// refusal gives the unit back and answers 401, never 429.
+func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Principal, error) {
+	if tk, ok := auth.TokenKey(raw); ok {
+		c.tokenID = strings.TrimPrefix(tk.PK, "TOKEN#")
+	}
+	s.spendRate(c, rt, vendorID)
+	var ahead []store.Key
+	if rt.ReadAhead != nil {
+		ahead = rt.ReadAhead(c)
+	}
+	pages := s.startPages(c, rt)
+	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
+	if err != nil {
+		s.giveBack(c, rt, vendorID)
+		return auth.Principal{}, err
+	}
+	if len(items) > len(ahead) {
+		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
+	}
+	c.gate.ahead.set(ahead, items, pages)
+	return p, nil
+}
+
+// admitChecked admits any other bearer: its token alone is read and
+// checked first (auth.Service.Check), so a forged, expired or revoked
+// credential, whatever its shape, is 401 having spent no unit of any
+// vendor's window and read nothing of any vendor's partition. Only then
+// is the vendor read, with the route's read-ahead keys and beside its
+// page queries and its window, when the path names the token's own
+// vendor; the token's first request in a process waits for one round
+// trip more than a vouched one.
+func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Principal, error) {
+	t, err := s.auth.Check(c.Ctx, raw)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	if vendorID == "" || vendorID != t.VendorID {
+		// No vendor in the path (GET /vendors), or another one (404): the
+		// token's vendor is read and checked, and only then its window spent.
+		p, _, err := s.auth.Grant(c.Ctx, t, vendorID, nil)
+		if err != nil {
+			return auth.Principal{}, err
+		}
+		s.spendRate(c, rt, p.Vendor.ID)
+		return p, nil
+	}
+	c.tokenID = t.ID
+	s.spendRate(c, rt, vendorID)
+	var ahead []store.Key
+	if rt.ReadAhead != nil {
+		ahead = rt.ReadAhead(c)
+	}
+	pages := s.startPages(c, rt)
+	p, items, err := s.auth.Grant(c.Ctx, t, vendorID, ahead)
+	if err != nil {
+		// The vendor's owner is no longer the token's (a credential that
+		// was genuine until then: 401), or the store failed (503).
+		s.giveBack(c, rt, vendorID)
+		return auth.Principal{}, err
+	}
+	c.gate.ahead.set(append(ahead, datamodel.VendorKey(vendorID)), items, pages)
+	return p, nil
+}
+
 // startPages starts the queries a list route declares, beside the
 // credentials' batch, on the ungated store (the request's first query,
 // which the rate decision does not hold back). They run only for a
-// token-shaped bearer and a well-formed path vendor (admit's early path),
-// in that vendor's partition, each at most one page (limit+1 items)
+// token this process has authenticated for the path's vendor
+// (admitVouched) or one just authenticated for it (admitChecked), in that
+// vendor's partition, each at most one page (limit+1 items)
 // long; what they read reaches the handler only after admission, never
 // on a refusal.
 func (s *Server) startPages(c *Call, rt Route) []*store.Pending {
@@ -98,13 +147,16 @@ func (s *Server) startPages(c *Call, rt Route) []*store.Pending {
 }
 
 // giveBack returns the unit a refused credential's request spent of the
-// path vendor's window, so that requests with forged tokens cannot use up
-// a vendor's allowance.
+// path vendor's window beside its check, and forgets the request's rate
+// decision: the refusal is the credential's (401), never the window's
+// 429, and carries no rate headers.
 func (s *Server) giveBack(c *Call, rt Route, vendorID string) {
-	if err := c.gate.wait(); err != nil {
+	g := c.gate
+	c.gate = nil
+	if err := g.wait(); err != nil {
 		return // nothing was spent
 	}
-	if err := s.limiter.GiveBack(c.Ctx, vendorID, classOf(rt), c.gate.status); err != nil {
+	if err := s.limiter.GiveBack(c.Ctx, vendorID, classOf(rt), g.status); err != nil {
 		c.logger().WarnContext(c.Ctx, "rate window unit not given back", "error", err)
 	}
 }

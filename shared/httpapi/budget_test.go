@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/datamodel"
@@ -21,9 +22,10 @@ import (
 
 // roundTrips records the store round trips of each operation.
 type roundTrips struct {
-	mu    sync.Mutex
-	last  map[string]int64
-	calls map[string]int64
+	mu       sync.Mutex
+	last     map[string]int64
+	calls    map[string]int64
+	capacity map[string]float64
 }
 
 func (r *roundTrips) observe(o httpapi.Observation) {
@@ -32,8 +34,12 @@ func (r *roundTrips) observe(o httpapi.Observation) {
 	if r.calls == nil {
 		r.calls = map[string]int64{}
 	}
+	if r.capacity == nil {
+		r.capacity = map[string]float64{}
+	}
 	r.last[o.Operation] = o.SequentialRoundTrips
 	r.calls[o.Operation] = o.RoundTrips
+	r.capacity[o.Operation] = o.ConsumedCapacity
 }
 
 func (r *roundTrips) of(op string) int64 {
@@ -45,14 +51,54 @@ func (r *roundTrips) of(op string) int64 {
 // TestRoundTripBudgets pins the sequential store round trips (waits) per
 // operation, as docs/performance.md states them, so that they cannot creep up
 // unnoticed: calls made side by side count once (store.RoundTrips), and the
-// rate window, spent beside the request's batch read, not at all. A read
-// waits for 1 (token, vendor and the route's read-ahead keys in one batch),
-// a mutation for 2 (that batch, then its transaction); a list page for 1
-// (its query starts beside the batch, TestListPageBudgets).
+// rate window, spent beside the request's batch read, not at all. With a
+// token this process has authenticated before (warm, the steady state), a
+// read waits for 1 (token, vendor and the route's read-ahead keys in one
+// batch), a mutation for 2 (that batch, then its transaction); a list page
+// for 1 (its query starts beside the batch, TestListPageBudgets). A
+// token's first request in a process (cold) waits for one more: its token
+// alone is read and checked before anything of the vendor's is touched.
 func TestRoundTripBudgets(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		rt := &roundTrips{last: map[string]int64{}, calls: map[string]int64{}}
-		e := newEnv(t, kind, apitest.Options{Observe: rt.observe, Groups: []httpapi.Group{httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Reservations}})
+		// Writes enough for the cold figures' too, still spent unit by unit.
+		e := newEnv(t, kind, apitest.Options{Observe: rt.observe, Groups: []httpapi.Group{httpapi.Products, httpapi.Inventory, httpapi.Connections, httpapi.Reservations},
+			Config: func(c *config.Config) { c.RateWrites = 30 }})
+		// Cold, then warm: each with a token new to the server.
+		for i, b := range []struct {
+			op         string
+			req        func(token string, n int) apitest.Req
+			cold, warm int64
+		}{
+			{"getVendor", func(tok string, _ int) apitest.Req { return apitest.Req{Path: "/vendors/" + e.Vendor.ID, Token: tok} }, 2, 1},
+			{"listVendors", func(tok string, _ int) apitest.Req { return apitest.Req{Path: "/vendors", Token: tok} }, 2, 2},
+			{"createWidget", func(tok string, n int) apitest.Req {
+				return apitest.Req{Method: http.MethodPost, Path: "/vendors/" + e.Vendor.ID + "/widgets", Token: tok,
+					Body: map[string]any{"name": "w"}, Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("budget-cold-%d", n)}}
+			}, 3, 2},
+		} {
+			tok := e.NewToken(e.Vendor.ID, auth.AllScopes()...)
+			var capacity [2]float64
+			for n, want := range []int64{b.cold, b.warm} {
+				if r := e.Do(b.req(tok, 2*i+n)); r.Status >= 300 {
+					t.Fatalf("%s: %d %s", b.op, r.Status, r.Body)
+				}
+				capacity[n] = rt.capacity[b.op]
+				t.Logf("%s (%s): %d waits, %d calls, %.1f capacity units", b.op, []string{"cold", "warm"}[n], rt.of(b.op), rt.calls[b.op], rt.capacity[b.op])
+				if got := rt.of(b.op); got != want {
+					t.Errorf("%s (%s) made %d store round trips, budget %d", b.op, []string{"cold", "warm"}[n], got, want)
+				}
+			}
+			// The cold path reads the token on its own, not twice: the
+			// same capacity (DynamoDB reports it; the embedded store 0).
+			if capacity[0] > capacity[1] {
+				t.Errorf("%s cold consumed %.1f capacity units, warm %.1f", b.op, capacity[0], capacity[1])
+			}
+		}
+		// The default token is warm from here on.
+		if r := e.Get("/vendors/" + e.Vendor.ID); r.Status != http.StatusOK {
+			t.Fatalf("getVendor: %d %s", r.Status, r.Body)
+		}
 		budgets := []struct {
 			op   string
 			req  apitest.Req
@@ -189,6 +235,17 @@ func TestListPageBudgets(t *testing.T) {
 			if r := e.Do(apitest.Req{Method: http.MethodPost, Path: vendor + "/inventory-items/" + it.ID + "/adjustments", Token: e.Token,
 				Body: map[string]any{"target_on_hand": 5, "expected_version": 1}, Headers: map[string]string{"Idempotency-Key": fmt.Sprintf("pages-adjust-%d", i)}}); r.Status != http.StatusOK {
 				t.Fatalf("adjust: %d %s", r.Status, r.Body)
+			}
+		}
+		// A token's first page in the process reads its token alone first:
+		// one more wait; its next page is the budget.
+		fresh := e.NewToken(e.Vendor.ID, auth.AllScopes()...)
+		for n, want := range []int64{2, 1} {
+			if res := e.Do(apitest.Req{Path: vendor + "/products?limit=2", Token: fresh}); res.Status != http.StatusOK {
+				t.Fatalf("listProducts: %d %s", res.Status, res.Body)
+			}
+			if got := rt.of("listProducts"); got != want {
+				t.Errorf("listProducts (%s) made %d sequential store round trips, budget %d", []string{"cold", "warm"}[n], got, want)
 			}
 		}
 		budgets := map[string]int64{}

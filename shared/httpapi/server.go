@@ -170,6 +170,12 @@ type Server struct {
 // holds at most 16 MiB of documents and views.
 const decodedDocs = 4096
 
+// verifiedTokens is how many tokens a server remembers having
+// authenticated (auth.Verified): only those spend a vendor's window and
+// read its partition beside their check. An entry is an id, a hash, a
+// vendor id and an expiry, so a full set is well under a megabyte.
+const verifiedTokens = 4096
+
 // New builds a server for the given groups.
 func New(d Deps, groups ...Group) (*Server, error) {
 	codec, err := cursor.NewCodec(d.CursorKey)
@@ -189,7 +195,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		deps:     d,
 		mux:      http.NewServeMux(),
 		basePath: d.Config.BasePath(),
-		auth:     auth.Service{Store: d.Store, Clock: d.Clock, Decoded: auth.NewDecoded(decodedDocs)},
+		auth:     auth.Service{Store: d.Store, Clock: d.Clock, Decoded: auth.NewDecoded(decodedDocs), Verified: auth.NewVerified(verifiedTokens)},
 		vendors:  account.Service{Store: gated, Clock: d.Clock},
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
 		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock},
