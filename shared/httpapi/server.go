@@ -33,6 +33,7 @@ import (
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/media"
+	"github.com/moku/sellerapi/shared/openapi"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -116,6 +117,11 @@ type Route struct {
 	// dropped unread.
 	PageAhead func(*Call) []store.Query
 	Handle    func(*Call) error
+
+	// params are the document's checks of the operation's path and query
+	// parameters, set by New; nil for an operation the document does not
+	// list.
+	params *paramChecks
 }
 
 // Credential is a kind of bearer credential.
@@ -216,10 +222,15 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		s.limiter.Leases = ratelimit.NewLeases()
 	}
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
+	checks, err := compileParams(openapi.Parameters())
+	if err != nil {
+		return nil, err
+	}
 	byPath := map[string][]Route{}
 	var paths []string
 	for _, g := range groups {
 		for _, r := range g.Routes(s) {
+			r.params = checks[r.Operation]
 			if _, ok := byPath[r.Path]; !ok {
 				paths = append(paths, r.Path)
 			}
@@ -301,6 +312,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 		}
 	}()
 	if err := s.admit(c, rt); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkParams(); err != nil {
 		c.fail(err)
 		return
 	}
