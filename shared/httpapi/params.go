@@ -26,8 +26,9 @@ type paramChecks struct {
 type paramCheck struct {
 	openapi.Parameter
 	pattern *regexp.Regexp
-	// code is the catalog code of a refusal: INVALID_CURSOR for the page
-	// cursor, as its decoder answers, INVALID_PARAMETER for the rest.
+	// code is the catalog code of a refusal: the parameter's x-error-code
+	// (INVALID_CURSOR for the page cursor, as its decoder answers),
+	// INVALID_PARAMETER by default.
 	code errs.Code
 }
 
@@ -40,8 +41,11 @@ func compileParams(table map[string][]openapi.Parameter) (map[string]*paramCheck
 		pc := &paramChecks{query: map[string]bool{}}
 		for _, p := range params {
 			c := paramCheck{Parameter: p, code: errs.CodeInvalidParameter}
-			if p.Name == "page_after" {
-				c.code = errs.CodeInvalidCursor
+			if p.Code != "" {
+				c.code = errs.Code(p.Code)
+				if c.code.Kind() != errs.Invalid {
+					return nil, fmt.Errorf("httpapi: %s parameter %s: x-error-code %s is not a 400 of the catalog", op, p.Name, p.Code)
+				}
 			}
 			if p.Pattern != "" {
 				re, ok := patterns[p.Pattern]
@@ -136,6 +140,9 @@ func (p paramCheck) check(v string) error {
 	case p.MaxLength > 0 && n > p.MaxLength:
 		return errs.Ef(p.code, "%s: must be at most %d characters, not %d", p.Name, p.MaxLength, n)
 	case p.pattern != nil && !p.pattern.MatchString(v):
+		if p.Description != "" {
+			return errs.Ef(p.code, "%s: must match %s (%s)", p.Name, p.Pattern, strings.TrimSuffix(p.Description, "."))
+		}
 		return errs.Ef(p.code, "%s: must match %s", p.Name, p.Pattern)
 	}
 	return nil

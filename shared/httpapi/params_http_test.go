@@ -116,8 +116,8 @@ func TestDocumentedParametersChecked(t *testing.T) {
 						return
 					}
 					code := "INVALID_PARAMETER"
-					if param.Name == "page_after" {
-						code = "INVALID_CURSOR"
+					if param.Code != "" {
+						code = param.Code // the operation's own (x-error-code)
 					}
 					pr := e.Do(req).WantProblem(t, http.StatusBadRequest, code)
 					if !strings.HasPrefix(pr.Detail, param.Name+": ") {

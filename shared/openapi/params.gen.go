@@ -118,7 +118,7 @@ func parameters() map[string][]Parameter {
 			{Name: "listing_id", In: "path", Required: true, MaxLength: 128},
 		},
 		"getMediaFile": {
-			{Name: "file", In: "path", Required: true, Pattern: "^[0-9a-f]{64}\\.webp$"},
+			{Name: "file", In: "path", Required: true, Pattern: "^[0-9a-f]{64}\\.webp$", Description: "<SHA-256 of the canonical WebP>.webp, the last segment of a media record's url."},
 		},
 		"getProduct": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
@@ -166,7 +166,7 @@ func parameters() map[string][]Parameter {
 		"listConflicts": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "status", In: "query", Enum: []string{"open", "resolved", "dismissed"}},
 			{Name: "type", In: "query", Enum: []string{"stock_mismatch", "price_mismatch", "catalog_mismatch", "unreservable_external_order", "duplicate_external_id", "authority_fence"}},
 			{Name: "connection_id", In: "query", MinLength: 1, MaxLength: 160},
@@ -175,30 +175,30 @@ func parameters() map[string][]Parameter {
 		"listConnections": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 		},
 		"listEvents": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "type", In: "query", Enum: []string{"product.created", "product.updated", "product.published", "product.unpublished", "product.archived", "product.restored", "inventory_item.adjusted", "connection.created", "connection.paused", "connection.resumed", "connection.disconnected", "connection.roles_replaced", "reservation.created", "reservation.renewed", "reservation.committed", "reservation.released", "reservation.expired", "bulk_operation.completed", "webhook_subscription.created", "webhook_subscription.updated", "webhook_subscription.deleted", "webhook_subscription.disabled", "event_replay.completed", "store_pairing.created", "store_pairing.exchanged", "store_pairing.discovered", "store_pairing.accepted", "store_pairing.reviewed", "store_pairing.revoked", "listing.created", "listing.updated", "listing.activated", "listing.paused", "listing.resumed", "listing.ended", "external_order.imported", "external_order.reserved", "external_order.unreservable", "external_order.committed", "external_order.cancelled", "external_order.rejected", "external_order.fulfilled", "seller_order.shipped", "seller_order.cancelled", "sync_job.completed", "conflict.opened", "conflict.resolved", "conflict.dismissed"}},
 		},
 		"listExternalOrders": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "connection_id", In: "query", MinLength: 1, MaxLength: 160},
 			{Name: "status", In: "query", Enum: []string{"reserved", "unreservable", "committed", "fulfilled", "cancelled", "rejected"}},
 		},
 		"listInventoryItems": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 		},
 		"listListings": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "connection_id", In: "query", MinLength: 1, MaxLength: 160},
 			{Name: "product_id", In: "query", MinLength: 1, MaxLength: 128},
 			{Name: "status", In: "query", Enum: []string{"draft", "active", "paused", "ended"}},
@@ -206,37 +206,37 @@ func parameters() map[string][]Parameter {
 		"listProducts": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 		},
 		"listReservations": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "status", In: "query", Enum: []string{"active", "committed", "released", "expired"}},
 			{Name: "connection_id", In: "query", MinLength: 1, MaxLength: 160, Pattern: "^[A-Za-z0-9._:-]{1,160}$"},
 		},
 		"listSellerOrders": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "connection_id", In: "query", MinLength: 1, MaxLength: 160},
 			{Name: "status", In: "query", Enum: []string{"open", "shipped", "cancelled"}},
 		},
 		"listStockEffects": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "inventory_item_id", In: "query", MaxLength: 1000},
 		},
 		"listStorePairings": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 		},
 		"listSyncJobs": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 			{Name: "connection_id", In: "query", MinLength: 1, MaxLength: 160},
 			{Name: "kind", In: "query", Enum: []string{"inventory", "price", "catalog"}},
 			{Name: "status", In: "query", Enum: []string{"queued", "running", "completed", "failed"}},
@@ -245,12 +245,12 @@ func parameters() map[string][]Parameter {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 		},
 		"listWebhookSubscriptions": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
-			{Name: "page_after", In: "query", MaxLength: 1024},
+			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
 		},
 		"markSellerOrderShipped": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
@@ -270,7 +270,7 @@ func parameters() map[string][]Parameter {
 		},
 		"putMedia": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
-			{Name: "sha256", In: "path", Required: true, Pattern: "^[0-9a-f]{64}$"},
+			{Name: "sha256", In: "path", Required: true, Pattern: "^[0-9a-f]{64}$", Code: "INVALID_MEDIA", Description: "The lowercase hex SHA-256 of the request body, the original bytes as uploaded."},
 		},
 		"rejectExternalOrder": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},

@@ -28,6 +28,13 @@ type Parameter struct {
 	Enum []string
 	// Minimum and Maximum bound an integer; nil sets no bound.
 	Minimum, Maximum *int64
+	// Code is the error code of a refusal when the operation documents one
+	// of its own (x-error-code: INVALID_CURSOR for a cursor, INVALID_MEDIA
+	// for a digest); empty for INVALID_PARAMETER.
+	Code string
+	// Description is the parameter's description when it has a pattern: a
+	// refusal quotes it, since a pattern alone explains little.
+	Description string
 }
 
 // ref is a pointer to n, for the generated table's integer bounds.
@@ -77,10 +84,12 @@ func ParseParameters(doc []byte) (map[string][]Parameter, error) {
 	}
 	param := func(raw json.RawMessage) (Parameter, bool, error) {
 		var p struct {
-			Name     string          `json:"name"`
-			In       string          `json:"in"`
-			Required bool            `json:"required"`
-			Schema   json.RawMessage `json:"schema"`
+			Name        string          `json:"name"`
+			In          string          `json:"in"`
+			Required    bool            `json:"required"`
+			Description string          `json:"description"`
+			Code        string          `json:"x-error-code"`
+			Schema      json.RawMessage `json:"schema"`
 		}
 		if err := resolve(raw, "parameters", &p); err != nil {
 			return Parameter{}, false, err
@@ -92,7 +101,7 @@ func ParseParameters(doc []byte) (map[string][]Parameter, error) {
 		if err := resolve(p.Schema, "schemas", &s); err != nil {
 			return Parameter{}, false, fmt.Errorf("%s: %w", p.Name, err)
 		}
-		out := Parameter{Name: p.Name, In: p.In, Required: p.Required}
+		out := Parameter{Name: p.Name, In: p.In, Required: p.Required, Code: p.Code}
 		for k, v := range s {
 			var err error
 			switch k {
@@ -124,6 +133,9 @@ func ParseParameters(doc []byte) (map[string][]Parameter, error) {
 			if err != nil {
 				return Parameter{}, false, fmt.Errorf("%s %s: %w", p.In, p.Name, err)
 			}
+		}
+		if out.Pattern != "" {
+			out.Description = p.Description
 		}
 		return out, true, nil
 	}

@@ -75,6 +75,12 @@ func source(doc []byte) ([]byte, error) {
 			if p.Maximum != nil {
 				fmt.Fprintf(&b, ", Maximum: ref(%d)", *p.Maximum)
 			}
+			if p.Code != "" {
+				fmt.Fprintf(&b, ", Code: %q", p.Code)
+			}
+			if p.Description != "" {
+				fmt.Fprintf(&b, ", Description: %q", p.Description)
+			}
 			b.WriteString("},\n")
 		}
 		b.WriteString("\t\t},\n")
