@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/moku/sellerapi/shared/errs"
@@ -25,17 +26,22 @@ type paramChecks struct {
 
 type paramCheck struct {
 	openapi.Parameter
-	pattern *regexp.Regexp
+	// pattern compiles the parameter's pattern on first use; nil for none.
+	pattern func() (*regexp.Regexp, error)
 	// code is the catalog code of a refusal: the parameter's x-error-code
 	// (INVALID_CURSOR for the page cursor, as its decoder answers),
 	// INVALID_PARAMETER by default.
 	code errs.Code
 }
 
-// compileParams compiles the checks of each documented operation; patterns
-// shared by several parameters are compiled once.
+// compileParams compiles the checks of each operation of table. A pattern
+// is compiled only when a request first needs it, once for all the
+// parameters that share it: compiling (even parsing) the connection id's
+// bounded repetition costs about a millisecond, which a Lambda's cold
+// start would pay for routes it may never serve. TestParamChecksAllowTheLimits
+// compiles every pattern of the document.
 func compileParams(table map[string][]openapi.Parameter) (map[string]*paramChecks, error) {
-	patterns := map[string]*regexp.Regexp{}
+	patterns := map[string]func() (*regexp.Regexp, error){}
 	out := make(map[string]*paramChecks, len(table))
 	for op, params := range table {
 		pc := &paramChecks{query: map[string]bool{}}
@@ -50,10 +56,7 @@ func compileParams(table map[string][]openapi.Parameter) (map[string]*paramCheck
 			if p.Pattern != "" {
 				re, ok := patterns[p.Pattern]
 				if !ok {
-					var err error
-					if re, err = regexp.Compile(p.Pattern); err != nil {
-						return nil, fmt.Errorf("httpapi: %s parameter %s: %w", op, p.Name, err)
-					}
+					re = sync.OnceValues(func() (*regexp.Regexp, error) { return regexp.Compile(p.Pattern) })
 					patterns[p.Pattern] = re
 				}
 				c.pattern = re
@@ -139,13 +142,20 @@ func (p paramCheck) check(v string) error {
 		return errs.Ef(p.code, "%s: must be at least %d characters, not %d", p.Name, p.MinLength, n)
 	case p.MaxLength > 0 && n > p.MaxLength:
 		return errs.Ef(p.code, "%s: must be at most %d characters, not %d", p.Name, p.MaxLength, n)
-	case p.pattern != nil && !p.pattern.MatchString(v):
+	case p.pattern != nil && !p.matches(v):
 		if p.Description != "" {
 			return errs.Ef(p.code, "%s: must match %s (%s)", p.Name, p.Pattern, strings.TrimSuffix(p.Description, "."))
 		}
 		return errs.Ef(p.code, "%s: must match %s", p.Name, p.Pattern)
 	}
 	return nil
+}
+
+// matches reports whether v matches the parameter's pattern; a pattern
+// that does not compile matches nothing (and fails the tests).
+func (p paramCheck) matches(v string) bool {
+	re, err := p.pattern()
+	return err == nil && re.MatchString(v)
 }
 
 // bounds describes an integer's range: " from 1 to 100".

@@ -64,6 +64,11 @@ func TestParamChecksAllowTheLimits(t *testing.T) {
 			for _, e := range c.Enum {
 				values = append(values, e)
 			}
+			if c.pattern != nil {
+				if _, err := c.pattern(); err != nil {
+					t.Errorf("%s %s: the pattern does not compile: %v", op, c.Name, err)
+				}
+			}
 			for _, v := range values {
 				n++
 				if err := c.check(v); err != nil {
@@ -108,7 +113,7 @@ func FuzzParamChecks(f *testing.F) {
 						t.Fatalf("%s %s: %q accepted as an integer", op, c.Name, v)
 					}
 				case !utf8.ValidString(v), n < c.MinLength, c.MaxLength > 0 && n > c.MaxLength,
-					c.pattern != nil && !c.pattern.MatchString(v), c.Enum != nil && !slices.Contains(c.Enum, v):
+					c.pattern != nil && !regexp.MustCompile(c.Pattern).MatchString(v), c.Enum != nil && !slices.Contains(c.Enum, v):
 					t.Fatalf("%s %s: %q accepted", op, c.Name, v)
 				}
 			}

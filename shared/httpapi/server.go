@@ -222,21 +222,30 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		s.limiter.Leases = ratelimit.NewLeases()
 	}
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
-	checks, err := compileParams(openapi.Parameters())
+	var routes []Route
+	for _, g := range groups {
+		routes = append(routes, g.Routes(s)...)
+	}
+	// The document's checks of the mounted operations' parameters.
+	table, mounted := openapi.Parameters(), map[string][]openapi.Parameter{}
+	for _, r := range routes {
+		if p, ok := table[r.Operation]; ok {
+			mounted[r.Operation] = p
+		}
+	}
+	checks, err := compileParams(mounted)
 	if err != nil {
 		return nil, err
 	}
 	byPath := map[string][]Route{}
 	var paths []string
-	for _, g := range groups {
-		for _, r := range g.Routes(s) {
-			r.params = checks[r.Operation]
-			if _, ok := byPath[r.Path]; !ok {
-				paths = append(paths, r.Path)
-			}
-			byPath[r.Path] = append(byPath[r.Path], r)
-			s.routes = append(s.routes, r)
+	for _, r := range routes {
+		r.params = checks[r.Operation]
+		if _, ok := byPath[r.Path]; !ok {
+			paths = append(paths, r.Path)
 		}
+		byPath[r.Path] = append(byPath[r.Path], r)
+		s.routes = append(s.routes, r)
 	}
 	for _, p := range paths {
 		s.mux.Handle(s.basePath+p, s.dispatch(byPath[p]))
