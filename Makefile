@@ -85,9 +85,9 @@ invoke:
 infra-test:
 	cd infra && go vet . ./stack/... && SELLERAPI_DIST=$(if $(wildcard dist/*.zip),$(CURDIR)/dist) go test -count=1 . ./stack/...
 
-## generate: regenerate the Go client (shared/client/types.gen.go and operations.gen.go) from shared/openapi/openapi.json
+## generate: regenerate what is generated from shared/openapi/openapi.json: the Go client (shared/client/types.gen.go and operations.gen.go) and the parameter table (shared/openapi/params.gen.go)
 generate:
-	go generate ./shared/client
+	go generate ./shared/client ./shared/openapi
 
 vet:
 	go vet ./...

@@ -277,7 +277,8 @@ func TestBulkAccepted(t *testing.T) {
 		submitAs(e, e.NewToken(e.Vendor.ID, auth.JobsWrite), "bulk-key-0002", body).WantProblem(t, 403, "INSUFFICIENT_SCOPE")
 		submitAs(e, e.NewToken(e.Vendor.ID, auth.InventoryWrite), "bulk-key-0003", body).WantProblem(t, 403, "INSUFFICIENT_SCOPE")
 		e.Get("/vendors/"+e.Vendor.ID+"/bulk-operations/bop_nope").WantProblem(t, 404, "NOT_FOUND")
-		e.Get("/vendors/"+e.Vendor.ID+"/bulk-operations/"+strings.Repeat("b", 129)).WantProblem(t, 404, "NOT_FOUND")
+		// An id longer than the document allows is refused as a parameter.
+		e.Get("/vendors/"+e.Vendor.ID+"/bulk-operations/"+strings.Repeat("b", 129)).WantProblem(t, 400, "INVALID_PARAMETER")
 	})
 }
 

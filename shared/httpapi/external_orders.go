@@ -5,7 +5,6 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/datamodel"
-	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
 )
@@ -28,18 +27,9 @@ var ExternalOrders = Group{Name: "external-orders", Routes: func(s *Server) []Ro
 	}
 }}
 
-var externalOrderStatuses = map[string]bool{
-	extorder.StatusReserved: true, extorder.StatusUnreservable: true, extorder.StatusCommitted: true,
-	extorder.StatusFulfilled: true, extorder.StatusCancelled: true, extorder.StatusRejected: true,
-}
-
 func (s *Server) listExternalOrders(c *Call) error {
-	c.AllowFilters("connection_id", "status")
 	q := c.R.URL.Query()
 	f := extorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
-	if f.Status != "" && !externalOrderStatuses[f.Status] {
-		return errs.E(errs.CodeInvalidParameter, "status: must be reserved, unreservable, committed, fulfilled, cancelled or rejected")
-	}
 	return listedBy(c, "external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, s.extorders.List)
 }
 

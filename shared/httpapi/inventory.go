@@ -96,7 +96,6 @@ func (s *Server) fenceConflict(ctx context.Context, vendorID, claimed, itemID st
 }
 
 func (s *Server) listStockEffects(c *Call) error {
-	c.AllowFilters("inventory_item_id")
 	item := c.R.URL.Query().Get("inventory_item_id")
 	if !validEffectsItem(item) {
 		return errs.E(errs.CodeInvalidParameter, "inventory_item_id: not an inventory item id")

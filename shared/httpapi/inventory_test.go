@@ -89,7 +89,7 @@ func TestAdjustments(t *testing.T) {
 			t.Fatalf("GET after adjustments: %+v", got.Data)
 		}
 		adjust(e, "inv_nope_000", "adjust-key-404", map[string]any{"target_on_hand": 3, "expected_version": 1}).WantProblem(t, 404, "NOT_FOUND")
-		e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/"+strings.Repeat("i", 1001)).WantProblem(t, 404, "NOT_FOUND")
+		e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/"+strings.Repeat("i", 1001)).WantProblem(t, 400, "INVALID_PARAMETER")
 		e.Get("/vendors/"+e.Vendor.ID+"/inventory-items/inv_"+strings.Repeat("i", 990)+"_000").WantProblem(t, 404, "NOT_FOUND")
 		if adjusted := countEvents(t, e, "inventory_item.adjusted"); adjusted != 6 {
 			t.Fatalf("%d inventory_item.adjusted events, want 6", adjusted)

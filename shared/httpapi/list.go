@@ -118,9 +118,14 @@ func (c *Call) pageQuery(prefix string, desc bool, start func(after string) (str
 	return store.Query{PK: datamodel.VendorPartition(c.R.PathValue("vendor_id")), Prefix: prefix, After: after, Limit: limit + 1, Desc: desc}, true
 }
 
-// filterParams are the query parameters a list route accepts besides the
-// page parameters; set by the route through AllowFilters.
+// allowedFilter reports whether a list route accepts the query parameter
+// name besides the page parameters: the document declares it for the
+// operation, or a route the document does not list named it through
+// AllowFilters.
 func (c *Call) allowedFilter(name string) bool {
+	if c.Route.params != nil && c.Route.params.query[name] {
+		return true
+	}
 	for _, f := range c.filters {
 		if f == name {
 			return true
@@ -129,7 +134,8 @@ func (c *Call) allowedFilter(name string) bool {
 	return false
 }
 
-// AllowFilters declares the filter parameters of a list.
+// AllowFilters declares filter parameters of a list the document does not
+// describe (a documented operation's come from the document).
 func (c *Call) AllowFilters(names ...string) { c.filters = append(c.filters, names...) }
 
 // List writes a page of results. lastKey is the sort key of the last item

@@ -6,7 +6,6 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/datamodel"
-	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/store"
@@ -30,17 +29,9 @@ var Listings = Group{Name: "listings", Routes: func(s *Server) []Route {
 	}
 }}
 
-var listingStatuses = map[string]bool{
-	listing.StatusDraft: true, listing.StatusActive: true, listing.StatusPaused: true, listing.StatusEnded: true,
-}
-
 func (s *Server) listListings(c *Call) error {
-	c.AllowFilters("connection_id", "product_id", "status")
 	q := c.R.URL.Query()
 	f := listing.Filter{ConnectionID: q.Get("connection_id"), ProductID: q.Get("product_id"), Status: q.Get("status")}
-	if f.Status != "" && !listingStatuses[f.Status] {
-		return errs.E(errs.CodeInvalidParameter, "status: must be draft, active, paused or ended")
-	}
 	return listedBy(c, "listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status, f, s.listings.List)
 }
 

@@ -142,7 +142,7 @@ func TestProductCreateAndRead(t *testing.T) {
 			t.Fatalf("GET product: %d, %d fields: %s", r.Status, len(data), r.Body)
 		}
 		e.Get("/vendors/"+e.Vendor.ID+"/products/prd_missing").WantProblem(t, 404, "NOT_FOUND")
-		e.Get("/vendors/"+e.Vendor.ID+"/products/"+strings.Repeat("p", 129)).WantProblem(t, 404, "NOT_FOUND")
+		e.Get("/vendors/"+e.Vendor.ID+"/products/"+strings.Repeat("p", 129)).WantProblem(t, 400, "INVALID_PARAMETER")
 
 		// The simple product has one inventory item with zeroed buckets.
 		r = e.Get("/vendors/" + e.Vendor.ID + "/inventory-items")

@@ -5,7 +5,6 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/datamodel"
-	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/sellerorder"
 )
 
@@ -23,15 +22,9 @@ var SellerOrders = Group{Name: "seller-orders", Routes: func(s *Server) []Route 
 	}
 }}
 
-var sellerOrderStatuses = map[string]bool{sellerorder.StatusOpen: true, sellerorder.StatusShipped: true, sellerorder.StatusCancelled: true}
-
 func (s *Server) listSellerOrders(c *Call) error {
-	c.AllowFilters("connection_id", "status")
 	q := c.R.URL.Query()
 	f := sellerorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
-	if f.Status != "" && !sellerOrderStatuses[f.Status] {
-		return errs.E(errs.CodeInvalidParameter, "status: must be open, shipped or cancelled")
-	}
 	return listedBy(c, "seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, s.sellerorders.List)
 }
 

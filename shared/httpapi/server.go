@@ -33,6 +33,7 @@ import (
 	"github.com/moku/sellerapi/shared/inventory"
 	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/media"
+	"github.com/moku/sellerapi/shared/openapi"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/reservation"
@@ -116,6 +117,11 @@ type Route struct {
 	// dropped unread.
 	PageAhead func(*Call) []store.Query
 	Handle    func(*Call) error
+
+	// params are the document's checks of the operation's path and query
+	// parameters, set by New; nil for an operation the document does not
+	// list.
+	params *paramChecks
 }
 
 // Credential is a kind of bearer credential.
@@ -222,16 +228,30 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		s.limiter.Leases = ratelimit.NewLeases()
 	}
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
+	var routes []Route
+	for _, g := range groups {
+		routes = append(routes, g.Routes(s)...)
+	}
+	// The document's checks of the mounted operations' parameters.
+	table, mounted := openapi.Parameters(), map[string][]openapi.Parameter{}
+	for _, r := range routes {
+		if p, ok := table[r.Operation]; ok {
+			mounted[r.Operation] = p
+		}
+	}
+	checks, err := compileParams(mounted)
+	if err != nil {
+		return nil, err
+	}
 	byPath := map[string][]Route{}
 	var paths []string
-	for _, g := range groups {
-		for _, r := range g.Routes(s) {
-			if _, ok := byPath[r.Path]; !ok {
-				paths = append(paths, r.Path)
-			}
-			byPath[r.Path] = append(byPath[r.Path], r)
-			s.routes = append(s.routes, r)
+	for _, r := range routes {
+		r.params = checks[r.Operation]
+		if _, ok := byPath[r.Path]; !ok {
+			paths = append(paths, r.Path)
 		}
+		byPath[r.Path] = append(byPath[r.Path], r)
+		s.routes = append(s.routes, r)
 	}
 	for _, p := range paths {
 		s.mux.Handle(s.basePath+p, s.dispatch(byPath[p]))
@@ -312,6 +332,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 		}
 	}()
 	if err := s.admit(c, rt); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkParams(); err != nil {
 		c.fail(err)
 		return
 	}
