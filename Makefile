@@ -1,5 +1,6 @@
 # Seller Platform API — the commands a newcomer needs are `make run` and
-# `make test`; the rest serve ops and contributors.
+# `make test`; the rest serve ops and contributors. Between two changes,
+# `make test-quick` runs every check and test that needs no emulator.
 SHELL := /bin/bash
 ADDR ?= 127.0.0.1:8080
 DATA ?= .data
@@ -17,7 +18,7 @@ CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CL
 
 CLOUD_DATA ?= .cloud
 
-.PHONY: run test fuzz bench loadtest vet fmt generate local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
+.PHONY: run test test-quick fuzz bench loadtest vet fmt generate local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
 
 ## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (STORE=dynamodb: on DynamoDB Local and the SQS emulator, started here; RUN_FLAGS: more serve flags)
 run: local
@@ -37,9 +38,13 @@ cloud:
 localstack: cdk-cli
 	bash scripts/localstack deploy
 
-## test: install the emulators the tests need, start them, run every check and test
+## test: install the emulators the tests need, start them, run every check and test (each stage's time at the end; SELLERAPI_TEST_CLOCK_SHIFT_YEARS=N repeats a run's clock shift, SELLERAPI_TEST_STORES=all puts every HTTP scenario on DynamoDB Local too)
 test:
 	bash scripts/test
+
+## test-quick: every check and test that needs no emulator (tracked files, gofmt, vet, go test -short with the emulators unset): the loop between two changes
+test-quick:
+	bash scripts/test-quick
 
 ## fuzz: run every Go fuzz target for FUZZTIME each (default 1m; FUZZJOBS at a time, default 1)
 fuzz:

@@ -103,13 +103,6 @@ func newEnv(t *testing.T, kind apitest.StoreKind, o apitest.Options) *apitest.En
 	return env
 }
 
-// forEachStore runs a test on the embedded store and on DynamoDB Local.
-func forEachStore(t *testing.T, fn func(t *testing.T, kind apitest.StoreKind)) {
-	for _, kind := range apitest.Stores() {
-		t.Run(string(kind), func(t *testing.T) { fn(t, kind) })
-	}
-}
-
 func TestVendorRoutes(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
 		e := newEnv(t, kind, apitest.Options{})
