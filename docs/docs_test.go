@@ -198,3 +198,30 @@ func anchors(page string) map[string]bool {
 	}
 	return out
 }
+
+// TestDecisionsIndex fails when a decision's section is missing from the
+// index by area at the top of docs/decisions.md, so that a section added at
+// the end is found by its area too.
+func TestDecisionsIndex(t *testing.T) {
+	b, err := os.ReadFile("decisions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	_, body, ok := strings.Cut(page, "\n## Index by area\n")
+	if !ok {
+		t.Fatal("docs/decisions.md has no \"## Index by area\"")
+	}
+	index, rest, _ := strings.Cut(body, "\n## ")
+	for _, line := range strings.Split("## "+rest, "\n") {
+		title, ok := strings.CutPrefix(line, "## ")
+		if !ok {
+			continue
+		}
+		for a := range anchors(line) {
+			if !strings.Contains(index, "](#"+a+")") {
+				t.Errorf("section %q (#%s) is not in the index by area", title, a)
+			}
+		}
+	}
+}
