@@ -65,12 +65,7 @@ func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Pri
 	if tk, ok := auth.TokenKey(raw); ok {
 		c.tokenID = strings.TrimPrefix(tk.PK, "TOKEN#")
 	}
-	s.spendRate(c, rt, vendorID)
-	var ahead []store.Key
-	if rt.ReadAhead != nil {
-		ahead = rt.ReadAhead(c)
-	}
-	pages := s.startPages(c, rt)
+	ahead, pages := s.startBeside(c, rt, vendorID)
 	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
 	if err != nil {
 		s.giveBack(c, rt, vendorID)
@@ -81,6 +76,18 @@ func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Pri
 	}
 	c.gate.ahead.set(ahead, items, pages)
 	return p, nil
+}
+
+// startBeside spends the vendor's window and starts the route's page
+// queries beside the batch read the caller makes next, and returns the
+// route's read-ahead keys for that batch.
+func (s *Server) startBeside(c *Call, rt Route, vendorID string) ([]store.Key, []*store.Pending) {
+	s.spendRate(c, rt, vendorID)
+	var ahead []store.Key
+	if rt.ReadAhead != nil {
+		ahead = rt.ReadAhead(c)
+	}
+	return ahead, s.startPages(c, rt)
 }
 
 // admitChecked admits any other bearer: its token alone is read and
@@ -107,12 +114,7 @@ func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Pri
 		return p, nil
 	}
 	c.tokenID = t.ID
-	s.spendRate(c, rt, vendorID)
-	var ahead []store.Key
-	if rt.ReadAhead != nil {
-		ahead = rt.ReadAhead(c)
-	}
-	pages := s.startPages(c, rt)
+	ahead, pages := s.startBeside(c, rt, vendorID)
 	p, items, err := s.auth.Grant(c.Ctx, t, vendorID, ahead)
 	if err != nil {
 		// The vendor's owner is no longer the token's (a credential that
