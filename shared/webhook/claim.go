@@ -55,16 +55,25 @@ func (d Deliverer) claim(ctx context.Context, m Message, owner string) (claim, e
 	if !store.IsCondition(err) {
 		return claim{}, err
 	}
-	held, err := d.Store.Get(ctx, it.Key())
+	c, found, err := d.heldClaim(ctx, m)
+	if err == nil && !found {
+		return claim{}, errs.Unavailablef(store.ErrNotFound, "the claim of delivery %s changed; try again", m.DeliveryID)
+	}
+	return c, err
+}
+
+// heldClaim reads the claim that holds m's attempt; found is false when
+// none does.
+func (d Deliverer) heldClaim(ctx context.Context, m Message) (c claim, found bool, err error) {
+	it, err := d.Store.Get(ctx, claimKey(m))
 	if errors.Is(err, store.ErrNotFound) {
-		return claim{}, errs.Unavailablef(err, "the claim of delivery %s changed; try again", m.DeliveryID)
+		return claim{}, false, nil
 	}
 	if err != nil {
-		return claim{}, err
+		return claim{}, false, err
 	}
-	var c claim
-	if err := json.Unmarshal(held.Data, &c); err != nil {
-		return claim{}, fmt.Errorf("webhook: decode claim %s: %w", held.SK, err)
+	if err := json.Unmarshal(it.Data, &c); err != nil {
+		return claim{}, false, fmt.Errorf("webhook: decode claim %s: %w", it.SK, err)
 	}
-	return c, nil
+	return c, true, nil
 }

@@ -362,16 +362,9 @@ func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message) (func(
 	if err != nil || ok || qm.Receives <= 1 {
 		return release, ok, err
 	}
-	it, err := d.Store.Get(ctx, claimKey(m))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
+	c, found, err := d.heldClaim(ctx, m)
+	if err != nil || !found {
 		return nil, false, err
-	}
-	var c claim
-	if err := json.Unmarshal(it.Data, &c); err != nil {
-		return nil, false, fmt.Errorf("webhook: decode claim %s: %w", it.SK, err)
 	}
 	return none, c.Owner == qm.ID, nil
 }
