@@ -259,12 +259,9 @@ func (s Service) Check(ctx context.Context, raw string) (Token, error) {
 	if err != nil {
 		return Token{}, errs.Unavailablef(err, "credentials could not be checked")
 	}
-	t, err := s.Decoded.token(it)
+	t, err := s.withSecret(it, secret)
 	if err != nil {
-		return Token{}, errs.Unavailablef(err, "credentials could not be checked")
-	}
-	if subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(t.Hash)) != 1 {
-		return Token{}, unauthenticated()
+		return Token{}, err
 	}
 	if !s.live(t) {
 		s.Verified.drop(t.ID)
@@ -332,12 +329,9 @@ func (s Service) AuthenticateWith(ctx context.Context, raw, pathVendorID string,
 	if tItem.PK == "" {
 		return Principal{}, nil, unauthenticated()
 	}
-	t, err := s.Decoded.token(tItem)
+	t, err := s.withSecret(tItem, secret)
 	if err != nil {
-		return Principal{}, nil, errs.Unavailablef(err, "credentials could not be checked")
-	}
-	if subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(t.Hash)) != 1 {
-		return Principal{}, nil, unauthenticated()
+		return Principal{}, nil, err
 	}
 	// Reuse the vendor read above when it is the token's own.
 	var vItem *store.Item
@@ -387,6 +381,19 @@ func (s Service) verify(ctx context.Context, t Token, vItem *store.Item) (Princi
 		return Principal{}, unauthenticated()
 	}
 	return Principal{Token: t, Vendor: v}, nil
+}
+
+// withSecret decodes a token's item and checks the presented secret
+// against its hash, in constant time.
+func (s Service) withSecret(it store.Item, secret string) (Token, error) {
+	t, err := s.Decoded.token(it)
+	if err != nil {
+		return Token{}, errs.Unavailablef(err, "credentials could not be checked")
+	}
+	if subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(t.Hash)) != 1 {
+		return Token{}, unauthenticated()
+	}
+	return t, nil
 }
 
 // live reports whether a token is neither revoked nor expired.
