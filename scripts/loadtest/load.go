@@ -276,7 +276,7 @@ func (l *load) subscribe(ctx context.Context, v *vendor, target string) error {
 // (hostile vendors' setup needs more writes than one minute allows).
 func (l *load) setupCall(ctx context.Context, v *vendor, method, path, body string, want int, out any) error {
 	for {
-		status, b, retry, err := l.do(ctx, v.token, method, "/vendors/"+v.id+path, body, "image/none")
+		status, b, retry, err := l.do(ctx, v.token, method, "/vendors/"+v.id+path, body, "")
 		if err != nil {
 			return err
 		}
@@ -298,7 +298,8 @@ func (l *load) setupCall(ctx context.Context, v *vendor, method, path, body stri
 	}
 }
 
-// do sends one request; a body of JSON unless contentType names an image.
+// do sends one request; its body is JSON unless contentType names another
+// type (an image).
 func (l *load) do(ctx context.Context, token, method, path, body, contentType string) (int, []byte, time.Duration, error) {
 	var rd io.Reader
 	if body != "" {
@@ -310,7 +311,7 @@ func (l *load) do(ctx context.Context, token, method, path, body, contentType st
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	if body != "" {
-		if strings.HasPrefix(contentType, "image/") && contentType != "image/none" {
+		if contentType != "" {
 			req.Header.Set("Content-Type", contentType)
 		} else {
 			req.Header.Set("Content-Type", "application/json")
