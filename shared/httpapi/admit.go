@@ -67,6 +67,7 @@ func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Pri
 	}
 	ahead, pages := s.startBeside(c, rt, vendorID)
 	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
+	joinAll(pages)
 	if err != nil {
 		s.giveBack(c, rt, vendorID)
 		return auth.Principal{}, err
@@ -116,6 +117,7 @@ func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Pri
 	c.tokenID = t.ID
 	ahead, pages := s.startBeside(c, rt, vendorID)
 	p, items, err := s.auth.Grant(c.Ctx, t, vendorID, ahead)
+	joinAll(pages)
 	if err != nil {
 		// The vendor's owner is no longer the token's (a credential that
 		// was genuine until then: 401), or the store failed (503).
@@ -146,6 +148,14 @@ func (s *Server) startPages(c *Call, rt Route) []*store.Pending {
 		}
 	}
 	return pages
+}
+
+// joinAll marks the admission batch, made beside pages, as ended: it and
+// the page queries are one wait.
+func joinAll(pages []*store.Pending) {
+	for _, p := range pages {
+		p.Join()
+	}
 }
 
 // giveBack returns the unit a refused credential's request spent of the

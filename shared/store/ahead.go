@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Pending is a query started before its caller asks for it: a list
@@ -17,20 +18,41 @@ type Pending struct {
 	done  chan struct{}
 	items []Item
 	err   error
+	// held counts what must end before the query's wait does: the query
+	// itself and the caller's calls beside it (Join).
+	held   atomic.Int32
+	joined atomic.Bool
+	end    func()
 }
 
 // StartQuery runs q on s in a goroutine of its own. The query counts as
-// a call in flight from now (WithRoundTrips), so the calls the caller
-// makes while it runs overlap it: together they are one wait.
+// a call in flight from now until both it is done and the caller has
+// joined it (Join), so the calls the caller makes in between overlap it
+// (WithRoundTrips): together they are one wait, however the scheduler
+// orders the query's goroutine and the caller's calls.
 func StartQuery(ctx context.Context, s Store, q Query) *Pending {
-	p := &Pending{q: q, done: make(chan struct{})}
-	end := holdRoundTrip(ctx)
+	p := &Pending{q: q, done: make(chan struct{}), end: holdRoundTrip(ctx)}
+	p.held.Store(2)
 	go func() {
 		defer close(p.done)
-		defer end()
+		defer p.release()
 		p.items, p.err = s.Query(ctx, q)
 	}()
 	return p
+}
+
+// Join marks the end of the calls its caller made beside p. Calling it
+// more than once, or on nil, does nothing more.
+func (p *Pending) Join() {
+	if p != nil && p.joined.CompareAndSwap(false, true) {
+		p.release()
+	}
+}
+
+func (p *Pending) release() {
+	if p.held.Add(-1) == 0 {
+		p.end()
+	}
 }
 
 // Answers reports whether q is the very query p runs: same partition,

@@ -95,6 +95,7 @@ func TestPendingOverlapsTheCallsMadeMeanwhile(t *testing.T) {
 	s := gatedQuery{release: make(chan struct{})}
 	p := store.StartQuery(ctx, s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
 	store.CountRoundTrip(ctx) // the admission batch, meanwhile
+	p.Join()
 	close(s.release)
 	items, err := p.Result()
 	if err != nil || len(items) != 1 {
@@ -111,6 +112,30 @@ func TestPendingOverlapsTheCallsMadeMeanwhile(t *testing.T) {
 	store.CountRoundTrip(ctx)
 	if rts.Waits() != 2 {
 		t.Errorf("a call after the query: %d waits, want 2", rts.Waits())
+	}
+}
+
+// TestPendingOverlapsACallMadeAfterItsQueryEnded: a query whose goroutine
+// finishes before the caller's call beside it begins (a fast store, a
+// busy scheduler) still overlaps that call until the caller joins it:
+// the count is the request's shape, not the scheduler's timing.
+func TestPendingOverlapsACallMadeAfterItsQueryEnded(t *testing.T) {
+	ctx, rts := store.WithRoundTrips(context.Background())
+	s := gatedQuery{release: make(chan struct{})}
+	close(s.release)
+	p := store.StartQuery(ctx, s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
+	if _, err := p.Result(); err != nil {
+		t.Fatal(err)
+	}
+	store.CountRoundTrip(ctx) // the admission batch, after the query ended
+	p.Join()
+	p.Join() // again: nothing more
+	if rts.N() != 2 || rts.Waits() != 1 {
+		t.Errorf("%d calls, %d waits; want 2 and 1", rts.N(), rts.Waits())
+	}
+	store.CountRoundTrip(ctx)
+	if rts.Waits() != 2 {
+		t.Errorf("a call after the join: %d waits, want 2", rts.Waits())
 	}
 }
 
