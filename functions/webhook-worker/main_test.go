@@ -15,6 +15,7 @@ import (
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/lambdaapi/lambdatest"
+	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/webhook"
 	"github.com/moku/sellerapi/shared/webhook/signature"
@@ -82,7 +83,11 @@ func TestDeliveryThroughTheHandler(t *testing.T) {
 				if err := signature.Verify(d.header.Get(webhook.HeaderSignature), d.body, sub.Data.Secret, e.Clock.Now(), 0); err != nil {
 					t.Fatalf("signature: %v", err)
 				}
-				retries := q.Take(work)
+				if again := q.Take(work); len(again) > 0 {
+					t.Fatalf("%d messages sent back to the fresh lane: %s", len(again), again[0].Body)
+				}
+				// A retry waits in the slow lane.
+				retries := q.Take(queue.WebhookSlowLane)
 				if len(retries) > 1 {
 					t.Fatalf("%d retries scheduled", len(retries))
 				}

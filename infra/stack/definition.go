@@ -190,14 +190,20 @@ func Default(stage string) Definition {
 		StreamRouter: "stream-router",
 		Sweep:        5 * time.Minute,
 		Workers: []Worker{
-			// Retries a failed delivery by sending it again with a delay. A
+			// Makes the fresh deliveries' attempts, and sends what may wait
+			// on a slow receiver (a retry, a deferral, a delivery to a
+			// receiver marked slow) to the slow lane (webhook/lanes.go). A
 			// batch's attempts are made at once (app.Work.Parallel), each
 			// within 12 s (webhook.RequestTimeout); the timeout leaves room for
 			// the store and queue calls around them. Its concurrency is the
-			// largest: receivers are slow, and each invocation mostly waits on
-			// them; a vendor holds at most webhook.VendorSlots (4) attempts in
-			// flight across all environments (slot items in the table).
-			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
+			// largest: each invocation mostly waits on receivers; a vendor
+			// holds at most webhook.VendorSlots (4) attempts in flight across
+			// all environments of both lanes (slot items in the table).
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
+			// The slow lane: the same handler on a queue and a concurrency of
+			// its own, so that its batches, which last as long as their
+			// slowest receiver, never hold the fresh lane's pollers.
+			{Name: "webhook-slow-worker", QueueURLEnv: config.EnvQueueURLWebhookSlowLane, SendsTo: []string{"webhook-slow-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
 			// Fans a replay out into deliveries.
 			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
 			// Paces a job by sending it again after the vendor's window.

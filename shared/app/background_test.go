@@ -119,7 +119,7 @@ func TestOpenQueuesNamesMissingURL(t *testing.T) {
 		t.Fatalf("OpenQueues of the configured queue: %v", err)
 	}
 	_, err := awsapp.OpenQueues(context.Background(), cfg, queue.Names()...)
-	if err == nil || !strings.Contains(err.Error(), config.EnvQueueURLBulkOperations) {
+	if err == nil || !strings.Contains(err.Error(), config.EnvQueueURLWebhookSlowLane) {
 		t.Fatalf("OpenQueues of every queue with one URL: %v", err)
 	}
 }

@@ -80,7 +80,7 @@ const MessageTimeout = 25 * time.Second
 // rest of its messages being deferred.
 func Concurrency(name string) int {
 	switch name {
-	case queue.WebhookDeliveries:
+	case queue.WebhookDeliveries, queue.WebhookSlowLane:
 		// Deliveries wait on receivers, not on the store.
 		return 16
 	case queue.EventReplays, queue.BulkOperations, queue.SyncJobs:

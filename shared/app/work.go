@@ -27,13 +27,12 @@ type Work struct {
 // where work sends follow-up messages (retries, fan-out). A Lambda builds
 // them once at init, the local background once in New.
 func (a *App) Works(q queue.Sender) []Work {
-	return []Work{
-		a.webhookWork(q),
+	return append(a.webhookWorks(q),
 		a.replayWork(q),
 		a.bulkWork(q),
 		a.sellerOrderWork(),
 		a.syncWork(q),
-	}
+	)
 }
 
 // Router is the stream router over the works' rules.

@@ -11,22 +11,27 @@ func (a *App) webhookPolicy() webhook.Policy {
 	return webhook.Policy{AllowLoopback: a.Config.AllowPrivateWebhooks, Resolver: a.WebhookResolver}
 }
 
-// webhookWork delivers events: the rule fans each new event out to one
-// message per matching subscription, the handler makes each attempt (on
-// one client, so that connections to receivers are reused across
-// deliveries) and schedules retries on q. Each vendor holds at most
-// webhook.VendorSlots attempts in flight: counted in memory by the local
-// server, whose pool is the only one, and in the store by the worker
-// Lambdas, whose environments share nothing else. A batch's deliveries
-// are made at once (Parallel): they wait on different receivers.
-func (a *App) webhookWork(q queue.Sender) Work {
+// webhookWorks deliver events, in two lanes (webhook/lanes.go): the rule
+// fans each new event out to one message per matching subscription in
+// the fresh lane; one handler makes the attempts of both lanes (on one
+// client, so that connections to receivers are reused across deliveries)
+// and sends retries and deferrals to the slow lane on q. Each vendor
+// holds at most webhook.VendorSlots attempts in flight across both lanes:
+// counted in memory by the local server, whose pools are the only ones,
+// and in the store by the worker Lambdas, whose environments share
+// nothing else. A batch's deliveries are made at once (Parallel): they
+// wait on different receivers.
+func (a *App) webhookWorks(q queue.Sender) []Work {
 	policy := a.webhookPolicy()
 	var slots webhook.Slots = webhook.StoreSlots{Store: a.Store, Clock: a.Clock}
 	if a.local != nil {
 		slots = webhook.NewMemorySlots()
 	}
 	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots}
-	return Work{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle, Parallel: true}
+	return []Work{
+		{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle, Parallel: true},
+		{Queue: queue.WebhookSlowLane, Handle: d.Handle, Parallel: true},
+	}
 }
 
 // replayWork runs event replays: the rule starts each new replay, the

@@ -55,6 +55,7 @@ const (
 	// router and every worker get all three; without them the local
 	// binary on DynamoDB runs no background work.
 	EnvQueueURLWebhookDeliveries = "SELLERAPI_QUEUE_URL_WEBHOOK_DELIVERIES"
+	EnvQueueURLWebhookSlowLane   = "SELLERAPI_QUEUE_URL_WEBHOOK_SLOW_LANE"
 	EnvQueueURLBulkOperations    = "SELLERAPI_QUEUE_URL_BULK_OPERATIONS"
 	EnvQueueURLEventReplays      = "SELLERAPI_QUEUE_URL_EVENT_REPLAYS"
 	EnvQueueURLSellerOrders      = "SELLERAPI_QUEUE_URL_SELLER_ORDERS"
@@ -66,6 +67,7 @@ const (
 func QueueURLEnv() map[string]string {
 	return map[string]string{
 		queue.WebhookDeliveries: EnvQueueURLWebhookDeliveries,
+		queue.WebhookSlowLane:   EnvQueueURLWebhookSlowLane,
 		queue.BulkOperations:    EnvQueueURLBulkOperations,
 		queue.EventReplays:      EnvQueueURLEventReplays,
 		queue.SellerOrders:      EnvQueueURLSellerOrders,

@@ -17,15 +17,20 @@ import (
 // dead-letter queue) for each.
 const (
 	WebhookDeliveries = "webhook-deliveries"
-	BulkOperations    = "bulk-operations"
-	EventReplays      = "event-replays"
-	SellerOrders      = "seller-orders"
-	SyncJobs          = "sync-jobs"
+	// WebhookSlowLane carries the deliveries that may wait on a slow
+	// receiver (retries, deferrals, deliveries to a receiver that was
+	// slow lately), so that they never hold the capacity of the fresh
+	// deliveries of webhook-deliveries.
+	WebhookSlowLane = "webhook-slow-lane"
+	BulkOperations  = "bulk-operations"
+	EventReplays    = "event-replays"
+	SellerOrders    = "seller-orders"
+	SyncJobs        = "sync-jobs"
 )
 
 // Names lists every queue.
 func Names() []string {
-	return []string{WebhookDeliveries, BulkOperations, EventReplays, SellerOrders, SyncJobs}
+	return []string{WebhookDeliveries, WebhookSlowLane, BulkOperations, EventReplays, SellerOrders, SyncJobs}
 }
 
 // MaxDelay is the longest delay a message can be sent with (SQS's limit).

@@ -87,6 +87,7 @@ type Worker struct {
 func Workers() []Worker {
 	return []Worker{
 		{Function: "webhook-worker", Queue: queue.WebhookDeliveries, URLEnv: config.EnvQueueURLWebhookDeliveries},
+		{Function: "webhook-slow-worker", Queue: queue.WebhookSlowLane, URLEnv: config.EnvQueueURLWebhookSlowLane},
 		{Function: "replay-worker", Queue: queue.EventReplays, URLEnv: config.EnvQueueURLEventReplays},
 		{Function: "bulk-worker", Queue: queue.BulkOperations, URLEnv: config.EnvQueueURLBulkOperations},
 		{Function: "seller-order-worker", Queue: queue.SellerOrders, URLEnv: config.EnvQueueURLSellerOrders},

@@ -84,6 +84,8 @@ type Message struct {
 	// Deferrals counts the times this attempt was put off because its
 	// vendor had no free delivery slot (Slots); it paces the next one.
 	Deferrals int `json:"deferrals,omitempty"`
+	// Lane is LaneSlow for a message of the slow lane (lanes.go).
+	Lane string `json:"lane,omitempty"`
 }
 
 // DeliveryID names a delivery: the same for every attempt of one event to
@@ -153,8 +155,12 @@ type Deliverer struct {
 	Client *http.Client
 	// Jitter returns a number in [0, 1); nil means math/rand.
 	Jitter func() float64
-	// Slots bounds each vendor's attempts in flight; nil means no bound.
+	// Slots bounds each vendor's attempts in flight and keeps the lane
+	// marks; nil means no bound and one lane.
 	Slots Slots
+	// SlowAfter is how long an attempt may take before its receiver is
+	// marked slow; zero means SlowReceiver.
+	SlowAfter time.Duration
 }
 
 func (d Deliverer) log() *slog.Logger {
@@ -205,13 +211,14 @@ func (d Deliverer) Rule(ctx context.Context, c store.Change) ([]pipeline.Outgoin
 	return out, nil
 }
 
-// send queues m after delay, in hops of at most queue.MaxDelay.
+// send queues m in its lane after delay, in hops of at most
+// queue.MaxDelay.
 func (d Deliverer) send(ctx context.Context, m Message, delay time.Duration) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	return d.Queue.Send(ctx, queue.WebhookDeliveries, b, min(max(delay, 0), queue.MaxDelay))
+	return d.Queue.Send(ctx, queueOf(m), b, min(max(delay, 0), queue.MaxDelay))
 }
 
 // Handle makes one attempt of a delivery. It returns an error only when
@@ -229,15 +236,26 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return d.send(ctx, m, m.NotBefore.Sub(now))
 	}
 	log := d.log().With("vendor_id", m.VendorID, "delivery_id", m.DeliveryID, "event_id", m.EventID, "subscription_id", m.SubscriptionID, "attempt", m.Attempt)
-	release, ok, err := d.hold(ctx, m, qm)
+	look, err := d.look(ctx, m)
+	if err != nil {
+		return err
+	}
+	if misrouted(m, qm.Receives, look, now) {
+		slow := m
+		slow.Lane = LaneSlow
+		log.DebugContext(ctx, "webhook attempt moved to the slow lane")
+		return d.send(ctx, slow, 0)
+	}
+	release, ok, err := d.hold(ctx, m, qm, look)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		// The vendor has its share in flight: put the attempt off without
-		// making it (it keeps its number), so that this message holds no
-		// capacity another vendor's delivery could use.
+		// making it (it keeps its number), in the slow lane, so that this
+		// message holds no capacity another vendor's delivery could use.
 		later := m
+		later.Lane = LaneSlow
 		later.Deferrals++
 		delay := DeferDelay(later.Deferrals, d.jitter())
 		log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String())
@@ -288,6 +306,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	}
 
 	status, duration, postErr := d.post(ctx, sub, ev, m)
+	d.noteSpeed(ctx, log, m, look, duration)
 	at := now
 	rec := Attempt{ID: newAttemptID(at), SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
 		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds()}
@@ -338,7 +357,7 @@ func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *t
 			return fmt.Errorf("webhook: failed attempt %s/%d has no next attempt", m.DeliveryID, m.Attempt)
 		}
 		retry := m
-		retry.Attempt, retry.NotBefore = m.Attempt+1, *next
+		retry.Attempt, retry.NotBefore, retry.Lane = m.Attempt+1, *next, LaneSlow
 		return d.send(ctx, retry, next.Sub(d.Clock.Now()))
 	}
 	if m.ReplayID != "" {
@@ -353,12 +372,12 @@ func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *t
 // made the attempt, or claimed it, before it was interrupted, and only it
 // can finish that attempt; a deferral would send a message with another
 // id, which the claim would take for a duplicate.
-func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message) (func(context.Context) error, bool, error) {
+func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message, look Look) (func(context.Context) error, bool, error) {
 	none := func(context.Context) error { return nil }
 	if d.Slots == nil {
 		return none, true, nil
 	}
-	release, ok, err := d.Slots.Acquire(ctx, m.VendorID, qm.ID, m.Attempt > 1)
+	release, ok, err := d.Slots.Take(ctx, look, qm.ID, m.Attempt > 1)
 	if err != nil || ok || qm.Receives <= 1 {
 		return release, ok, err
 	}

@@ -66,9 +66,11 @@ type sink struct {
 	mu   sync.Mutex
 	fail error
 	sent []Message
+	// queues are the queues of sent, in order.
+	queues []string
 }
 
-func (s *sink) Send(_ context.Context, _ string, body []byte, _ time.Duration) error {
+func (s *sink) Send(_ context.Context, q string, body []byte, _ time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -79,6 +81,7 @@ func (s *sink) Send(_ context.Context, _ string, body []byte, _ time.Duration) e
 		return err
 	}
 	s.sent = append(s.sent, m)
+	s.queues = append(s.queues, q)
 	return nil
 }
 

@@ -12,8 +12,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,27 +53,77 @@ func DeferDelay(n int, jitter float64) time.Duration {
 	return max(time.Duration(jitter*float64(ceiling)), FirstDeferDelay)
 }
 
-// Slots hands out the vendors' delivery slots.
+// Slots hands out the vendors' delivery slots, and keeps which
+// subscriptions' receivers were slow lately (the lane marks), so that
+// their deliveries go in the slow lane (queue.WebhookSlowLane).
 type Slots interface {
-	// Acquire takes one of vendorID's slots for the attempt owner makes
-	// (retry when it is attempt 2 or later). It returns ok false when the
-	// vendor has none free; otherwise release gives the slot back.
-	Acquire(ctx context.Context, vendorID, owner string, retry bool) (release func(context.Context) error, ok bool, err error)
+	// Look reads the vendor's slots and lane marks as they are now.
+	Look(ctx context.Context, vendorID string) (Look, error)
+	// Take takes one of the vendor's slots, as look saw them, for the
+	// attempt owner makes (retry when it is attempt 2 or later). It
+	// returns ok false when the vendor has none free; otherwise release
+	// gives the slot back.
+	Take(ctx context.Context, look Look, owner string, retry bool) (release func(context.Context) error, ok bool, err error)
+	// MarkSlow marks a subscription's receiver slow until then; a zero
+	// time takes the mark away.
+	MarkSlow(ctx context.Context, vendorID, subscriptionID string, until time.Time) error
 }
+
+// Look is what Slots.Look read of a vendor.
+type Look struct {
+	VendorID string
+	// held are the slots held (StoreSlots); MemorySlots counts its own.
+	held map[string]bool
+	// slow is when each marked subscription's mark ends.
+	slow map[string]time.Time
+}
+
+// SlowUntil is when the subscription's slow mark ends, or the zero time.
+func (l Look) SlowUntil(subscriptionID string) time.Time { return l.slow[subscriptionID] }
 
 // MemorySlots counts the slots of one process: the local server, whose
 // delivery pool is the only one.
 type MemorySlots struct {
 	mu   sync.Mutex
 	held map[string]*[2]int // per vendor: all held, retries held
+	// slow are the lane marks, per vendor and subscription.
+	slow map[string]map[string]time.Time
 }
 
 // NewMemorySlots returns an empty MemorySlots.
-func NewMemorySlots() *MemorySlots { return &MemorySlots{held: map[string]*[2]int{}} }
+func NewMemorySlots() *MemorySlots {
+	return &MemorySlots{held: map[string]*[2]int{}, slow: map[string]map[string]time.Time{}}
+}
 
-// Acquire takes a slot when the vendor holds fewer than VendorSlots (and,
-// for a retry, its retries fewer than RetrySlots).
-func (s *MemorySlots) Acquire(_ context.Context, vendorID, _ string, retry bool) (func(context.Context) error, bool, error) {
+// Look reads the vendor's lane marks.
+func (s *MemorySlots) Look(_ context.Context, vendorID string) (Look, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Look{VendorID: vendorID, slow: maps.Clone(s.slow[vendorID])}, nil
+}
+
+// MarkSlow sets or takes away a subscription's lane mark.
+func (s *MemorySlots) MarkSlow(_ context.Context, vendorID, subscriptionID string, until time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if until.IsZero() {
+		delete(s.slow[vendorID], subscriptionID)
+		if len(s.slow[vendorID]) == 0 {
+			delete(s.slow, vendorID)
+		}
+		return nil
+	}
+	if s.slow[vendorID] == nil {
+		s.slow[vendorID] = map[string]time.Time{}
+	}
+	s.slow[vendorID][subscriptionID] = until
+	return nil
+}
+
+// Take takes a slot when the vendor holds fewer than VendorSlots (and,
+// for a retry, its retries fewer than RetrySlots), counted at this moment.
+func (s *MemorySlots) Take(_ context.Context, look Look, _ string, retry bool) (func(context.Context) error, bool, error) {
+	vendorID := look.VendorID
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.held[vendorID]
@@ -117,11 +169,20 @@ type StoreSlots struct {
 	Clock clock.Clock
 }
 
-// slotPartition is the partition of a vendor's slots: apart from the
-// vendor's records, so no query of them meets a slot.
+// slotPartition is the partition of a vendor's slots and lane marks:
+// apart from the vendor's records, so no query of them meets a slot.
 func slotPartition(vendorID string) string { return "WHSLOTS#" + vendorID }
 
-const slotPrefix = "SLOT#"
+// The sort keys of the slot partition: the slots (SLOT#i), then the lane
+// marks (SLOW#<subscription id>), which sort after them.
+const (
+	slotPrefix = "SLOT#"
+	slowPrefix = "SLOW#"
+)
+
+// lookLimit reads every slot and the marks of every subscription a vendor
+// can have (and as many deleted ones, whose marks run out by themselves).
+const lookLimit = VendorSlots + 2*MaxSubscriptions
 
 func slotKey(vendorID string, i int) store.Key {
 	return store.Key{PK: slotPartition(vendorID), SK: slotPrefix + strconv.Itoa(i)}
@@ -149,25 +210,53 @@ type slotHolder struct {
 	Owner string `json:"owner"`
 }
 
-// Acquire takes a free slot of the vendor: it reads which are held (one
-// query), then tries the free ones in slotOrder until a conditional put
-// wins one.
-func (s StoreSlots) Acquire(ctx context.Context, vendorID, owner string, retry bool) (func(context.Context) error, bool, error) {
-	items, err := s.Store.Query(ctx, store.Query{PK: slotPartition(vendorID), Prefix: slotPrefix, Limit: VendorSlots + 1})
+// Look reads the vendor's held slots and lane marks in one query; an
+// expired item (a lease run out, a mark past its time) reads as absent.
+func (s StoreSlots) Look(ctx context.Context, vendorID string) (Look, error) {
+	items, err := s.Store.Query(ctx, store.Query{PK: slotPartition(vendorID), Limit: lookLimit})
 	if err != nil {
-		return nil, false, fmt.Errorf("webhook: read the delivery slots of %s: %w", vendorID, err)
+		return Look{}, fmt.Errorf("webhook: read the delivery slots of %s: %w", vendorID, err)
 	}
-	held := map[string]bool{}
+	l := Look{VendorID: vendorID, held: map[string]bool{}}
 	for _, it := range items {
-		held[it.SK] = true
+		switch {
+		case strings.HasPrefix(it.SK, slotPrefix):
+			l.held[it.SK] = true
+		case strings.HasPrefix(it.SK, slowPrefix):
+			if l.slow == nil {
+				l.slow = map[string]time.Time{}
+			}
+			l.slow[strings.TrimPrefix(it.SK, slowPrefix)] = time.Unix(it.ExpiresAt, 0)
+		}
 	}
+	return l, nil
+}
+
+// MarkSlow puts the subscription's lane mark, an item that expires when
+// the mark ends, or deletes it.
+func (s StoreSlots) MarkSlow(ctx context.Context, vendorID, subscriptionID string, until time.Time) error {
+	k := store.Key{PK: slotPartition(vendorID), SK: slowPrefix + subscriptionID}
+	op := store.Delete(k, store.Cond{})
+	if !until.IsZero() {
+		op = store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: []byte(`{}`), ExpiresAt: until.Unix()}, store.Cond{})
+	}
+	if err := s.Store.Transact(ctx, op); err != nil {
+		return fmt.Errorf("webhook: mark the receiver of %s slow: %w", subscriptionID, err)
+	}
+	return nil
+}
+
+// Take tries the slots look saw free, in slotOrder, until a conditional
+// put wins one.
+func (s StoreSlots) Take(ctx context.Context, look Look, owner string, retry bool) (func(context.Context) error, bool, error) {
+	vendorID := look.VendorID
 	data, err := json.Marshal(slotHolder{Owner: owner})
 	if err != nil {
 		return nil, false, err
 	}
 	for _, i := range slotOrder(retry) {
 		k := slotKey(vendorID, i)
-		if held[k.SK] {
+		if look.held[k.SK] {
 			continue
 		}
 		token := rand.Int64N(1<<62) + 1

@@ -50,7 +50,7 @@ func race(t *testing.T, slots []Slots, vendor string, takers int) (releases []fu
 		wg.Go(func() {
 			<-start
 			retry := i%3 == 0
-			release, ok, err := slots[i%len(slots)].Acquire(context.Background(), vendor, "msg", retry)
+			release, ok, err := acquire(context.Background(), slots[i%len(slots)], vendor, "msg", retry)
 			if err != nil {
 				t.Error(err)
 				return
@@ -95,7 +95,7 @@ func TestStoreSlotsBoundAVendorAcrossProcesses(t *testing.T) {
 				t.Fatalf("vendor a holds %d slots (%d retries), vendor b %d (%d), want %d each, at most %d retries",
 					len(a), aRetries, len(b), bRetries, VendorSlots, RetrySlots)
 			}
-			if _, ok, err := envs[0].Acquire(ctx, "ven_a", "late", false); err != nil || ok {
+			if _, ok, err := acquire(ctx, envs[0], "ven_a", "late", false); err != nil || ok {
 				t.Fatalf("a fifth attempt of a vendor holding its share: ok %v, %v", ok, err)
 			}
 
@@ -103,23 +103,23 @@ func TestStoreSlotsBoundAVendorAcrossProcesses(t *testing.T) {
 			if err := a[0](ctx); err != nil {
 				t.Fatal(err)
 			}
-			again, ok, err := envs[1].Acquire(ctx, "ven_a", "next", false)
+			again, ok, err := acquire(ctx, envs[1], "ven_a", "next", false)
 			if err != nil || !ok {
 				t.Fatalf("a slot given back is not taken again: ok %v, %v", ok, err)
 			}
-			if _, ok, _ := envs[2].Acquire(ctx, "ven_a", "late", false); ok {
+			if _, ok, _ := acquire(ctx, envs[2], "ven_a", "late", false); ok {
 				t.Fatal("a vendor holds more than its share after a give-back")
 			}
 
 			// Every holder dies: nothing comes free until the leases run out.
 			clk.Advance(SlotLease / 2)
-			if _, ok, _ := envs[0].Acquire(ctx, "ven_a", "late", false); ok {
+			if _, ok, _ := acquire(ctx, envs[0], "ven_a", "late", false); ok {
 				t.Fatal("a held slot came free before its lease ran out")
 			}
 			clk.Advance(SlotLease)
 			var fresh []func(context.Context) error
 			for range VendorSlots {
-				r, ok, err := envs[0].Acquire(ctx, "ven_a", "after-lease", false)
+				r, ok, err := acquire(ctx, envs[0], "ven_a", "after-lease", false)
 				if err != nil || !ok {
 					t.Fatalf("after the leases ran out: ok %v, %v", ok, err)
 				}
@@ -131,7 +131,7 @@ func TestStoreSlotsBoundAVendorAcrossProcesses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, ok, _ := envs[1].Acquire(ctx, "ven_a", "late", false); ok {
+			if _, ok, _ := acquire(ctx, envs[1], "ven_a", "late", false); ok {
 				t.Fatal("a stale give-back freed a slot another holder has")
 			}
 			for _, r := range fresh {
@@ -139,7 +139,7 @@ func TestStoreSlotsBoundAVendorAcrossProcesses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, ok, err := envs[2].Acquire(ctx, "ven_a", "last", true); err != nil || !ok {
+			if _, ok, err := acquire(ctx, envs[2], "ven_a", "last", true); err != nil || !ok {
 				t.Fatalf("all given back, a retry gets no slot: ok %v, %v", ok, err)
 			}
 		})
@@ -159,24 +159,24 @@ func TestMemorySlots(t *testing.T) {
 	ctx := context.Background()
 	a[0](ctx)
 	a[0](ctx) // twice: counted once
-	if _, ok, _ := s.Acquire(ctx, "ven_a", "x", false); !ok {
+	if _, ok, _ := acquire(ctx, s, "ven_a", "x", false); !ok {
 		t.Fatal("a slot given back is not taken again")
 	}
-	if _, ok, _ := s.Acquire(ctx, "ven_a", "y", false); ok {
+	if _, ok, _ := acquire(ctx, s, "ven_a", "y", false); ok {
 		t.Fatal("a double give-back freed two slots")
 	}
 	// Only retries held: fresh deliveries still have the rest.
 	r := NewMemorySlots()
 	for range RetrySlots {
-		if _, ok, _ := r.Acquire(ctx, "ven_c", "retry", true); !ok {
+		if _, ok, _ := acquire(ctx, r, "ven_c", "retry", true); !ok {
 			t.Fatal("a retry got no slot")
 		}
 	}
-	if _, ok, _ := r.Acquire(ctx, "ven_c", "retry", true); ok {
+	if _, ok, _ := acquire(ctx, r, "ven_c", "retry", true); ok {
 		t.Fatal("retries hold more than RetrySlots")
 	}
 	for range VendorSlots - RetrySlots {
-		if _, ok, _ := r.Acquire(ctx, "ven_c", "fresh", false); !ok {
+		if _, ok, _ := acquire(ctx, r, "ven_c", "fresh", false); !ok {
 			t.Fatal("retries took a fresh delivery's slot")
 		}
 	}
@@ -221,7 +221,7 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 			}
 			var held []func(context.Context) error
 			for range VendorSlots {
-				r, ok, err := slots.Acquire(ctx, vendorID, "elsewhere", false)
+				r, ok, err := acquire(ctx, slots, vendorID, "elsewhere", false)
 				if err != nil || !ok {
 					t.Fatalf("hold: %v %v", ok, err)
 				}
@@ -252,7 +252,7 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 			if posts.Load() != 1 || len(attempts) != 1 || len(out.sent) != 1 {
 				t.Fatalf("after a slot came free: %d requests, %d attempts, %d messages", posts.Load(), len(attempts), len(out.sent))
 			}
-			if free, ok, _ := slots.Acquire(ctx, vendorID, "check", false); !ok {
+			if free, ok, _ := acquire(ctx, slots, vendorID, "check", false); !ok {
 				t.Fatal("the delivery kept its slot")
 			} else {
 				free(ctx)
@@ -260,7 +260,7 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 
 			// A message that claimed its attempt and was received again
 			// while the vendor's share is held goes on without a slot.
-			r, ok, err := slots.Acquire(ctx, vendorID, "elsewhere", false)
+			r, ok, err := acquire(ctx, slots, vendorID, "elsewhere", false)
 			if err != nil || !ok {
 				t.Fatal(err)
 			}
@@ -304,4 +304,13 @@ func TestDeferDelay(t *testing.T) {
 	if d := DeferDelay(30, 0.999); d > MaxDeferDelay || d < MaxDeferDelay/2 {
 		t.Fatalf("30th deferral waits %s", d)
 	}
+}
+
+// acquire looks at the vendor's slots and takes one, as a delivery does.
+func acquire(ctx context.Context, s Slots, vendorID, owner string, retry bool) (func(context.Context) error, bool, error) {
+	look, err := s.Look(ctx, vendorID)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.Take(ctx, look, owner, retry)
 }

@@ -62,7 +62,7 @@ func Local(st *sqlite.Store, c clock.Clock) (app.Local, error) {
 	st.CloseWith(q)
 	// Webhook deliveries are hints the contract lets be lost; the jobs,
 	// replays and seller-order projections the other queues carry are not.
-	q.Durable = func(name string) bool { return name != queue.WebhookDeliveries }
+	q.Durable = func(name string) bool { return name != queue.WebhookDeliveries && name != queue.WebhookSlowLane }
 	// Messages queued by a server from before the queue had its own file.
 	if _, err := q.Adopt(context.Background(), st.DB()); err != nil {
 		return app.Local{}, fmt.Errorf("embedded: queue: %w", err)

@@ -24,7 +24,7 @@ func TestOnlyWebhookSendsMayBeLostWithTheMachine(t *testing.T) {
 		t.Fatalf("the local queue is %T with no Durable rule", l.Queue)
 	}
 	for _, name := range queue.Names() {
-		if want := name != queue.WebhookDeliveries; q.Durable(name) != want {
+		if want := name != queue.WebhookDeliveries && name != queue.WebhookSlowLane; q.Durable(name) != want {
 			t.Errorf("Durable(%s) = %v, want %v", name, !want, want)
 		}
 	}
