@@ -145,6 +145,46 @@ type Worker struct {
 	// queue's alarm (default 15 minutes). Work that waits by design (a
 	// webhook retry delayed by SQS) is not visible and does not age.
 	OldestAlarm time.Duration
+	// Lanes are further queues the worker's function drains, each with
+	// its own dead-letter queue, alarms and mapping (the worker's other
+	// settings): work of one kind kept apart, so that a slow part of it
+	// never holds the pollers of the rest. A lane costs a few resources of
+	// the stack's 500, a function a score.
+	Lanes []Lane
+}
+
+// Lane is a further queue of a worker's function.
+type Lane struct {
+	// Name names the queue (shared/resources.Worker.Name); SendsTo may
+	// name it.
+	Name        string
+	QueueURLEnv string
+	// MaxConcurrency caps its mapping's invocations (default the worker's).
+	MaxConcurrency int
+}
+
+// queues are the queues every worker drains (Worker.queues).
+func (d Definition) queues() []Worker {
+	var all []Worker
+	for _, w := range d.Workers {
+		all = append(all, w.queues()...)
+	}
+	return all
+}
+
+// queues are the queues w's function drains: its own, then its lanes,
+// each as a Worker of the lane's name with w's settings.
+func (w Worker) queues() []Worker {
+	qs := []Worker{w}
+	for _, l := range w.Lanes {
+		lw := w
+		lw.Name, lw.QueueURLEnv, lw.Lanes = l.Name, l.QueueURLEnv, nil
+		if l.MaxConcurrency != 0 {
+			lw.MaxConcurrency = l.MaxConcurrency
+		}
+		qs = append(qs, lw)
+	}
+	return qs
 }
 
 // Default is the service's definition for stage. Retain defaults to true
@@ -199,11 +239,11 @@ func Default(stage string) Definition {
 			// largest: each invocation mostly waits on receivers; a vendor
 			// holds at most webhook.VendorSlots (4) attempts in flight across
 			// all environments of both lanes (slot items in the table).
-			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
-			// The slow lane: the same handler on a queue and a concurrency of
-			// its own, so that its batches, which last as long as their
-			// slowest receiver, never hold the fresh lane's pollers.
-			{Name: "webhook-slow-worker", QueueURLEnv: config.EnvQueueURLWebhookSlowLane, SendsTo: []string{"webhook-slow-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20},
+			// The slow lane is a queue of its own with a mapping of its own,
+			// so that its batches, which last as long as their slowest
+			// receiver, never hold the fresh lane's pollers.
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-lane"}, Timeout: 5 * time.Minute, MaxConcurrency: 20,
+				Lanes: []Lane{{Name: "webhook-slow-lane", QueueURLEnv: config.EnvQueueURLWebhookSlowLane}}},
 			// Fans a replay out into deliveries.
 			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
 			// Paces a job by sending it again after the vendor's window.
@@ -260,10 +300,12 @@ func (d Definition) check() error {
 	}
 	workers := map[string]bool{}
 	for _, w := range d.Workers {
-		if w.QueueURLEnv == "" {
-			return fmt.Errorf("stack: worker %s: no QueueURLEnv for the stream router", w.Name)
+		for _, q := range w.queues() {
+			if q.QueueURLEnv == "" {
+				return fmt.Errorf("stack: worker %s: no QueueURLEnv for the stream router", q.Name)
+			}
+			workers[q.Name] = true
 		}
-		workers[w.Name] = true
 	}
 	for _, w := range d.Workers {
 		for _, to := range w.SendsTo {
@@ -273,8 +315,10 @@ func (d Definition) check() error {
 		}
 	}
 	for _, w := range d.Workers {
-		if w.MaxConcurrency != 0 && (w.MaxConcurrency < 2 || w.MaxConcurrency > 1000) {
-			return fmt.Errorf("stack: worker %s: maximum concurrency %d is outside SQS's 2..1000", w.Name, w.MaxConcurrency)
+		for _, q := range w.queues() {
+			if q.MaxConcurrency != 0 && (q.MaxConcurrency < 2 || q.MaxConcurrency > 1000) {
+				return fmt.Errorf("stack: worker %s: maximum concurrency %d is outside SQS's 2..1000", q.Name, q.MaxConcurrency)
+			}
 		}
 	}
 	if d.Throttle.Rate <= 0 || d.Throttle.Burst <= 0 || d.PublicThrottle.Rate <= 0 || d.PublicThrottle.Burst <= 0 {
@@ -316,11 +360,17 @@ func (d Definition) check() error {
 	return nil
 }
 
-// sendsToItself tells whether fn is a worker that re-sends to its own queue.
+// sendsToItself tells whether fn is a worker that re-sends to a queue it
+// drains (its own or a lane's).
 func (d Definition) sendsToItself(fn string) bool {
 	for _, w := range d.Workers {
-		if w.Name == fn && slices.Contains(w.SendsTo, fn) {
-			return true
+		if w.Name != fn {
+			continue
+		}
+		for _, q := range w.queues() {
+			if slices.Contains(w.SendsTo, q.Name) {
+				return true
+			}
 		}
 	}
 	return false

@@ -93,15 +93,17 @@ func TestDefinitionChecks(t *testing.T) {
 func TestWorkersMatchTheSharedNames(t *testing.T) {
 	deployed := map[string]string{}
 	for _, w := range Default("dev").Workers {
-		deployed[w.Name] = w.QueueURLEnv
+		for _, q := range w.queues() {
+			deployed[q.Name] = q.QueueURLEnv
+		}
 	}
 	shared := resources.Workers()
 	if len(deployed) != len(shared) {
 		t.Fatalf("the stack deploys %d workers, shared/resources names %d", len(deployed), len(shared))
 	}
 	for _, w := range shared {
-		if env, ok := deployed[w.Function]; !ok || env != w.URLEnv {
-			t.Errorf("worker %s: the stack has %q, shared/resources %q", w.Function, env, w.URLEnv)
+		if env, ok := deployed[w.Name]; !ok || env != w.URLEnv {
+			t.Errorf("worker queue %s: the stack has %q, shared/resources %q", w.Name, env, w.URLEnv)
 		}
 	}
 }

@@ -481,8 +481,8 @@ func TestFunctionsAreGoOnArm64WithTheServiceConfiguration(t *testing.T) {
 			want++ // the edge's secret, checked by TestTheAPIIsServedThroughTheEdge
 		}
 		if fn == prod.def.StreamRouter || slices.ContainsFunc(prod.def.Workers, func(w Worker) bool { return w.Name == fn }) {
-			want += len(prod.def.Workers) // every queue's URL
-			for _, w := range prod.def.Workers {
+			want += len(prod.def.queues()) // every queue's URL
+			for _, w := range prod.def.queues() {
 				if ref(vars[w.QueueURLEnv]) == "" {
 					t.Errorf("%s: no %s", fn, w.QueueURLEnv)
 				}
@@ -626,7 +626,9 @@ func TestEachFunctionMayTouchOnlyWhatItUses(t *testing.T) {
 		}
 		for _, w := range prod.def.Workers {
 			if w.Name == fn {
-				want[q(fn)] = consume
+				for _, own := range w.queues() {
+					want[q(own.Name)] = consume
+				}
 				for _, to := range w.SendsTo {
 					want[q(to)] = sorted(want[q(to)], send)
 				}
@@ -635,7 +637,7 @@ func TestEachFunctionMayTouchOnlyWhatItUses(t *testing.T) {
 		if fn == prod.def.StreamRouter {
 			want[tableID] = sorted(RouterActions, []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"})
 			want["*"] = sorted(want["*"], []string{"dynamodb:ListStreams"})
-			for _, w := range prod.def.Workers {
+			for _, w := range prod.def.queues() {
 				want[q(w.Name)] = send
 			}
 			want[q(fn+"-dlq")] = send
@@ -789,7 +791,7 @@ func TestAlarmsWatchWhatFails(t *testing.T) {
 			t.Errorf("%s's throttles are in %d alarms, want 1", fn, throttled[fn])
 		}
 	}
-	for _, w := range prod.def.Workers {
+	for _, w := range prod.def.queues() {
 		want = append(want, "sellerapi-prod-"+w.Name+"-oldest", "sellerapi-prod-"+w.Name+"-dlq-not-empty")
 	}
 	for _, w := range want {
@@ -898,8 +900,8 @@ func TestEveryQueueHasAConsumerOrIsADeadLetterQueue(t *testing.T) {
 			t.Errorf("dead-letter queue %v has no alarm", name)
 		}
 	}
-	if len(prod.ofType("AWS::SQS::Queue")) != 2*len(prod.def.Workers)+1 {
-		t.Errorf("%d queues for %d workers", len(prod.ofType("AWS::SQS::Queue")), len(prod.def.Workers))
+	if len(prod.ofType("AWS::SQS::Queue")) != 2*len(prod.def.queues())+1 {
+		t.Errorf("%d queues for %d worker queues", len(prod.ofType("AWS::SQS::Queue")), len(prod.def.queues()))
 	}
 }
 
@@ -1150,8 +1152,8 @@ func TestConcurrencyLimits(t *testing.T) {
 		}
 		mapped++
 	}
-	if mapped != len(prod.def.Workers) {
-		t.Errorf("%d SQS mappings with a maximum concurrency for %d workers", mapped, len(prod.def.Workers))
+	if queues := len(prod.def.queues()); mapped != queues {
+		t.Errorf("%d SQS mappings with a maximum concurrency for %d worker queues", mapped, queues)
 	}
 	for id, fn := range prod.functionsByID() {
 		rc, ok := prod.res[id].Properties["ReservedConcurrentExecutions"]

@@ -55,7 +55,8 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 	// Queues first, so that a worker can be told another's URL.
 	queueURLs := map[string]*string{}
 	queues := map[string]awssqs.Queue{}
-	for _, w := range d.Workers {
+	all := d.queues()
+	for _, w := range all {
 		timeout, receives := w.Timeout, w.MaxReceiveCount
 		if timeout == 0 {
 			timeout = time.Minute
@@ -80,25 +81,28 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 		s.observeQueue(w.Name, q, oldest.Seconds())
 	}
 	for _, w := range d.Workers {
-		timeout, batch, concurrency := w.Timeout, w.BatchSize, w.MaxConcurrency
+		timeout := w.Timeout
 		if timeout == 0 {
 			timeout = time.Minute
-		}
-		if batch == 0 {
-			batch = 10
-		}
-		if concurrency == 0 {
-			concurrency = 5
 		}
 		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, queueURLs, true)
 		for _, to := range w.SendsTo {
 			queues[to].GrantSendMessages(f)
 		}
-		s.Targets[w.Name].AddEventSource(awslambdaeventsources.NewSqsEventSource(queues[w.Name], &awslambdaeventsources.SqsEventSourceProps{
-			BatchSize:               jsii.Number(float64(batch)),
-			ReportBatchItemFailures: jsii.Bool(true),
-			MaxConcurrency:          jsii.Number(float64(concurrency)),
-		}))
+		for _, q := range w.queues() {
+			batch, concurrency := q.BatchSize, q.MaxConcurrency
+			if batch == 0 {
+				batch = 10
+			}
+			if concurrency == 0 {
+				concurrency = 5
+			}
+			s.Targets[w.Name].AddEventSource(awslambdaeventsources.NewSqsEventSource(queues[q.Name], &awslambdaeventsources.SqsEventSourceProps{
+				BatchSize:               jsii.Number(float64(batch)),
+				ReportBatchItemFailures: jsii.Bool(true),
+				MaxConcurrency:          jsii.Number(float64(concurrency)),
+			}))
+		}
 	}
 
 	router := fn(d.StreamRouter, "Seller Platform API: sends the table's new events and jobs to the workers' queues", time.Minute, queueURLs, false)
@@ -107,7 +111,7 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 		Actions:   jsii.Strings(RouterActions...),
 		Resources: &[]*string{s.Table.TableArn()},
 	}))
-	for _, w := range d.Workers {
+	for _, w := range all {
 		queues[w.Name].GrantSendMessages(router)
 	}
 	s.observeRouter(d.StreamRouter, router)

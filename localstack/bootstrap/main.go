@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		for _, w := range resources.Workers() {
-			fmt.Fprintf(stdout, "queue  %s: ready\n", names.Queue(w.Function))
+			fmt.Fprintf(stdout, "queue  %s: ready\n", names.Queue(w.Name))
 			vars += fmt.Sprintf(" %s=%s", w.URLEnv, urls[w.URLEnv])
 		}
 	} else {
@@ -110,20 +110,20 @@ func Queues(ctx context.Context, names resources.Names) (map[string]string, erro
 	}
 	urls := map[string]string{}
 	for _, w := range resources.Workers() {
-		dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(names.DeadLetterQueue(w.Function))})
+		dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(names.DeadLetterQueue(w.Name))})
 		if err != nil {
-			return nil, fmt.Errorf("create queue %s: %w", names.DeadLetterQueue(w.Function), err)
+			return nil, fmt.Errorf("create queue %s: %w", names.DeadLetterQueue(w.Name), err)
 		}
 		attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 		if err != nil {
-			return nil, fmt.Errorf("queue %s: %w", names.DeadLetterQueue(w.Function), err)
+			return nil, fmt.Errorf("queue %s: %w", names.DeadLetterQueue(w.Name), err)
 		}
 		redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], MaxReceiveCount)
-		q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(names.Queue(w.Function)),
+		q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(names.Queue(w.Name)),
 			Attributes: map[string]string{string(sqstypes.QueueAttributeNameRedrivePolicy): redrive}})
 		if err != nil {
-			return nil, fmt.Errorf("create queue %s: %w", names.Queue(w.Function), err)
+			return nil, fmt.Errorf("create queue %s: %w", names.Queue(w.Name), err)
 		}
 		urls[w.URLEnv] = aws.ToString(q.QueueUrl)
 	}

@@ -179,7 +179,7 @@ func TestBootstrapCreatesTheWorkQueues(t *testing.T) {
 	}
 	for _, w := range resources.Workers() {
 		url := first[w.URLEnv]
-		if url == "" || second[w.URLEnv] != url || !strings.HasSuffix(url, names.Queue(w.Function)) {
+		if url == "" || second[w.URLEnv] != url || !strings.HasSuffix(url, names.Queue(w.Name)) {
 			t.Fatalf("%s: urls %q and %q", w.Function, url, second[w.URLEnv])
 		}
 		attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
@@ -188,7 +188,7 @@ func TestBootstrapCreatesTheWorkQueues(t *testing.T) {
 			t.Fatal(err)
 		}
 		redrive := attrs.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]
-		if !strings.Contains(redrive, names.DeadLetterQueue(w.Function)) || !strings.Contains(redrive, "5") {
+		if !strings.Contains(redrive, names.DeadLetterQueue(w.Name)) || !strings.Contains(redrive, "5") {
 			t.Fatalf("%s: redrive policy %q", w.Function, redrive)
 		}
 	}

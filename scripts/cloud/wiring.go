@@ -34,12 +34,12 @@ func CheckWiring(tpl *Template) error {
 	for _, w := range resources.Workers() {
 		var q *Queue
 		for id, f := range consumer {
-			if f.Name == stack+"-"+w.Function {
+			if f.Name == stack+"-"+w.Function && tpl.Queues[id].Name == stack+"-"+w.Name {
 				q = tpl.Queues[id]
 			}
 		}
 		if q == nil {
-			return fmt.Errorf("no event source mapping feeds the %s function (%s), which works the %s queue", w.Function, stack+"-"+w.Function, w.Queue)
+			return fmt.Errorf("no event source mapping feeds the %s function (%s) from the %s queue, which carries the %s work", w.Function, stack+"-"+w.Function, stack+"-"+w.Name, w.Queue)
 		}
 		want[w.URLEnv] = q
 	}

@@ -73,24 +73,28 @@ func (n Names) Queue(worker string) string { return n.prefix() + "-" + worker }
 // DeadLetterQueue is where a worker's failed messages end.
 func (n Names) DeadLetterQueue(worker string) string { return n.prefix() + "-" + worker + "-dlq" }
 
-// Worker is a queue worker: its function, the work queue it consumes (a
-// queue.Name) and the variable that carries that queue's URL.
+// Worker is a work queue and its consumer: the name its SQS queues are
+// named by (Names.Queue), the function that consumes it, the work queue
+// (a queue.Name) and the variable that carries the queue's URL. A
+// function's first queue is named for the function; another queue it
+// drains (a lane) has a name of its own.
 type Worker struct {
+	Name     string
 	Function string
 	Queue    string
 	URLEnv   string
 }
 
-// Workers lists the queue workers; the stack deploys one queue, one
-// dead-letter queue and one function for each, and the LocalStack
-// bootstrap creates the same queues.
+// Workers lists the work queues; the stack deploys one queue and one
+// dead-letter queue for each, and a function for each Function, and the
+// LocalStack bootstrap creates the same queues.
 func Workers() []Worker {
 	return []Worker{
-		{Function: "webhook-worker", Queue: queue.WebhookDeliveries, URLEnv: config.EnvQueueURLWebhookDeliveries},
-		{Function: "webhook-slow-worker", Queue: queue.WebhookSlowLane, URLEnv: config.EnvQueueURLWebhookSlowLane},
-		{Function: "replay-worker", Queue: queue.EventReplays, URLEnv: config.EnvQueueURLEventReplays},
-		{Function: "bulk-worker", Queue: queue.BulkOperations, URLEnv: config.EnvQueueURLBulkOperations},
-		{Function: "seller-order-worker", Queue: queue.SellerOrders, URLEnv: config.EnvQueueURLSellerOrders},
-		{Function: "sync-worker", Queue: queue.SyncJobs, URLEnv: config.EnvQueueURLSyncJobs},
+		{Name: "webhook-worker", Function: "webhook-worker", Queue: queue.WebhookDeliveries, URLEnv: config.EnvQueueURLWebhookDeliveries},
+		{Name: "webhook-slow-lane", Function: "webhook-worker", Queue: queue.WebhookSlowLane, URLEnv: config.EnvQueueURLWebhookSlowLane},
+		{Name: "replay-worker", Function: "replay-worker", Queue: queue.EventReplays, URLEnv: config.EnvQueueURLEventReplays},
+		{Name: "bulk-worker", Function: "bulk-worker", Queue: queue.BulkOperations, URLEnv: config.EnvQueueURLBulkOperations},
+		{Name: "seller-order-worker", Function: "seller-order-worker", Queue: queue.SellerOrders, URLEnv: config.EnvQueueURLSellerOrders},
+		{Name: "sync-worker", Function: "sync-worker", Queue: queue.SyncJobs, URLEnv: config.EnvQueueURLSyncJobs},
 	}
 }

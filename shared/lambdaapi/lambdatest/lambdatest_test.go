@@ -16,7 +16,7 @@ import (
 // schedule of the reservation expirer, the stream router's DynamoDB stream
 // batches and the workers' SQS batches. Their functions' tests check them.
 var notHTTP = map[string]bool{"admin": true, "reservation-expirer": true,
-	"stream-router": true, "webhook-worker": true, "webhook-slow-worker": true, "bulk-worker": true, "replay-worker": true, "seller-order-worker": true, "sync-worker": true}
+	"stream-router": true, "webhook-worker": true, "bulk-worker": true, "replay-worker": true, "seller-order-worker": true, "sync-worker": true}
 
 // Every HTTP API sample event decodes once the placeholders events/README.md
 // lists are filled, and is consistent as API Gateway would deliver it. Ids
