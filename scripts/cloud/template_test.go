@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/moku/sellerapi/shared/resources"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +86,7 @@ func TestTemplate(t *testing.T) {
 	if got.Stream == nil || got.Stream.BatchSize != 100 || !got.Stream.Bisect || got.Stream.MaxRetries != 5 || got.Stream.OnFailure == "" || !got.Stream.PartialBatch {
 		t.Fatalf("stream mapping %+v", got.Stream)
 	}
-	if len(got.QueueFeeds) != 5 || len(got.Schedules) != 2 || len(got.Routes) < 100 {
+	if len(got.QueueFeeds) != len(resources.Workers()) || len(got.Schedules) != 2 || len(got.Routes) < 100 {
 		t.Fatalf("%d queue mappings, %d schedules, %d routes", len(got.QueueFeeds), len(got.Schedules), len(got.Routes))
 	}
 	// The stream router's sweep is played with the input the rule sends.
