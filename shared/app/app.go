@@ -150,8 +150,7 @@ func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Se
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver,
-		RateLeases: a.Config.Store == config.StoreSQLite}, groups...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver}, groups...)
 }
 
 // Close releases the store.

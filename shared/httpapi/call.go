@@ -74,9 +74,10 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func (c *Call) finish() {
 	c.cancel()
 	if c.s.deps.Observe != nil {
+		read, write := c.roundTrips.Capacity()
 		c.s.deps.Observe(Observation{Operation: c.Route.Operation, Status: c.rec.status,
 			RoundTrips: c.roundTrips.N(), SequentialRoundTrips: c.roundTrips.Waits(),
-			ConsumedCapacity: c.roundTrips.Capacity(), Duration: time.Since(c.start)})
+			ConsumedCapacity: read + write, ReadUnits: read, WriteUnits: write, Duration: time.Since(c.start)})
 	}
 	level := slog.LevelInfo
 	if c.rec.status >= 500 {

@@ -397,14 +397,10 @@ func TestRefusedAfterUse(t *testing.T) {
 		}
 		// Each revoked token's first refusal is the one request of it that
 		// still runs beside the window: with room, the unit it took is
-		// given back (to the store, or on the embedded store to the
-		// process's lease, which the store counts as taken), and the
-		// vendor's own request has it; with none, the refusal is still 401.
-		withRoom := int64(3)
-		if kind == apitest.SQLite {
-			withRoom = 4 // the unit is back in the lease, taken from the store
-		}
-		refused("revoked, the window with room", a.Token, false, withRoom)
+		// given back to the process's lease, which the store counts as
+		// taken (ratelimit.Leases), and the vendor's own request has it;
+		// with none, the refusal is still 401.
+		refused("revoked, the window with room", a.Token, false, 4)
 		if r := e.Get(path); r.Status != http.StatusOK {
 			t.Fatalf("the last unit: %d %s", r.Status, r.Body)
 		}

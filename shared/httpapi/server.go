@@ -65,9 +65,6 @@ type Deps struct {
 	// (media/canonical.Encode); nil, as without Blob, answers uploads 503,
 	// so that only the processes that take uploads link the encoder.
 	MediaEncode media.Encoder
-	// RateLeases lets the process take rate-window units in chunks
-	// (ratelimit.Leases): for the embedded store, not for Lambda.
-	RateLeases bool
 }
 
 // Observation describes a finished request.
@@ -78,8 +75,10 @@ type Observation struct {
 	// among them (calls made side by side count once).
 	RoundTrips           int64
 	SequentialRoundTrips int64
-	// ConsumedCapacity is the capacity units the store reported (DynamoDB).
-	ConsumedCapacity float64
+	// ConsumedCapacity is the capacity units the store reported (DynamoDB):
+	// ReadUnits and WriteUnits, summed.
+	ConsumedCapacity      float64
+	ReadUnits, WriteUnits float64
 	Duration         time.Duration
 }
 
@@ -224,9 +223,9 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	}
 	products := store.NewDecoded[catalog.Product](decodedDocs)
 	s.catalog.Decoded, s.inventory.Products = products, products
-	if d.RateLeases {
-		s.limiter.Leases = ratelimit.NewLeases()
-	}
+	// Rate-window units are taken in growing chunks (ratelimit.Leases): a
+	// window costs a few store writes, not one a request.
+	s.limiter.Leases = ratelimit.NewLeases()
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
 	var routes []Route
 	for _, g := range groups {

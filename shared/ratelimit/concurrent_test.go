@@ -48,10 +48,10 @@ func admitAll(t *testing.T, limiters []ratelimit.Limiter) int64 {
 // TestWindowHoldsUnderConcurrency: goroutines racing for one vendor's
 // window never get more than its limit, on either store; one process with
 // leases gets exactly the limit, and two processes sharing a store get no
-// more than the limit and lose at most a chunk each to units leased and
-// unspent.
+// more than the limit and lose at most a chunk less one each to units
+// leased and unspent.
 func TestWindowHoldsUnderConcurrency(t *testing.T) {
-	const limit = 256 // a chunk of 4
+	const limit = 256 // chunks of up to 32
 	c := clocktest.Fake(2026, 3, 1, 12, 0, 30)
 	stores := map[string]func(t *testing.T) store.Store{
 		"sqlite": func(t *testing.T) store.Store {
@@ -87,8 +87,9 @@ func TestWindowHoldsUnderConcurrency(t *testing.T) {
 			a := ratelimit.Limiter{Store: st, Clock: c, Reads: limit, Leases: ratelimit.NewLeases()}
 			b := ratelimit.Limiter{Store: st, Clock: c, Reads: limit, Leases: ratelimit.NewLeases()}
 			got := admitAll(t, []ratelimit.Limiter{a, b})
-			if got > limit || got < limit-2*3 {
-				t.Fatalf("%d admitted, limit %d (at most 3 stranded per process)", got, limit)
+			stranded := ratelimit.MaxChunk(limit) - 1
+			if got > limit || got < limit-2*stranded {
+				t.Fatalf("%d admitted, limit %d (at most %d stranded per process)", got, limit, stranded)
 			}
 		})
 	}
@@ -121,5 +122,54 @@ func TestGiveBackReturnsTheUnit(t *testing.T) {
 		if _, err := l.Take(ctx, "ven_giveback", ratelimit.Read); errs.As(err).Kind != errs.RateLimited {
 			t.Fatalf("leases %v: a fourth read of three admitted: %v", leases != nil, err)
 		}
+	}
+}
+
+// counting counts the store's increments: the window's writes.
+type counting struct {
+	store.Store
+	increments atomic.Int64
+}
+
+func (c *counting) Increment(ctx context.Context, k store.Key, attr string, by, max, expiresAt int64) (int64, error) {
+	c.increments.Add(1)
+	return c.Store.Increment(ctx, k, attr, by, max, expiresAt)
+}
+
+// TestAWindowCostsAFewWrites: a process spending a default read window
+// (60) request by request admits exactly 60 and refuses the next, with a
+// few store writes (chunks of 1, 1, 2, 4, then 7), not one a request; and a
+// vendor reading now and then spends unit by unit, as before.
+func TestAWindowCostsAFewWrites(t *testing.T) {
+	c := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cs := &counting{Store: st}
+	l := ratelimit.Limiter{Store: cs, Clock: c, Reads: 60, Leases: ratelimit.NewLeases()}
+	ctx := context.Background()
+	if _, err := l.Take(ctx, "ven_quiet", ratelimit.Read); err != nil || cs.increments.Load() != 1 {
+		t.Fatalf("one read: %v, %d writes", err, cs.increments.Load())
+	}
+	cs.increments.Store(0)
+	admitted := 0
+	for {
+		st, err := l.Take(ctx, "ven_busy", ratelimit.Read)
+		if errs.As(err).Kind == errs.RateLimited {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted++
+		if st.Remaining != 60-admitted {
+			t.Fatalf("after %d reads RateLimit-Remaining is %d", admitted, st.Remaining)
+		}
+	}
+	// 1+1+2+4+7·7 = 57, then the 3 left, then the refusal's attempt.
+	if writes := cs.increments.Load(); admitted != 60 || writes != 13 {
+		t.Fatalf("%d admitted with %d store writes; want 60 with 13", admitted, writes)
 	}
 }

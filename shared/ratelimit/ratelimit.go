@@ -103,7 +103,7 @@ func (l Limiter) TakeFrom(ctx context.Context, pk, whose string, c Class, limit 
 		if st, ok := l.Leases.take(k, limit); ok {
 			return st, nil
 		}
-		if chunk := leaseChunk(limit); chunk > 1 {
+		if chunk := l.Leases.chunk(k, limit); chunk > 1 {
 			// The chunk only when all of it fits; else unit by unit below.
 			n, err := l.Store.Increment(ctx, k, datamodel.RateCountAttr, chunk, int64(limit)-chunk+1, expires)
 			if err == nil {

@@ -14,8 +14,9 @@ import (
 // statement batch it sends to SQLite.
 type RoundTrips struct {
 	n atomic.Int64
-	// capacity is the consumed capacity units reported, in thousandths.
-	capacity atomic.Int64
+	// read and write are the consumed capacity units reported, in
+	// thousandths.
+	read, write atomic.Int64
 
 	mu       sync.Mutex
 	inflight int
@@ -41,12 +42,13 @@ func (c *RoundTrips) Waits() int64 {
 }
 
 // Capacity is the capacity units the calls consumed, as the backend
-// reported them (zero for the embedded store).
-func (c *RoundTrips) Capacity() float64 {
+// reported them (zero for the embedded store): read units, then write
+// units.
+func (c *RoundTrips) Capacity() (read, write float64) {
 	if c == nil {
-		return 0
+		return 0, 0
 	}
-	return float64(c.capacity.Load()) / 1000
+	return float64(c.read.Load()) / 1000, float64(c.write.Load()) / 1000
 }
 
 // begin enters a call: one that starts while none is in flight is a new
@@ -117,9 +119,19 @@ type besideKey struct{}
 // count as calls but not as waits.
 func Beside(ctx context.Context) context.Context { return context.WithValue(ctx, besideKey{}, true) }
 
-// AddCapacity records consumed capacity units reported by the backend.
-func AddCapacity(ctx context.Context, units float64) {
-	if c := roundTripsOf(ctx); c != nil && units > 0 && !math.IsInf(units, 0) {
-		c.capacity.Add(int64(math.Round(units * 1000)))
+// AddCapacity records consumed capacity units reported by the backend:
+// read units, then write units.
+func AddCapacity(ctx context.Context, read, write float64) {
+	c := roundTripsOf(ctx)
+	if c == nil {
+		return
+	}
+	for _, u := range []struct {
+		n   *atomic.Int64
+		add float64
+	}{{&c.read, read}, {&c.write, write}} {
+		if u.add > 0 && !math.IsInf(u.add, 0) {
+			u.n.Add(int64(math.Round(u.add * 1000)))
+		}
 	}
 }

@@ -175,8 +175,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.MediaEncode == nil {
 		o.MediaEncode = canonical.Encode
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver,
-		RateLeases: o.Store == SQLite}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}

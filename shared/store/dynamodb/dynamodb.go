@@ -94,7 +94,8 @@ func RoundTripCounter() func(*middleware.Stack) error {
 				askCapacity(in.Parameters)
 				out, md, err := next.HandleInitialize(ctx, in)
 				if err == nil {
-					store.AddCapacity(ctx, capacityOf(out.Result))
+					read, write := capacityOf(out.Result)
+					store.AddCapacity(ctx, read, write)
 				}
 				return out, md, err
 			}), middleware.After)
@@ -130,16 +131,18 @@ func askCapacity(in any) {
 	}
 }
 
-// capacityOf sums the consumed capacity an output reports.
-func capacityOf(out any) float64 {
+// capacityOf sums the consumed capacity an output reports: read units for
+// the reads, write units for the writes (a transaction's condition checks
+// included, as DynamoDB bills them).
+func capacityOf(out any) (read, write float64) {
 	var cs []types.ConsumedCapacity
 	switch out := out.(type) {
 	case *ddb.GetItemOutput:
-		cs = one(out.ConsumedCapacity)
+		return sum(one(out.ConsumedCapacity)), 0
 	case *ddb.BatchGetItemOutput:
-		cs = out.ConsumedCapacity
+		return sum(out.ConsumedCapacity), 0
 	case *ddb.QueryOutput:
-		cs = one(out.ConsumedCapacity)
+		return sum(one(out.ConsumedCapacity)), 0
 	case *ddb.UpdateItemOutput:
 		cs = one(out.ConsumedCapacity)
 	case *ddb.PutItemOutput:
@@ -149,6 +152,10 @@ func capacityOf(out any) float64 {
 	case *ddb.TransactWriteItemsOutput:
 		cs = out.ConsumedCapacity
 	}
+	return 0, sum(cs)
+}
+
+func sum(cs []types.ConsumedCapacity) float64 {
 	var total float64
 	for _, c := range cs {
 		total += aws.ToFloat64(c.CapacityUnits)
