@@ -79,7 +79,7 @@ type Observation struct {
 	// ReadUnits and WriteUnits, summed.
 	ConsumedCapacity      float64
 	ReadUnits, WriteUnits float64
-	Duration         time.Duration
+	Duration              time.Duration
 }
 
 // Route is one operation.
