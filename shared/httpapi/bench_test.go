@@ -100,25 +100,49 @@ func benchEnv(b *testing.B, kind apitest.StoreKind, wrap ...func(store.Store) st
 	if len(wrap) > 0 {
 		o.WrapStore = wrap[0]
 	}
-	return apitest.New(b, o), cs
+	e := apitest.New(b, o)
+	cs.logs = e.Logs
+	return e, cs
 }
 
-// benchCounts sums the store work of the measured requests.
-type benchCounts struct{ calls, waits, capacity atomic.Int64 }
+// benchCounts sums the store work of the measured requests, and the log
+// bytes they wrote.
+type benchCounts struct {
+	calls, waits, read, write atomic.Int64
+	logs                      *apitest.SyncBuffer
+	logsAtReset               int
+}
 
 func (c *benchCounts) observe(o httpapi.Observation) {
 	c.calls.Add(o.RoundTrips)
 	c.waits.Add(o.SequentialRoundTrips)
-	c.capacity.Add(int64(o.ConsumedCapacity * 1000))
+	c.read.Add(int64(o.ReadUnits * 1000))
+	c.write.Add(int64(o.WriteUnits * 1000))
 }
 
-func (c *benchCounts) reset() { c.calls.Store(0); c.waits.Store(0); c.capacity.Store(0) }
+func (c *benchCounts) reset() {
+	c.calls.Store(0)
+	c.waits.Store(0)
+	c.read.Store(0)
+	c.write.Store(0)
+	if c.logs != nil {
+		c.logsAtReset = c.logs.Len()
+	}
+}
 
-// report adds the per-request store metrics to a finished benchmark.
+// report adds the per-request store metrics to a finished benchmark: the
+// read and write units are what scripts/bill prices.
 func (c *benchCounts) report(b *testing.B) {
-	b.ReportMetric(float64(c.calls.Load())/float64(b.N), "calls/op")
-	b.ReportMetric(float64(c.waits.Load())/float64(b.N), "waits/op")
-	b.ReportMetric(float64(c.capacity.Load())/1000/float64(b.N), "capacity/op")
+	n := float64(b.N)
+	b.ReportMetric(float64(c.calls.Load())/n, "calls/op")
+	b.ReportMetric(float64(c.waits.Load())/n, "waits/op")
+	read, write := float64(c.read.Load())/1000/n, float64(c.write.Load())/1000/n
+	b.ReportMetric(read+write, "capacity/op")
+	b.ReportMetric(read, "rru/op")
+	b.ReportMetric(write, "wru/op")
+	if c.logs != nil {
+		b.ReportMetric(float64(c.logs.Len()-c.logsAtReset)/n, "log-B/op")
+	}
 }
 
 func benchRequest(e *apitest.Env, method, path string, body []byte, key string) *http.Request {

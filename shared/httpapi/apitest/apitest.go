@@ -97,6 +97,13 @@ func (s *SyncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// Len is how many bytes were written.
+func (s *SyncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 // String returns what was logged.
 func (s *SyncBuffer) String() string {
 	s.mu.Lock()

@@ -1,0 +1,219 @@
+// Command bill prices what BenchmarkAPI measured on DynamoDB Local: for
+// each operation, and for a stated mix of them, the AWS cost per million
+// requests by component, from the read and write units, store waits, CPU
+// and log bytes each request took (scripts/bench runs it on its output).
+// The rate window is priced apart, as the service's own limiter spends it
+// at the default allowances (the benchmark lifts them): bill takes a
+// vendor's whole window, and a single request, through a real Limiter on
+// a counting embedded store.
+//
+// Usage: go run ./scripts/bill bench.txt
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/ratelimit"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+// Prices in US dollars, us-east-1, on-demand, as AWS listed them in
+// November 2026; a million requests or units unless said.
+const (
+	pricesAsOf     = "AWS list prices, us-east-1, November 2026"
+	readUnit       = 0.125 // DynamoDB on-demand read request unit
+	writeUnit      = 0.625 // DynamoDB on-demand write request unit
+	httpAPI        = 1.00  // API Gateway HTTP API, first 300 million
+	lambdaRequest  = 0.20  // Lambda invocations
+	lambdaGBSecond = 0.0000133334
+	logsPerGB      = 0.50 // CloudWatch Logs ingestion
+	xrayTrace      = 5.00 // X-Ray traces recorded
+)
+
+// The deployment's settings and the model's assumptions.
+const (
+	memoryMB = 512 // an API function's memory (infra/stack, Definition.Memory)
+	// roundTripMS is one DynamoDB round trip from Lambda in-region; the
+	// emulator's latency on this machine says nothing of it, so the model
+	// bills each sequential wait this long plus the measured CPU.
+	roundTripMS = 6.0
+	// accessLogBytes is API Gateway's access log line per request.
+	accessLogBytes = 420
+	// traced is the share of requests X-Ray's default sampling records
+	// (1 a second, then 5%).
+	traced = 0.05
+)
+
+// mix is the stated request mix: 80% reads, 20% writes.
+var mix = map[string]float64{
+	"get-vendor": 0.20, "get-product": 0.30, "list-inventory": 0.30,
+	"create-product": 0.05, "adjust-inventory": 0.10, "reserve": 0.05,
+}
+
+var writes = map[string]bool{"create-product": true, "adjust-inventory": true, "reserve": true}
+
+type op struct {
+	name string
+	m    map[string]float64
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: bill bench.txt")
+		os.Exit(2)
+	}
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bill:", err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	ops, err := parse(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bill:", err)
+		os.Exit(1)
+	}
+	window, err := windowWrites()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bill:", err)
+		os.Exit(1)
+	}
+	print(os.Stdout, ops, window)
+}
+
+// parse reads the BenchmarkAPI lines of the DynamoDB store.
+func parse(r io.Reader) ([]op, error) {
+	var ops []op
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkAPI/") {
+			continue
+		}
+		parts := strings.Split(f[0], "/")
+		if len(parts) != 3 || !strings.HasPrefix(parts[2], "dynamodb") {
+			continue
+		}
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err == nil {
+				m[f[i+1]] = v
+			}
+		}
+		ops = append(ops, op{name: parts[1], m: m})
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("no BenchmarkAPI results on dynamodb in the input")
+	}
+	return ops, sc.Err()
+}
+
+// windowWrites is the store writes per request the rate window costs at
+// the default allowances: a busy vendor spending its whole window in one
+// process, by class; a quiet vendor pays one write a request.
+func windowWrites() (map[ratelimit.Class]float64, error) {
+	dir, err := os.MkdirTemp("", "sellerapi-bill-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	c := clocktest.Fake(2026, 1, 1, 12, 0, 0)
+	st, err := sqlite.Open(dir, sqlite.WithClock(c.Now))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	cfg := config.Default()
+	out := map[ratelimit.Class]float64{}
+	for class, limit := range map[ratelimit.Class]int{ratelimit.Read: cfg.RateReads, ratelimit.Write: cfg.RateWrites} {
+		cs := &counting{Store: st}
+		l := ratelimit.Limiter{Store: cs, Clock: c, Reads: cfg.RateReads, Writes: cfg.RateWrites, Leases: ratelimit.NewLeases()}
+		for n := 0; n < limit; n++ {
+			if _, err := l.Take(context.Background(), "ven_bill", class); err != nil {
+				return nil, fmt.Errorf("take %d of %d %ss: %w", n+1, limit, class, err)
+			}
+		}
+		if _, err := l.Take(context.Background(), "ven_bill", class); errs.As(err).Kind != errs.RateLimited {
+			return nil, fmt.Errorf("the window of %d %ss admitted one more: %v", limit, class, err)
+		}
+		out[class] = float64(cs.writes) / float64(limit)
+	}
+	return out, nil
+}
+
+type counting struct {
+	store.Store
+	writes int
+}
+
+func (c *counting) Increment(ctx context.Context, k store.Key, attr string, by, max, expiresAt int64) (int64, error) {
+	c.writes++
+	return c.Store.Increment(ctx, k, attr, by, max, expiresAt)
+}
+
+// cost is one request's dollars per million by component.
+type cost struct {
+	rru, wru, dynamo, gateway, lambda, logs, xray float64
+}
+
+func (c cost) total() float64 { return c.dynamo + c.gateway + c.lambda + c.logs + c.xray }
+
+func price(o op, windowWRU float64) cost {
+	rru, wru := o.m["rru/op"], o.m["wru/op"]+windowWRU
+	ms := math.Ceil(o.m["waits/op"]*roundTripMS + o.m["cpu-us/op"]/1000)
+	logBytes := o.m["log-B/op"] + accessLogBytes
+	return cost{
+		rru: rru, wru: wru,
+		dynamo:  rru*readUnit + wru*writeUnit,
+		gateway: httpAPI,
+		lambda:  lambdaRequest + 1e6*ms/1000*memoryMB/1024*lambdaGBSecond,
+		logs:    logBytes * logsPerGB / 1e3, // bytes per request → $ per million requests
+		xray:    traced * xrayTrace,
+	}
+}
+
+func print(w io.Writer, ops []op, window map[ratelimit.Class]float64) {
+	sort.Slice(ops, func(i, j int) bool { return ops[i].name < ops[j].name })
+	fmt.Fprintf(w, "The bill per million requests, in US dollars (%s)\n", pricesAsOf)
+	fmt.Fprintf(w, "Rate window at the default allowances: %.2f write units a read, %.2f a write for a vendor using its whole window; 1 for a vendor's lone request.\n", window[ratelimit.Read], window[ratelimit.Write])
+	fmt.Fprintf(w, "Lambda billed as %d MB for (sequential waits x %.0f ms + measured CPU); logs: the function's line + %d B of access log; X-Ray: %.0f%% traced.\n\n", memoryMB, roundTripMS, accessLogBytes, traced*100)
+	fmt.Fprintln(w, "| operation | read units | write units | DynamoDB | API Gateway | Lambda | Logs | X-Ray | all of AWS |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	var sum cost
+	var weight float64
+	for _, o := range ops {
+		class := ratelimit.Read
+		if writes[o.name] {
+			class = ratelimit.Write
+		}
+		c := price(o, window[class])
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", o.name, c.rru, c.wru, c.dynamo, c.gateway, c.lambda, c.logs, c.xray, c.total())
+		share := mix[o.name]
+		weight += share
+		sum.rru += share * c.rru
+		sum.wru += share * c.wru
+		sum.dynamo += share * c.dynamo
+		sum.gateway += share * c.gateway
+		sum.lambda += share * c.lambda
+		sum.logs += share * c.logs
+		sum.xray += share * c.xray
+	}
+	if weight > 0 {
+		fmt.Fprintf(w, "| **mix** (80%% reads: 20 get-vendor, 30 get-product, 30 list-inventory; 20%% writes: 5 create-product, 10 adjust-inventory, 5 reserve) | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2f | %.2f | **%.2f** |\n",
+			sum.rru/weight, sum.wru/weight, sum.dynamo/weight, sum.gateway/weight, sum.lambda/weight, sum.logs/weight, sum.xray/weight, sum.total()/weight)
+	}
+	fmt.Fprintln(w, "\nNot in the figures: the background work an event starts (stream router, webhook deliveries, SQS), and free tiers.")
+}
