@@ -91,6 +91,9 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 			concurrency = 5
 		}
 		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, queueURLs, true)
+		if w.Secrets {
+			s.grantSecretKey(f)
+		}
 		for _, to := range w.SendsTo {
 			queues[to].GrantSendMessages(f)
 		}
@@ -107,6 +110,7 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 		Actions:   jsii.Strings(RouterActions...),
 		Resources: &[]*string{s.Table.TableArn()},
 	}))
+	s.grantTableKey(router)
 	for _, w := range d.Workers {
 		queues[w.Name].GrantSendMessages(router)
 	}
