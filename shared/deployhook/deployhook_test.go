@@ -164,7 +164,9 @@ func TestWrongAnswersFailTheDeployment(t *testing.T) {
 		answer  func(string, []byte) (*lambda.InvokeOutput, error)
 		targets map[string]string
 	}{
-		{"200 where 401 is due", api, func(string, []byte) (*lambda.InvokeOutput, error) { return apiAnswer(200, "application/json", `{}`), nil }, nil},
+		{"200 where 401 is due", api, func(string, []byte) (*lambda.InvokeOutput, error) {
+			return apiAnswer(200, "application/json", `{}`), nil
+		}, nil},
 		{"500", api, func(string, []byte) (*lambda.InvokeOutput, error) {
 			return apiAnswer(500, "application/problem+json", `{"type":"x","status":500}`), nil
 		}, nil},
