@@ -3,12 +3,15 @@ package httpapi_test
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // requestLines are the request lines logged so far, parsed.
@@ -112,5 +115,75 @@ func TestRequestLinesWithoutANamespaceArePlain(t *testing.T) {
 		if _, ok := line[httpapi.MetricCapacity]; ok {
 			t.Errorf("line %v carries capacity", line)
 		}
+	}
+}
+
+// Each delivery attempt's line embeds its lag and duration by outcome (and
+// in total), through the real worker: a failed attempt, then its retry
+// delivered.
+func TestDeliveryLinesEmbedMetrics(t *testing.T) {
+	e := apitest.New(t, apitest.Options{Store: apitest.SQLite, WebhookResolver: publicHosts, Config: func(c *config.Config) {
+		c.RateReads, c.RateWrites = 1<<20, 1<<20
+		c.AllowPrivateWebhooks = true
+		c.MetricsNamespace = "sellerapi/test"
+	}})
+	e.Clock.Tick(time.Millisecond)
+	rc := newReceiver(t, e)
+	rc.answer = func(n int, _ string) int {
+		if n == 0 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	}
+	rc.subscribe("product.created")
+	whProductEvent(t, e, "measured")
+	whDrain(t, e)
+	e.Clock.Advance(webhook.FirstRetryCeiling)
+	whDrain(t, e)
+
+	var outcomes []string
+	sc := bufio.NewScanner(strings.NewReader(e.Logs.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("log line %s: %v", sc.Bytes(), err)
+		}
+		msg, _ := line["msg"].(string)
+		if !strings.HasPrefix(msg, "webhook ") || line["_aws"] == nil {
+			continue
+		}
+		raw, _ := json.Marshal(line["_aws"])
+		var aws struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name, Unit string }
+			}
+		}
+		if err := json.Unmarshal(raw, &aws); err != nil || len(aws.CloudWatchMetrics) != 1 {
+			t.Fatalf("%s: _aws %s (%v)", msg, raw, err)
+		}
+		d := aws.CloudWatchMetrics[0]
+		if d.Namespace != "sellerapi/test" || len(d.Dimensions) != 2 || len(d.Dimensions[0]) != 1 || d.Dimensions[0][0] != "outcome" || len(d.Dimensions[1]) != 0 {
+			t.Errorf("%s: namespace %q, dimensions %v", msg, d.Namespace, d.Dimensions)
+		}
+		var names []string
+		for _, m := range d.Metrics {
+			names = append(names, m.Name)
+			if v, ok := line[m.Name].(float64); !ok || v < 0 {
+				t.Errorf("%s: metric %s = %v", msg, m.Name, line[m.Name])
+			}
+		}
+		if strings.Join(names, ",") != webhook.MetricLag+","+webhook.MetricDuration {
+			t.Errorf("%s: metrics %v", msg, names)
+		}
+		if _, ok := line["vendor_id"]; !ok {
+			t.Errorf("%s: no vendor id on the line", msg)
+		}
+		outcomes = append(outcomes, line["outcome"].(string))
+	}
+	if strings.Join(outcomes, ",") != webhook.OutcomeFailed+","+webhook.OutcomeSucceeded {
+		t.Errorf("outcomes %v, want failed then succeeded", outcomes)
 	}
 }

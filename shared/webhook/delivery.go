@@ -155,6 +155,9 @@ type Deliverer struct {
 	Jitter func() float64
 	// Slots bounds each vendor's attempts in flight; nil means no bound.
 	Slots Slots
+	// MetricsNamespace, when set, makes each attempt's line embed its
+	// outcome's metrics (emf): the attempt's lag and duration.
+	MetricsNamespace string
 }
 
 func (d Deliverer) log() *slog.Logger {
@@ -312,6 +315,9 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	}
 	if err := d.record(ctx, m, qm.ID, rec); err != nil {
 		return err
+	}
+	if d.MetricsNamespace != "" {
+		log = log.With(d.metrics(m, rec, now)...)
 	}
 	switch rec.Outcome {
 	case OutcomeSucceeded:
