@@ -191,6 +191,8 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		config.EnvTable:    s.Table.TableName(),
 		config.EnvBaseURL:  jsii.String(s.BaseURL),
 		config.EnvLogLevel: jsii.String("info"),
+		// The request and delivery lines embed their metrics (observe.go).
+		config.EnvMetricsNamespace: jsii.String(s.obs.namespace),
 	}
 	fn := func(name, description string, timeout time.Duration, extra map[string]*string, tableAccess bool) awslambda.Function {
 		f := s.function(d, name, description, timeout, env, extra)

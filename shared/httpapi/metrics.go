@@ -20,6 +20,8 @@ const (
 	MetricErrors4xx  = "errors_4xx"
 	MetricErrors5xx  = "errors_5xx"
 	MetricRefused    = "refused"
+	// MetricDimension is the line's member the metrics are published by.
+	MetricDimension = "operation"
 )
 
 // metrics adds the capacity, the error counts and the embedded metric
@@ -46,5 +48,5 @@ func (c *Call) metrics(attrs []slog.Attr, namespace string) []slog.Attr {
 	if c.s.deps.Clock != nil {
 		now = c.s.deps.Clock.Now()
 	}
-	return append(attrs, emf.Block{Namespace: namespace, Time: now, Dimension: "operation", Metrics: ms}.Attr())
+	return append(attrs, emf.Block{Namespace: namespace, Time: now, Dimension: MetricDimension, Metrics: ms}.Attr())
 }

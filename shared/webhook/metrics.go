@@ -15,6 +15,8 @@ import (
 const (
 	MetricLag      = "lag_ms"
 	MetricDuration = "duration_ms"
+	// MetricDimension is the line's member the metrics are published by.
+	MetricDimension = "outcome"
 )
 
 // metrics are the attributes that make the attempt's line carry its
@@ -22,10 +24,10 @@ const (
 // it is given here for every outcome.
 func (d Deliverer) metrics(m Message, rec Attempt, now time.Time) []any {
 	ms := []emf.Metric{{Name: MetricLag, Unit: "Milliseconds"}}
-	attrs := []any{slog.String("outcome", rec.Outcome), slog.Int64(MetricLag, max(now.Sub(m.NotBefore), 0).Milliseconds())}
+	attrs := []any{slog.String(MetricDimension, rec.Outcome), slog.Int64(MetricLag, max(now.Sub(m.NotBefore), 0).Milliseconds())}
 	if rec.Outcome != OutcomeSucceeded {
 		attrs = append(attrs, slog.Int64(MetricDuration, rec.DurationMS))
 	}
 	ms = append(ms, emf.Metric{Name: MetricDuration, Unit: "Milliseconds"})
-	return append(attrs, emf.Block{Namespace: d.MetricsNamespace, Time: now, Dimension: "outcome", Metrics: ms}.Attr())
+	return append(attrs, emf.Block{Namespace: d.MetricsNamespace, Time: now, Dimension: MetricDimension, Metrics: ms}.Attr())
 }
