@@ -60,9 +60,17 @@ func DefaultCost(stage string) Cost {
 // publish to the topic.
 func (s *Stack) costGuards(d Definition, topic awssns.Topic) {
 	st := s.OpsStack
-	// The topic's policy lives beside the guards that need it.
+	// The topic's policy lives beside the guards that need it. A topic
+	// policy replaces SNS's default one, so it grants again what that did
+	// (the account's own use) and CloudWatch's alarms.
 	policy := awssns.NewTopicPolicy(st, jsii.String("AlarmTopicPolicy"), &awssns.TopicPolicyProps{Topics: &[]awssns.ITopic{topic}})
-	for sid, service := range map[string]string{"BudgetsPublish": "budgets.amazonaws.com", "CostAnomaliesPublish": "costalerts.amazonaws.com"} {
+	policy.Document().AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("Account"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+		Actions:    jsii.Strings("sns:GetTopicAttributes", "sns:ListSubscriptionsByTopic", "sns:Publish", "sns:Subscribe"),
+		Resources:  &[]*string{topic.TopicArn()},
+	}))
+	for sid, service := range map[string]string{"AlarmsPublish": "cloudwatch.amazonaws.com", "BudgetsPublish": "budgets.amazonaws.com", "CostAnomaliesPublish": "costalerts.amazonaws.com"} {
 		policy.Document().AddStatements(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String(sid),
 			Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(service), nil)},

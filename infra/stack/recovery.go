@@ -6,10 +6,12 @@ package stack
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsbackup"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -81,7 +83,23 @@ func (s *Stack) newBackups(scope constructs.Construct, d Definition) error {
 			DeleteAfter:            retention,
 		}},
 	}))
+	// AWS Backup's role: its managed policies for backups and restores,
+	// and S3's own pair for the bucket.
+	var managed []awsiam.IManagedPolicy
+	for _, p := range []string{"AWSBackupServiceRolePolicyForBackup", "AWSBackupServiceRolePolicyForRestores", "AWSBackupServiceRolePolicyForS3Backup", "AWSBackupServiceRolePolicyForS3Restore"} {
+		path := "service-role/" + p
+		if strings.Contains(p, "S3") {
+			path = p
+		}
+		managed = append(managed, awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String(path)))
+	}
+	role := awsiam.NewRole(s.OpsStack, jsii.String("BackupRole"), &awsiam.RoleProps{
+		AssumedBy:       awsiam.NewServicePrincipal(jsii.String("backup.amazonaws.com"), nil),
+		Description:     jsii.String("AWS Backup's role for " + s.Names.Stack() + "'s table and media bucket"),
+		ManagedPolicies: &managed,
+	})
 	s.BackupPlan.AddSelection(jsii.String("Selection"), &awsbackup.BackupSelectionOptions{
+		Role:                role,
 		BackupSelectionName: jsii.String(s.Names.Stack() + "-table-and-media"),
 		Resources: &[]awsbackup.BackupResource{
 			awsbackup.BackupResource_FromDynamoDbTable(s.Table),
