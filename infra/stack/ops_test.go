@@ -2,13 +2,17 @@ package stack
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/deployhook"
+	"github.com/moku/sellerapi/shared/httpapi"
 )
 
 // The stage's key is customer-managed and rotated, encrypts the table, and
@@ -225,6 +229,7 @@ func TestEveryCanaryRunsTheDeployHook(t *testing.T) {
 			if s.Kind != deployhook.KindAPI || !found {
 				t.Errorf("%s: smoke %+v is not one of its routes that takes a credential", fn, s)
 			}
+			smokeAnswers401(t, fn, s)
 		case fn == prod.def.StreamRouter && s.Kind != deployhook.KindStream,
 			fn == "webhook-worker" && s.Kind != deployhook.KindQueue,
 			fn == "reservation-expirer" && s.Kind != deployhook.KindSchedule:
@@ -252,5 +257,26 @@ func TestProdStacksAreProtected(t *testing.T) {
 	}
 	if *devStack.TerminationProtection() || *devStack.OpsStack.TerminationProtection() {
 		t.Error("dev is protected")
+	}
+}
+
+// smokeAnswers401 sends the API smoke request to the group's own handler,
+// as its function serves it: without credentials it must answer 401
+// problem+json before it needs the store (the handler here has none).
+func smokeAnswers401(t *testing.T, fn string, s deployhook.Smoke) {
+	t.Helper()
+	for _, g := range prod.def.groups() {
+		if g.Name != fn {
+			continue
+		}
+		srv, err := httpapi.New(httpapi.Deps{Config: config.Default(), CursorKey: make([]byte, 32)}, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest(s.Method, s.Path, nil))
+		if w.Code != http.StatusUnauthorized || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/problem+json") {
+			t.Errorf("%s: smoke %s %s answered %d %q, want 401 problem+json", fn, s.Method, s.Path, w.Code, w.Header().Get("Content-Type"))
+		}
 	}
 }

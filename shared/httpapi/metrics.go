@@ -29,18 +29,18 @@ const (
 func (c *Call) metrics(attrs []slog.Attr, namespace string) []slog.Attr {
 	ms := make([]emf.Metric, 3, 5)
 	ms[0] = emf.Metric{Name: MetricDuration, Unit: "Milliseconds"}
-	ms[1] = emf.Metric{Name: MetricRoundTrips, Unit: "Count"}
-	ms[2] = emf.Metric{Name: MetricCapacity, Unit: "Count"}
+	ms[1] = emf.Metric{Name: MetricRoundTrips}
+	ms[2] = emf.Metric{Name: MetricCapacity}
 	attrs = append(attrs, slog.Float64(MetricCapacity, c.roundTrips.Capacity()))
 	switch status := c.rec.status; {
 	case status >= 500:
-		ms = append(ms, emf.Metric{Name: MetricErrors5xx, Unit: "Count"})
+		ms = append(ms, emf.Metric{Name: MetricErrors5xx})
 		attrs = append(attrs, slog.Int(MetricErrors5xx, 1))
 	case status >= 400:
-		ms = append(ms, emf.Metric{Name: MetricErrors4xx, Unit: "Count"})
+		ms = append(ms, emf.Metric{Name: MetricErrors4xx})
 		attrs = append(attrs, slog.Int(MetricErrors4xx, 1))
 		if status == http.StatusTooManyRequests {
-			ms = append(ms, emf.Metric{Name: MetricRefused, Unit: "Count"})
+			ms = append(ms, emf.Metric{Name: MetricRefused})
 			attrs = append(attrs, slog.Int(MetricRefused, 1))
 		}
 	}

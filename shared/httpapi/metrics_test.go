@@ -97,7 +97,7 @@ func TestRequestLinesEmbedMetrics(t *testing.T) {
 			if kind == apitest.DynamoDB && want[i].status == 200 && line[httpapi.MetricCapacity].(float64) <= 0 {
 				t.Errorf("line %d: DynamoDB reported no capacity", i)
 			}
-			if len(raw) > 320 {
+			if len(raw) > 280 {
 				t.Errorf("line %d: the metadata takes %d bytes: %s", i, len(raw), raw)
 			}
 		}
