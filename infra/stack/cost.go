@@ -46,12 +46,16 @@ type Cost struct {
 	AnomalyImpact float64
 }
 
-// DefaultCost is prod's guard and every other stage's.
-func DefaultCost(stage string) Cost {
-	if stage == "prod" {
-		return Cost{MonthlyBudget: 500, AnomalyImpact: 25}
+// DefaultCost is prod's guard and every other deployed stage's; local and
+// localstack (one machine, LocalStack) have no bill to guard.
+func DefaultCost(stage string) *Cost {
+	switch stage {
+	case "prod":
+		return &Cost{MonthlyBudget: 500, AnomalyImpact: 25}
+	case "local", "localstack":
+		return nil
 	}
-	return Cost{MonthlyBudget: 50, AnomalyImpact: 10}
+	return &Cost{MonthlyBudget: 50, AnomalyImpact: 10}
 }
 
 // costGuards adds, in the ops stack, the budget and the anomaly monitor, both on the stack's

@@ -79,9 +79,9 @@ type Definition struct {
 	// and copies the recovery points to a second region (recovery.go).
 	// Default: the prod stage (cdk -c backupRegion=... for the copy's).
 	Backup *Backup
-	// Cost bounds what the stage may spend before the topic hears of it
-	// (cost.go).
-	Cost Cost
+	// Cost, when set, bounds what the stage may spend before the topic
+	// hears of it (cost.go). Default: every stage but local and localstack.
+	Cost *Cost
 	// DeployHook is the function each canary's BeforeAllowTraffic hook
 	// runs: it invokes the new version with a smoke request and fails the
 	// deployment on a wrong answer. Deployed only with Canary.
@@ -310,7 +310,7 @@ func (d Definition) check() error {
 	if d.Backup != nil && (d.Backup.CopyRegion == "" || d.Backup.RetentionDays < 1) {
 		return errors.New("stack: a backup plan needs a copy region and a retention of at least a day")
 	}
-	if d.Cost.MonthlyBudget <= 0 || d.Cost.AnomalyImpact <= 0 {
+	if d.Cost != nil && (d.Cost.MonthlyBudget <= 0 || d.Cost.AnomalyImpact <= 0) {
 		return errors.New("stack: the cost guard needs a positive monthly budget and anomaly impact")
 	}
 	if d.Canary && d.DeployHook == "" {

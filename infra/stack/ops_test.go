@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/deployhook"
 	"github.com/moku/sellerapi/shared/httpapi"
@@ -277,6 +279,30 @@ func smokeAnswers401(t *testing.T, fn string, s deployhook.Smoke) {
 		srv.ServeHTTP(w, httptest.NewRequest(s.Method, s.Path, nil))
 		if w.Code != http.StatusUnauthorized || !strings.HasPrefix(w.Header().Get("Content-Type"), "application/problem+json") {
 			t.Errorf("%s: smoke %s %s answered %d %q, want 401 problem+json", fn, s.Method, s.Path, w.Code, w.Header().Get("Content-Type"))
+		}
+	}
+}
+
+// The stages that run on one machine (scripts/cloud) or LocalStack have no
+// bill to guard and nothing to back up: their app is the stage's stack
+// alone, as `cdk deploy` without --all needs.
+func TestOneMachineStagesAreOneStack(t *testing.T) {
+	for _, stage := range []string{"local", "localstack"} {
+		d := Default(stage)
+		d.Placeholder = t.TempDir()
+		app := awscdk.NewApp(nil)
+		st, err := New(app, d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stacks []string
+		for _, c := range *app.Node().Children() {
+			if s, ok := c.(awscdk.Stack); ok {
+				stacks = append(stacks, *s.StackName())
+			}
+		}
+		if len(stacks) != 1 || st.OpsStack != nil || st.BackupCopyStack != nil {
+			t.Errorf("%s: stacks %v", stage, stacks)
 		}
 	}
 }

@@ -164,16 +164,20 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		DisplayName: jsii.String("sellerapi " + d.Stage + " alarms"),
 	})
 	s.obs = newObserver(s, awscloudwatchactions.NewSnsAction(topic))
-	opsName := names.Stack() + "-ops"
-	s.OpsStack = awscdk.NewStack(scope, jsii.String(opsName), &awscdk.StackProps{
-		StackName:             jsii.String(opsName),
-		Description:           jsii.String("Seller Platform API, stage " + d.Stage + ": its cost guards and backups"),
-		Env:                   props.Env,
-		TerminationProtection: props.TerminationProtection,
-	})
-	awscdk.Tags_Of(s.OpsStack).Add(jsii.String("service"), jsii.String(resources.Service), nil)
-	awscdk.Tags_Of(s.OpsStack).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
-	s.costGuards(d, topic)
+	if d.Cost != nil || d.Backup != nil {
+		opsName := names.Stack() + "-ops"
+		s.OpsStack = awscdk.NewStack(scope, jsii.String(opsName), &awscdk.StackProps{
+			StackName:             jsii.String(opsName),
+			Description:           jsii.String("Seller Platform API, stage " + d.Stage + ": its cost guards and backups"),
+			Env:                   props.Env,
+			TerminationProtection: props.TerminationProtection,
+		})
+		awscdk.Tags_Of(s.OpsStack).Add(jsii.String("service"), jsii.String(resources.Service), nil)
+		awscdk.Tags_Of(s.OpsStack).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
+	}
+	if d.Cost != nil {
+		s.costGuards(d, topic)
+	}
 	if d.Backup != nil {
 		if err := s.newBackups(scope, d); err != nil {
 			return nil, err
