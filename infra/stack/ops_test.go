@@ -197,6 +197,10 @@ func TestEveryCanaryRunsTheDeployHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Lambda allows 4 KB of environment a function.
+	if n := len(vars[deployhook.EnvPlan].(string)); n > 3000 {
+		t.Errorf("the plan takes %d bytes of the hook's 4 KB environment", n)
+	}
 	raw, _ := json.Marshal(prod.cdk.ToJSON())
 	var doc struct {
 		Resources map[string]struct {
@@ -303,6 +307,23 @@ func TestOneMachineStagesAreOneStack(t *testing.T) {
 		}
 		if len(stacks) != 1 || st.OpsStack != nil || st.BackupCopyStack != nil {
 			t.Errorf("%s: stacks %v", stage, stacks)
+		}
+	}
+}
+
+// The dashboard shows the embedded metrics: requests, latency and capacity
+// by operation, refusals and errors, attempts by outcome and their lag.
+func TestTheDashboardShowsTheServicesOwnMetrics(t *testing.T) {
+	_, dash := prod.only(t, "AWS::CloudWatch::Dashboard")
+	body, _ := json.Marshal(dash.Properties["DashboardBody"])
+	for _, want := range []string{
+		`SEARCH('{sellerapi/prod,operation} MetricName=\\\"duration_ms\\\"', 'SampleCount', 300)`,
+		`SEARCH('{sellerapi/prod,operation} MetricName=\\\"capacity\\\"', 'Sum', 300)`,
+		`SEARCH('{sellerapi/prod,outcome} MetricName=\\\"lag_ms\\\"', 'SampleCount', 300)`,
+		`[\"sellerapi/prod\",\"refused\"`, `[\"sellerapi/prod\",\"errors_5xx\"`, `[\"sellerapi/prod\",\"lag_ms\"`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the dashboard lacks %s", want)
 		}
 	}
 }
