@@ -13,6 +13,8 @@
 //	edge             true|false: CloudFront with the WAF web ACL in front of the API (default: true for prod)
 //	region           the stack's region when the CLI has no credentials to tell it; a stage with
 //	                 an edge needs one (its web ACL is made in us-east-1 and referenced across regions)
+//	backupRegion     where a stage with backups (prod) copies them (default us-west-2); never the
+//	                 stack's own region
 package main
 
 import (
@@ -60,6 +62,12 @@ func build(app awscdk.App) error {
 			return fmt.Errorf("context edge=%q: %w", v, err)
 		}
 		d.Edge = b
+	}
+	if v := ctx("backupRegion", ""); v != "" {
+		if d.Backup == nil {
+			return fmt.Errorf("context backupRegion=%q: stage %s has no backups", v, d.Stage)
+		}
+		d.Backup.CopyRegion = v
 	}
 	d.Assets = ctx("assets", d.Assets)
 	d.Placeholder = ctx("placeholder", "")

@@ -75,6 +75,17 @@ type Definition struct {
 	Edge bool
 	// EdgeLimits shape the web ACL's rules (DefaultEdgeLimits).
 	EdgeLimits EdgeLimits
+	// Backup, when set, backs the table and the media bucket up every day
+	// and copies the recovery points to a second region (recovery.go).
+	// Default: the prod stage (cdk -c backupRegion=... for the copy's).
+	Backup *Backup
+	// Cost, when set, bounds what the stage may spend before the topic
+	// hears of it (cost.go). Default: every stage but local and localstack.
+	Cost *Cost
+	// DeployHook is the function each canary's BeforeAllowTraffic hook
+	// runs: it invokes the new version with a smoke request and fails the
+	// deployment on a wrong answer. Deployed only with Canary.
+	DeployHook string
 	// Throttle is the stage's limit on every route; PublicThrottle the
 	// tighter one on each route that takes no credential (the pairing
 	// code exchange, media reads, the contract), which no vendor's rate
@@ -141,6 +152,9 @@ type Worker struct {
 	// makes (2 to 1000, default 5), so that a burst of background work
 	// cannot take the account's concurrency from the API's functions.
 	MaxConcurrency int
+	// Secrets: the worker opens envelope-encrypted secrets (webhook
+	// signing secrets), so it may use the stage key (keys.go).
+	Secrets bool
 	// OldestAlarm is the age of the oldest waiting message that raises the
 	// queue's alarm (default 15 minutes). Work that waits by design (a
 	// webhook retry delayed by SQS) is not visible and does not age.
@@ -197,6 +211,14 @@ func Default(stage string) Definition {
 		Edge:       stage == "prod",
 		EdgeLimits: DefaultEdgeLimits(),
 		MediaEdge:  stage != "local" && stage != "localstack",
+		Backup: func() *Backup {
+			if stage == "prod" {
+				return DefaultBackup()
+			}
+			return nil
+		}(),
+		Cost:       DefaultCost(stage),
+		DeployHook: "deploy-hook",
 		Assets:     "../dist",
 		// One line per operation group (the local server mounts
 		// app.AllGroups); its routes come from the group.
@@ -242,7 +264,7 @@ func Default(stage string) Definition {
 			// The slow lane is a queue of its own with a mapping of its own,
 			// so that its batches, which last as long as their slowest
 			// receiver, never hold the fresh lane's pollers.
-			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-lane"}, Timeout: 5 * time.Minute, MaxConcurrency: 20,
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-lane"}, Timeout: 5 * time.Minute, MaxConcurrency: 20, Secrets: true,
 				Lanes: []Lane{{Name: "webhook-slow-lane", QueueURLEnv: config.EnvQueueURLWebhookSlowLane}}},
 			// Fans a replay out into deliveries.
 			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
@@ -277,6 +299,9 @@ func (d Definition) Functions() []string {
 	}
 	for _, w := range d.Workers {
 		fns = append(fns, w.Name)
+	}
+	if d.Canary && d.DeployHook != "" {
+		fns = append(fns, d.DeployHook)
 	}
 	return fns
 }
@@ -331,6 +356,15 @@ func (d Definition) check() error {
 	}
 	if d.Sweep != 0 && (d.StreamRouter == "" || d.Sweep < time.Minute || d.Sweep%time.Minute != 0) {
 		return fmt.Errorf("stack: sweep every %v needs a stream router and a whole number of minutes", d.Sweep)
+	}
+	if d.Backup != nil && (d.Backup.CopyRegion == "" || d.Backup.RetentionDays < 1) {
+		return errors.New("stack: a backup plan needs a copy region and a retention of at least a day")
+	}
+	if d.Cost != nil && (d.Cost.MonthlyBudget <= 0 || d.Cost.AnomalyImpact <= 0) {
+		return errors.New("stack: the cost guard needs a positive monthly budget and anomaly impact")
+	}
+	if d.Canary && d.DeployHook == "" {
+		return errors.New("stack: a stage deployed by canary needs a deploy hook")
 	}
 	if d.Domain != nil && (d.Domain.Name == "" || d.Domain.CertificateARN == "") {
 		return errors.New("stack: a custom domain needs a name and a certificate ARN")

@@ -203,6 +203,7 @@ func (s *Stack) newEdgeACL(scope constructs.Construct, d Definition, account *st
 		Description:           jsii.String("Seller Platform API, stage " + d.Stage + ": the API edge's web ACL (CloudFront scope, so in " + EdgeRegion + ")"),
 		Env:                   &awscdk.Environment{Account: account, Region: jsii.String(EdgeRegion)},
 		CrossRegionReferences: jsii.Bool(true),
+		TerminationProtection: jsii.Bool(d.Stage == "prod"),
 	})
 	visibility := func(metric string) *awswafv2.CfnWebACL_VisibilityConfigProperty {
 		return &awswafv2.CfnWebACL_VisibilityConfigProperty{

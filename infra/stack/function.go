@@ -63,10 +63,12 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 		RecursiveLoop: loop,
 		// The service logs JSON (log/slog) with level, msg, request id and
 		// vendor id; Lambda's JSON format keeps it structured, filters it by
-		// level and writes its own platform lines as JSON beside it.
+		// level and writes its own platform lines as JSON beside it; at
+		// INFO those include each invocation's REPORT (duration, billed
+		// duration, init duration, memory used).
 		LoggingFormat:         awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
-		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
 		Tracing:               awslambda.Tracing_ACTIVE,
 	}
 	if d.exclusive(name) {
@@ -75,7 +77,7 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 	f := awslambda.NewFunction(st, id("Function"), props)
 	errorsAlarm := s.observeFunction(name, f, logs)
 	s.Targets[name] = f
-	if d.Canary && name != d.Admin {
+	if d.Canary && name != d.Admin && name != d.DeployHook {
 		s.Targets[name] = s.canary(name, f, errorsAlarm, d.isAPI(name))
 	}
 	s.Functions[name] = f

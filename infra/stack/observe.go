@@ -12,6 +12,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/moku/sellerapi/shared/httpapi"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // Thresholds of the alarms on what actually fails. The API answers its
@@ -29,6 +32,14 @@ const (
 	// IteratorAgeMillis is how far the stream router may fall behind the
 	// table's changes.
 	IteratorAgeMillis = 5 * 60 * 1000
+	// RefusedPerMinute is how many requests a minute the rate windows may
+	// refuse (429), five minutes in a row, before someone should look: a
+	// client in a retry loop, or allowances too tight for real use.
+	RefusedPerMinute = 120
+	// DeliveryLagP90Millis is how late the slowest tenth of webhook
+	// attempts may be made after they fell due, three 5-minute periods in
+	// a row: the delivery queue is starved or the worker failing.
+	DeliveryLagP90Millis = 5 * 60 * 1000
 )
 
 // ErrorLogsMetric is the metric every function's error-level log lines
@@ -175,6 +186,25 @@ func (o *observer) finish() {
 	systemErrors := s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Operations: ops, Period: awscdk.Duration_Minutes(jsii.Number(5))})
 	o.alarm("TableSystemErrors", prefix+"-table-system-errors", "DynamoDB system errors on the table", systemErrors, 1, 1)
 
+	// The service's own metrics, embedded in its log lines (EMF): the
+	// request line's (httpapi.Metric*) and the delivery line's
+	// (webhook.Metric*), by operation or outcome and in total.
+	own := func(name, statistic string, period float64) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(o.namespace), MetricName: jsii.String(name),
+			Period: awscdk.Duration_Minutes(jsii.Number(period)), Statistic: jsii.String(statistic)})
+	}
+	refused := own(httpapi.MetricRefused, "Sum", 1)
+	o.alarm("Refused", prefix+"-refused", fmt.Sprintf("The rate windows refused %d or more requests a minute for 5 minutes (429)", RefusedPerMinute), refused, RefusedPerMinute, 5)
+	lag := own(webhook.MetricLag, "p90", 5)
+	o.alarm("DeliveryLag", prefix+"-delivery-lag", "Webhook attempts are made more than 5 minutes after they fall due (p90, 15 minutes)", lag, DeliveryLagP90Millis, 3)
+	search := func(label, dimension, metric, statistic string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"', '%s', 300)`, o.namespace, dimension, metric, statistic)),
+			Label:      jsii.String(label),
+			Period:     awscdk.Duration_Minutes(jsii.Number(5)),
+		})
+	}
+
 	width := jsii.Number(12)
 	graph := func(title string, left ...awscloudwatch.IMetric) awscloudwatch.GraphWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &left, Width: width})
@@ -214,7 +244,14 @@ func (o *observer) finish() {
 	if o.router != nil {
 		last = append(last, graph("Stream router iterator age (ms)", o.router.Metric(jsii.String("IteratorAge"), fiveMinutes("Maximum"))))
 	}
-	rows = append(rows, last)
+	rows = append(rows, last,
+		[]awscloudwatch.IWidget{graph("Requests by operation", search("requests", httpapi.MetricDimension, httpapi.MetricDuration, "SampleCount")),
+			graph("Refusals (429) and errors", own(httpapi.MetricRefused, "Sum", 5), own(httpapi.MetricErrors4xx, "Sum", 5), own(httpapi.MetricErrors5xx, "Sum", 5))},
+		[]awscloudwatch.IWidget{graph("Latency p99 by operation (ms)", search("p99", httpapi.MetricDimension, httpapi.MetricDuration, "p99")),
+			graph("Capacity units by operation", search("capacity", httpapi.MetricDimension, httpapi.MetricCapacity, "Sum"))},
+		[]awscloudwatch.IWidget{graph("Webhook attempts by outcome", search("attempts", webhook.MetricDimension, webhook.MetricLag, "SampleCount")),
+			graph("Webhook delivery lag (ms)", lag, own(webhook.MetricLag, "Maximum", 5))},
+	)
 	widgets := make([]*[]awscloudwatch.IWidget, len(rows))
 	for i := range rows {
 		widgets[i] = &rows[i]

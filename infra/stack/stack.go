@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsbackup"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscodedeploy"
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
@@ -70,6 +72,22 @@ type Stack struct {
 	Routes []Route
 	Table  awsdynamodb.Table
 	Bucket awss3.Bucket
+	// Key is the stage's customer-managed KMS key (keys.go): it encrypts
+	// the table; KeyARN is what the functions that envelope-encrypt
+	// secrets are told.
+	Key awskms.Key
+	// OpsStack (sellerapi-<stage>-ops, in the stage's region) holds what
+	// guards the stage from outside it: the cost guards (cost.go) and the
+	// backup plan and its vault (recovery.go), when the definition has one;
+	// BackupCopyStack, in the copy's region, the copy vault. Apart, they
+	// leave the stage's stack room under CloudFormation's 500 resources.
+	OpsStack        awscdk.Stack
+	BackupPlan      awsbackup.BackupPlan
+	BackupVault     awsbackup.BackupVault
+	BackupCopyStack awscdk.Stack
+	// DeployHook is the function every canary's BeforeAllowTraffic hook
+	// runs (canary.go), when the stage deploys by canary.
+	DeployHook awslambda.Function
 	// MediaCDN serves the bucket; MediaBaseURL is its address.
 	MediaCDN     awscloudfront.Distribution
 	MediaBaseURL string
@@ -78,9 +96,10 @@ type Stack struct {
 	Functions    map[string]awslambda.Function
 	// Targets are what each function's triggers invoke: its live alias
 	// when the stage deploys by canary, else the function.
-	Targets    map[string]awslambda.IFunction
-	deploys    awscodedeploy.LambdaApplication
-	deployRole awsiam.Role
+	Targets      map[string]awslambda.IFunction
+	deploys      awscodedeploy.LambdaApplication
+	deployGroups []deployGroup
+	deployRole   awsiam.Role
 	// BaseURL is the SELLERAPI_BASE_URL every function gets.
 	BaseURL string
 	// The edge, when the definition has one (edge.go): its stack in
@@ -116,6 +135,8 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	if d.Edge {
 		props.CrossRegionReferences = jsii.Bool(true)
 	}
+	// A prod stack cannot be deleted until its protection is turned off.
+	props.TerminationProtection = jsii.Bool(d.Stage == "prod")
 	st := awscdk.NewStack(scope, jsii.String(names.Stack()), props)
 	if d.Edge && *awscdk.Token_IsUnresolved(st.Region()) {
 		return nil, fmt.Errorf("stack: stage %s has an edge, whose web ACL is made in %s and referenced across regions: the stack needs an explicit region (run with AWS credentials, or -c region=...)", d.Stage, EdgeRegion)
@@ -131,6 +152,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		awscdk.Tags_Of(s.EdgeStack).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
 	}
 
+	s.newKey(d)
 	s.newStorage(d)
 
 	if d.MediaEdge {
@@ -142,6 +164,25 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		DisplayName: jsii.String("sellerapi " + d.Stage + " alarms"),
 	})
 	s.obs = newObserver(s, awscloudwatchactions.NewSnsAction(topic))
+	if d.Cost != nil || d.Backup != nil {
+		opsName := names.Stack() + "-ops"
+		s.OpsStack = awscdk.NewStack(scope, jsii.String(opsName), &awscdk.StackProps{
+			StackName:             jsii.String(opsName),
+			Description:           jsii.String("Seller Platform API, stage " + d.Stage + ": its cost guards and backups"),
+			Env:                   props.Env,
+			TerminationProtection: props.TerminationProtection,
+		})
+		awscdk.Tags_Of(s.OpsStack).Add(jsii.String("service"), jsii.String(resources.Service), nil)
+		awscdk.Tags_Of(s.OpsStack).Add(jsii.String("stage"), jsii.String(d.Stage), nil)
+	}
+	if d.Cost != nil {
+		s.costGuards(d, topic)
+	}
+	if d.Backup != nil {
+		if err := s.newBackups(scope, d); err != nil {
+			return nil, err
+		}
+	}
 
 	s.newAPI(d)
 	if d.Edge {
@@ -154,6 +195,8 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		config.EnvTable:    s.Table.TableName(),
 		config.EnvBaseURL:  jsii.String(s.BaseURL),
 		config.EnvLogLevel: jsii.String("info"),
+		// The request and delivery lines embed their metrics (observe.go).
+		config.EnvMetricsNamespace: jsii.String(s.obs.namespace),
 	}
 	fn := func(name, description string, timeout time.Duration, extra map[string]*string, tableAccess bool) awslambda.Function {
 		f := s.function(d, name, description, timeout, env, extra)
@@ -163,6 +206,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 				Actions:   jsii.Strings(TableActions...),
 				Resources: &[]*string{s.Table.TableArn()},
 			}))
+			s.grantTableKey(f)
 		}
 		return f
 	}
@@ -179,6 +223,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 			extra[config.EnvEdgeSecret] = s.edgeSecretRef
 		}
 		f := fn(a.Group.Name, "Seller Platform API: the "+a.Group.Name+" operation group", 15*time.Second, extra, true)
+		s.grantSecretKey(f)
 		if a.Media {
 			s.grantMedia(f)
 		}
@@ -186,11 +231,16 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	s.route(d, routes)
 
 	admin := fn(d.Admin, "Seller Platform API: vendor and token administration, invoked with IAM", 30*time.Second, nil, true)
+	// The admin rotates the cursor key, sealed under the stage key.
+	s.grantSecretKey(admin)
 
 	s.scheduled(d, fn)
 
 	if d.StreamRouter != "" {
 		s.workers(d, fn)
+	}
+	if err := s.deployHook(d); err != nil {
+		return nil, err
 	}
 
 	s.obs.finish()
@@ -201,13 +251,18 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 
 // newStorage adds the table and the media bucket.
 func (s *Stack) newStorage(d Definition) {
+	maxReads, maxWrites := d.TableMaxThroughput()
 	s.Table = awsdynamodb.NewTable(s.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
-		TableName:           jsii.String(s.Names.Table()),
-		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:             &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
-		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
-		TimeToLiveAttribute: jsii.String("ttl"),
+		TableName:            jsii.String(s.Names.Table()),
+		PartitionKey:         &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:              &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:          awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		MaxReadRequestUnits:  jsii.Number(float64(maxReads)),
+		MaxWriteRequestUnits: jsii.Number(float64(maxWrites)),
+		Encryption:           awsdynamodb.TableEncryption_CUSTOMER_MANAGED,
+		EncryptionKey:        s.Key,
+		Stream:               awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		TimeToLiveAttribute:  jsii.String("ttl"),
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
@@ -215,17 +270,29 @@ func (s *Stack) newStorage(d Definition) {
 		RemovalPolicy:      d.removal(),
 	})
 
+	noncurrentDays := 35
+	if d.Backup != nil {
+		noncurrentDays = d.Backup.RetentionDays
+	}
 	// Media is content-addressed (an object is never overwritten), so
-	// versioning would only keep deleted objects around. Only the functions
-	// whose API entry says Media may use it (grantMedia).
+	// versioning keeps only deleted objects around: AWS Backup needs it,
+	// and a deleted object's version is kept as long as the backups are.
+	// SSE-S3, not the stage key: images are public through the edge, and
+	// SSE-KMS would cost a KMS request per uncached read (docs/decisions.md,
+	// "Keys"). Only the functions whose API entry says Media may use it
+	// (grantMedia).
 	s.Bucket = awss3.NewBucket(s.Stack, jsii.String("Media"), &awss3.BucketProps{
 		BucketName:        jsii.String(s.Names.MediaBucket(*awscdk.Aws_ACCOUNT_ID(), *awscdk.Aws_REGION())),
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		Versioned:         jsii.Bool(false),
-		RemovalPolicy:     d.removal(),
+		Versioned:         jsii.Bool(true),
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                          jsii.String("expire-deleted-media"),
+			NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(float64(noncurrentDays))),
+		}},
+		RemovalPolicy: d.removal(),
 	})
 }
 

@@ -86,6 +86,9 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 			timeout = time.Minute
 		}
 		f := fn(w.Name, "Seller Platform API: the "+w.Name, timeout, queueURLs, true)
+		if w.Secrets {
+			s.grantSecretKey(f)
+		}
 		for _, to := range w.SendsTo {
 			queues[to].GrantSendMessages(f)
 		}
@@ -111,6 +114,7 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 		Actions:   jsii.Strings(RouterActions...),
 		Resources: &[]*string{s.Table.TableArn()},
 	}))
+	s.grantTableKey(router)
 	for _, w := range all {
 		queues[w.Name].GrantSendMessages(router)
 	}

@@ -80,6 +80,10 @@ func (t *Template) resolve(v any, a *Addresses) (string, error) {
 
 var errUnresolved = errors.New("known only once the runner runs")
 
+// errNoLocalKey: the stage's KMS key is not played; a variable naming it
+// is left unset.
+var errNoLocalKey = errors.New("the stage key has no local counterpart")
+
 func (t *Template) ref(id, region string, a *Addresses) (string, error) {
 	switch id {
 	case "AWS::Region":
@@ -146,6 +150,8 @@ func (t *Template) getAtt(id, attr, region string, a *Addresses) (string, error)
 	case "AWS::S3::Bucket.Arn":
 		n, err := t.ref(id, region, a)
 		return "arn:aws:s3:::" + n, err
+	case "AWS::KMS::Key.Arn":
+		return "", errNoLocalKey
 	case "AWS::ApiGatewayV2::Api.ApiEndpoint":
 		if a == nil || a.APIEndpoint == "" {
 			return "", fmt.Errorf("the API's endpoint is %w", errUnresolved)
@@ -162,6 +168,9 @@ func (t *Template) ResolveEnv(a Addresses) error {
 		f.Env = map[string]string{}
 		for k, v := range f.env {
 			s, err := t.resolve(v, &a)
+			if errors.Is(err, errNoLocalKey) {
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("function %s: environment variable %s: %w", f.Name, k, err)
 			}

@@ -27,7 +27,8 @@ func (a *App) webhookWorks(q queue.Sender) []Work {
 	if a.local != nil {
 		slots = webhook.NewMemorySlots()
 	}
-	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots}
+	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots,
+		MetricsNamespace: a.Config.MetricsNamespace}
 	return []Work{
 		{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle, Parallel: true},
 		{Queue: queue.WebhookSlowLane, Handle: d.Handle, Parallel: true},

@@ -29,6 +29,11 @@ const (
 	EnvStoreTimeout = "SELLERAPI_STORE_TIMEOUT"
 	EnvLogLevel     = "SELLERAPI_LOG_LEVEL"
 
+	// EnvMetricsNamespace, when set, makes the request and delivery log
+	// lines carry CloudWatch embedded metrics in that namespace (the stack
+	// sets sellerapi/<stage>); unset locally, the lines stay plain.
+	EnvMetricsNamespace = "SELLERAPI_METRICS_NAMESPACE"
+
 	// EnvEdgeSecret is the value the edge (CloudFront, infra's edge.go)
 	// sends to the origin in httpapi.EdgeHeader. When set, a request
 	// without it is refused with 403 and a public route's per-client
@@ -107,6 +112,9 @@ type Config struct {
 	AllowPrivateWebhooks bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// MetricsNamespace, when set, is the CloudWatch namespace of the
+	// metrics the log lines embed (EnvMetricsNamespace).
+	MetricsNamespace string
 	// EdgeSecret, when set, is what a request must carry in
 	// httpapi.EdgeHeader to be served: the API is reachable only through
 	// its edge (EnvEdgeSecret). At least MinEdgeSecret characters.
@@ -176,6 +184,7 @@ func FromEnv() (Config, error) {
 	str(EnvDataDir, &c.DataDir)
 	str(EnvTable, &c.Table)
 	str(EnvLogLevel, &c.LogLevel)
+	str(EnvMetricsNamespace, &c.MetricsNamespace)
 	str(EnvEdgeSecret, &c.EdgeSecret)
 	str(EnvMediaBucket, &c.MediaBucket)
 	str(EnvMediaDir, &c.MediaDir)

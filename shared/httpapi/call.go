@@ -84,10 +84,14 @@ func (c *Call) finish() {
 		level = slog.LevelError
 	}
 	// Typed attributes: the request's line is written for every request.
-	c.s.deps.Log.LogAttrs(c.Ctx, level, "request", append(c.logAttrs,
+	attrs := append(c.logAttrs,
 		slog.String("method", c.R.Method), slog.String("path", c.R.URL.Path), slog.String("operation", c.Route.Operation),
 		slog.Int("status", c.rec.status), slog.Float64("duration_ms", float64(time.Since(c.start).Microseconds())/1000),
-		slog.Int64("round_trips", c.roundTrips.N()))...)
+		slog.Int64("round_trips", c.roundTrips.N()))
+	if ns := c.s.deps.Config.MetricsNamespace; ns != "" {
+		attrs = c.metrics(attrs, ns)
+	}
+	c.s.deps.Log.LogAttrs(c.Ctx, level, "request", attrs...)
 }
 
 // logWith adds attributes to the request's log lines.

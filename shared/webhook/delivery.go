@@ -161,6 +161,9 @@ type Deliverer struct {
 	// SlowAfter is how long an attempt may take before its receiver is
 	// marked slow; zero means SlowReceiver.
 	SlowAfter time.Duration
+	// MetricsNamespace, when set, makes each attempt's line embed its
+	// outcome's metrics (emf): the attempt's lag and duration.
+	MetricsNamespace string
 }
 
 func (d Deliverer) log() *slog.Logger {
@@ -331,6 +334,9 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	}
 	if err := d.record(ctx, m, qm.ID, rec); err != nil {
 		return err
+	}
+	if d.MetricsNamespace != "" {
+		log = log.With(d.metrics(m, rec, now)...)
 	}
 	switch rec.Outcome {
 	case OutcomeSucceeded:
