@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/errs"
@@ -76,10 +77,15 @@ func TestWindowHoldsUnderConcurrency(t *testing.T) {
 			}
 		})
 		t.Run(name+"/one process with leases", func(t *testing.T) {
-			st := open(t)
-			l := ratelimit.Limiter{Store: st, Clock: c, Reads: limit, Leases: ratelimit.NewLeases()}
-			if got := admitAll(t, []ratelimit.Limiter{l}); got != limit {
-				t.Fatalf("%d admitted, limit %d", got, limit)
+			// The default allowance too: its last chunks no longer fit,
+			// and goroutines that find the lease empty wait for the one
+			// renewing it rather than find the store spent.
+			for _, limit := range []int{60, limit} {
+				st := open(t)
+				l := ratelimit.Limiter{Store: st, Clock: c, Reads: limit, Leases: ratelimit.NewLeases()}
+				if got := admitAll(t, []ratelimit.Limiter{l}); got != int64(limit) {
+					t.Fatalf("%d admitted, limit %d", got, limit)
+				}
 			}
 		})
 		t.Run(name+"/two processes with leases", func(t *testing.T) {
@@ -172,4 +178,59 @@ func TestAWindowCostsAFewWrites(t *testing.T) {
 	if writes := cs.increments.Load(); admitted != 60 || writes != 13 {
 		t.Fatalf("%d admitted with %d store writes; want 60 with 13", admitted, writes)
 	}
+}
+
+// TestEveryUnitIsAdmittedUnderConcurrency: goroutines of one process
+// asking for exactly the default window, at once, are all admitted: one
+// that finds the lease empty while another is renewing it waits for what
+// the other takes, rather than find the store spent and answer 429 with
+// units left in the lease. On both stores.
+func TestEveryUnitIsAdmittedUnderConcurrency(t *testing.T) {
+	c := clocktest.Fake(2026, 3, 1, 12, 0, 30)
+	for name, open := range map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store {
+			s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"dynamodb": func(t *testing.T) store.Store {
+			client, table := ddbtest.NewTable(t)
+			return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for round := range 5 {
+				// The store's answer comes late, as a network's does: a
+				// write has landed while its taker has not yet heard.
+				l := ratelimit.Limiter{Store: lateAnswers{open(t)}, Clock: c, Reads: 60, Leases: ratelimit.NewLeases()}
+				var refused atomic.Int64
+				var wg sync.WaitGroup
+				for range 6 {
+					wg.Go(func() {
+						for range 10 {
+							if _, err := l.Take(context.Background(), "ven_every", ratelimit.Read); err != nil {
+								refused.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				if n := refused.Load(); n != 0 {
+					t.Fatalf("round %d: %d of the window's 60 requests refused", round, n)
+				}
+			}
+		})
+	}
+}
+
+// lateAnswers answers an increment a little after making it.
+type lateAnswers struct{ store.Store }
+
+func (s lateAnswers) Increment(ctx context.Context, k store.Key, attr string, by, max, expiresAt int64) (int64, error) {
+	n, err := s.Store.Increment(ctx, k, attr, by, max, expiresAt)
+	time.Sleep(2 * time.Millisecond)
+	return n, err
 }

@@ -27,6 +27,10 @@ type Leases struct {
 }
 
 type lease struct {
+	// renew is held while a request of this process takes more of the
+	// window from the store, so that the others wait for what it takes
+	// instead of finding the lease empty and the store spent at once.
+	renew sync.Mutex
 	left  int64 // units taken from the store, not yet handed out
 	taken int64 // units taken from the store in all
 	count int64 // the store's count after this process's last take
@@ -56,6 +60,20 @@ func (ls *Leases) chunk(k store.Key, limit int) int64 {
 // 7 of 60 reads, 1 of 12 writes).
 func MaxChunk(limit int) int64 {
 	return min(max(int64(limit)/8, 1), 1024)
+}
+
+// renewing locks k's renewal (making k's lease, empty, if there is none)
+// and returns its unlock.
+func (ls *Leases) renewing(k store.Key, reset time.Time) (unlock func()) {
+	ls.mu.Lock()
+	l := ls.held[k]
+	if l == nil {
+		l = &lease{reset: reset}
+		ls.held[k] = l
+	}
+	ls.mu.Unlock()
+	l.renew.Lock()
+	return l.renew.Unlock
 }
 
 // take hands out a leased unit of k, if one is held.

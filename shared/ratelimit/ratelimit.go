@@ -103,6 +103,13 @@ func (l Limiter) TakeFrom(ctx context.Context, pk, whose string, c Class, limit 
 		if st, ok := l.Leases.take(k, limit); ok {
 			return st, nil
 		}
+		// One request of this process renews the lease at a time; the
+		// others find what it took.
+		unlock := l.Leases.renewing(k, reset)
+		defer unlock()
+		if st, ok := l.Leases.take(k, limit); ok {
+			return st, nil
+		}
 		if chunk := l.Leases.chunk(k, limit); chunk > 1 {
 			// The chunk only when all of it fits; else unit by unit below.
 			n, err := l.Store.Increment(ctx, k, datamodel.RateCountAttr, chunk, int64(limit)-chunk+1, expires)
