@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/aws/aws-sdk-go-v2/service/kms v1.62.4 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/basgys/goxml2json v1.1.1-0.20231018121955-e66ee54ceaad // indirect
 	github.com/buger/jsonparser v1.6.1 // indirect
