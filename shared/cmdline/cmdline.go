@@ -103,6 +103,7 @@ func Admins() []Admin {
 			fs.StringVar(&r.ID, "id", "", "store pairing id")
 			fs.StringVar(&r.Reviewer, "reviewer", "", "who reviewed the activation (default: admin)")
 		}},
+		{"cursor-key rotate", admin.CursorKeyRotate, func(*flag.FlagSet, *admin.Request) {}},
 	}
 }
 

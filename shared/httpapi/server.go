@@ -8,6 +8,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"path"
@@ -26,6 +27,7 @@ import (
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
+	sealed "github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -45,11 +47,14 @@ import (
 
 // Deps are what the server needs from its process.
 type Deps struct {
-	Config    config.Config
-	Store     store.Store
-	Clock     clock.Clock
-	Log       *slog.Logger
-	CursorKey []byte
+	Config config.Config
+	Store  store.Store
+	Clock  clock.Clock
+	Log    *slog.Logger
+	// Cursors signs and checks page cursors with the keyring's live keys.
+	Cursors *cursor.Live
+	// Secrets seals and opens webhook signing secrets at rest.
+	Secrets *sealed.Box
 	// Authority tells who masters each vendor's Catalog, base price and Stock
 	// Pool; nil means the vendor's authority record, kept by connections.
 	Authority catalog.Authority
@@ -152,7 +157,7 @@ type Server struct {
 	vendors account.Service
 	limiter ratelimit.Limiter
 	keeper  idempotency.Keeper
-	cursors cursor.Codec
+	cursors *cursor.Live
 
 	catalog      catalog.Service
 	inventory    inventory.Service
@@ -184,9 +189,8 @@ const verifiedTokens = 4096
 
 // New builds a server for the given groups.
 func New(d Deps, groups ...Group) (*Server, error) {
-	codec, err := cursor.NewCodec(d.CursorKey)
-	if err != nil {
-		return nil, err
+	if d.Cursors == nil || d.Secrets == nil {
+		return nil, errors.New("httpapi: the cursor keys and the secrets box are required")
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -205,7 +209,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		vendors:  account.Service{Store: gated, Clock: d.Clock},
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
 		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock},
-		cursors:  codec,
+		cursors:  d.Cursors,
 
 		catalog:   catalog.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
 		inventory: inventory.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},

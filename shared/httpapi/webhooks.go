@@ -33,7 +33,7 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 // webhooks is the subscription service under this deployment's address
 // policy; its writes wait for the request's rate decision.
 func (s *Server) webhooks() webhook.Service {
-	return webhook.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock,
+	return webhook.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock, Secrets: s.deps.Secrets,
 		Policy: webhook.Policy{AllowLoopback: s.deps.Config.AllowPrivateWebhooks, Resolver: s.deps.WebhookResolver}}
 }
 
