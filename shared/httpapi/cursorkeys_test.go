@@ -67,7 +67,7 @@ func TestCursorKeyRotation(t *testing.T) {
 			t.Fatal("after the rotation the API still signs with the old key")
 		}
 		rotate()
-		e.Get(list + "&page_after=" + url.QueryEscape(old)).WantProblem(t, http.StatusBadRequest, "INVALID_CURSOR")
+		e.Get(list+"&page_after="+url.QueryEscape(old)).WantProblem(t, http.StatusBadRequest, "INVALID_CURSOR")
 		get(between)
 		// A rotation within the hour of the last is refused.
 		res, err := ops.Do(ctx, admin.Request{Action: admin.CursorKeyRotate})
