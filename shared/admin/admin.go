@@ -10,6 +10,7 @@
 //	{"action":"token.revoke","id":"tok_..."}
 //	{"action":"pairing.review","id":"pair_...","reviewer":"ops@example.com"}  (reviewer optional)
 //	{"action":"cursor-key.rotate"}
+//	{"action":"store.check","vendor":"ven_..."}                        (vendor optional)
 //
 // A deployed stage's admin function sets MaxTokenLifetime: there,
 // token.issue names its scopes (a list, or "all" spelled out) and an
@@ -58,6 +59,10 @@ const (
 	// cursors signed with the key before it keep working until the next
 	// rotation (package cursor, Keyring.Rotate).
 	CursorKeyRotate = "cursor-key.rotate"
+	// StoreCheck reads the store as the API does, changing nothing: what
+	// scripts/restore-drill runs on a restored table, and an operator
+	// after cutting over to it (Check).
+	StoreCheck = "store.check"
 )
 
 // Request is one administrative action; each action reads the fields its
@@ -73,7 +78,8 @@ type Request struct {
 	Reviewer string `json:"reviewer,omitempty"`
 	// vendor.set-owner; empty means a fresh owner
 	Owner string `json:"owner,omitempty"`
-	// token.issue: scopes are comma-separated or "all" (the default);
+	// token.issue, and store.check (optional: the vendor to read; default
+	// the first): scopes are comma-separated or "all" (the default);
 	// expires_in is a Go duration such as "720h", empty for no expiry.
 	Vendor    string `json:"vendor,omitempty"`
 	Scopes    string `json:"scopes,omitempty"`
@@ -217,6 +223,9 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 			return nil, errors.New("no box to seal the new key with")
 		}
 		return cursor.Keyring{Store: s.Store, Box: s.Secrets, Clock: s.Clock}.Rotate(ctx)
+	case StoreCheck:
+		return s.check(ctx, req.Vendor)
 	}
-	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s, %s, %s, %s, %s, %s", req.Action, VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview, CursorKeyRotate)
+	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s", req.Action,
+		strings.Join([]string{VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview, CursorKeyRotate, StoreCheck}, ", "))
 }

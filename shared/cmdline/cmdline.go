@@ -104,6 +104,9 @@ func Admins() []Admin {
 			fs.StringVar(&r.Reviewer, "reviewer", "", "who reviewed the activation (default: admin)")
 		}},
 		{"cursor-key rotate", admin.CursorKeyRotate, func(*flag.FlagSet, *admin.Request) {}},
+		{"store check", admin.StoreCheck, func(fs *flag.FlagSet, r *admin.Request) {
+			fs.StringVar(&r.Vendor, "vendor", "", "vendor to read (default: the first)")
+		}},
 	}
 }
 

@@ -45,6 +45,9 @@ func NewCodec(keys ...[]byte) (Codec, error) {
 	return Codec{keys: keys}, nil
 }
 
+// Keys is how many keys check cursors.
+func (c Codec) Keys() int { return len(c.keys) }
+
 func mac(key []byte, b Binding, after string) []byte {
 	m := hmac.New(sha256.New, key)
 	for _, part := range []string{"v1", b.Resource, b.VendorID, b.TokenID, b.Filters, after} {
