@@ -336,3 +336,20 @@ func TestCursorKeyRotate(t *testing.T) {
 		t.Fatalf("live keys %v, want the new key %v and the one before", live, key)
 	}
 }
+
+// store-check.json reads a vendor back; webhook-secrets-seal.json finds
+// nothing to seal in a store written with sealed secrets.
+func TestStoreCheckAndSealSampleEvents(t *testing.T) {
+	t.Setenv(config.EnvKeyFile, filepath.Join(t.TempDir(), "master.key"))
+	iv := sqliteInvoker(t)
+	v := iv.ok(t, event(t, "vendor-create.json", nil))
+	check := iv.ok(t, event(t, "store-check.json", map[string]string{"VENDOR_ID": v["id"].(string)}))
+	wantKeys(t, "store.check", check, "vendors", "vendor", "products", "cursor_keys", "webhook_subscriptions", "webhook_secrets_opened")
+	if check["vendors"] != float64(1) || check["vendor"].(map[string]any)["id"] != v["id"] {
+		t.Errorf("store.check: %v", check)
+	}
+	sealed := iv.ok(t, event(t, "webhook-secrets-seal.json", nil))
+	if !reflect.DeepEqual(sealed, map[string]any{"vendors": float64(1), "secrets_sealed": float64(0)}) {
+		t.Errorf("webhook-secrets.seal: %v", sealed)
+	}
+}

@@ -11,6 +11,7 @@
 //	{"action":"pairing.review","id":"pair_...","reviewer":"ops@example.com"}  (reviewer optional)
 //	{"action":"cursor-key.rotate"}
 //	{"action":"store.check","vendor":"ven_..."}                        (vendor optional)
+//	{"action":"webhook-secrets.seal"}
 //
 // A deployed stage's admin function sets MaxTokenLifetime: there,
 // token.issue names its scopes (a list, or "all" spelled out) and an
@@ -63,6 +64,10 @@ const (
 	// scripts/restore-drill runs on a restored table, and an operator
 	// after cutting over to it (Check).
 	StoreCheck = "store.check"
+	// WebhookSecretsSeal seals every webhook signing secret still stored
+	// in the clear (from before issue 29), once, after the deployment
+	// that seals secrets: each write seals its own, this the rest.
+	WebhookSecretsSeal = "webhook-secrets.seal"
 )
 
 // Request is one administrative action; each action reads the fields its
@@ -225,7 +230,9 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 		return cursor.Keyring{Store: s.Store, Box: s.Secrets, Clock: s.Clock}.Rotate(ctx)
 	case StoreCheck:
 		return s.check(ctx, req.Vendor)
+	case WebhookSecretsSeal:
+		return s.sealWebhookSecrets(ctx)
 	}
 	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s", req.Action,
-		strings.Join([]string{VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview, CursorKeyRotate, StoreCheck}, ", "))
+		strings.Join([]string{VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview, CursorKeyRotate, StoreCheck, WebhookSecretsSeal}, ", "))
 }

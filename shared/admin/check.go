@@ -29,6 +29,47 @@ type Check struct {
 	SecretsOpened int   `json:"webhook_secrets_opened"`
 }
 
+// Sealed is what webhook-secrets.seal did.
+type Sealed struct {
+	Vendors int `json:"vendors"`
+	Sealed  int `json:"secrets_sealed"`
+}
+
+// eachVendor calls f with the id of every vendor of the registry.
+func (s Service) eachVendor(ctx context.Context, f func(id string) error) error {
+	for after := ""; ; {
+		items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorRegistry, After: after, Limit: 100})
+		if err != nil {
+			return fmt.Errorf("read the vendors: %w", err)
+		}
+		for _, it := range items {
+			if err := f(it.SK); err != nil {
+				return err
+			}
+		}
+		if len(items) < 100 {
+			return nil
+		}
+		after = items[len(items)-1].SK
+	}
+}
+
+// sealWebhookSecrets seals every signing secret stored in the clear.
+func (s Service) sealWebhookSecrets(ctx context.Context) (Sealed, error) {
+	if s.Secrets == nil {
+		return Sealed{}, errors.New("no box to seal secrets with")
+	}
+	hooks := webhook.Service{Store: s.Store, Clock: s.Clock, Secrets: s.Secrets}
+	var out Sealed
+	err := s.eachVendor(ctx, func(id string) error {
+		n, err := hooks.SealPlaintext(ctx, id)
+		out.Vendors++
+		out.Sealed += n
+		return err
+	})
+	return out, err
+}
+
 // CheckPage is the page size of store.check's product pages.
 const CheckPage = 2
 
@@ -40,19 +81,14 @@ const CheckPage = 2
 func (s Service) check(ctx context.Context, vendorID string) (Check, error) {
 	var c Check
 	first := ""
-	for after := ""; ; {
-		items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorRegistry, After: after, Limit: 100})
-		if err != nil {
-			return Check{}, fmt.Errorf("count vendors: %w", err)
+	if err := s.eachVendor(ctx, func(id string) error {
+		if first == "" {
+			first = id
 		}
-		if first == "" && len(items) > 0 {
-			first = items[0].SK
-		}
-		c.Vendors += len(items)
-		if len(items) < 100 {
-			break
-		}
-		after = items[len(items)-1].SK
+		c.Vendors++
+		return nil
+	}); err != nil {
+		return Check{}, err
 	}
 	if s.Secrets == nil {
 		return Check{}, fmt.Errorf("no box to open secrets with")

@@ -107,6 +107,7 @@ func Admins() []Admin {
 		{"store check", admin.StoreCheck, func(fs *flag.FlagSet, r *admin.Request) {
 			fs.StringVar(&r.Vendor, "vendor", "", "vendor to read (default: the first)")
 		}},
+		{"webhook-secrets seal", admin.WebhookSecretsSeal, func(*flag.FlagSet, *admin.Request) {}},
 	}
 }
 

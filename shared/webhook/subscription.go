@@ -410,3 +410,39 @@ func (s Service) Delete(ctx context.Context, vendorID, id string) error {
 	}
 	return nil
 }
+
+// SealPlaintext seals the signing secrets of a vendor's subscriptions that
+// are still stored in the clear (written before secrets were sealed, and
+// not written since), and returns how many it sealed. The item keeps its
+// version: the subscription the API shows does not change, and a write
+// racing it (conditioned on that version) still succeeds, sealing too. A
+// subscription changed meanwhile is left to that change.
+func (s Service) SealPlaintext(ctx context.Context, vendorID string) (int, error) {
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, Limit: 100})
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	n := 0
+	for _, it := range items {
+		sub, err := Decode(it)
+		if err != nil {
+			return n, err
+		}
+		if sub.Secret == "" {
+			continue
+		}
+		doc, err := encode(ctx, s.Secrets, sub)
+		if err != nil {
+			return n, err
+		}
+		err = s.Store.Transact(ctx, store.Update(it.Key(), doc, it.Version, nil, store.IfVersion(it.Version)))
+		if store.IsCondition(err) {
+			continue
+		}
+		if err != nil {
+			return n, errs.Unavailablef(err, "the webhook subscription could not be stored")
+		}
+		n++
+	}
+	return n, nil
+}
