@@ -88,3 +88,21 @@ func TestKeyFileUnusableIsAnError(t *testing.T) {
 		t.Fatal("a 5-byte master key was used")
 	}
 }
+
+// Opening with no key file fails, and makes none.
+func TestKeyFileIsNotMadeToOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := envelope.New(envelope.NewKeyFile(filepath.Join(dir, "a.key"))).Seal(ctx, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "b.key")
+	if _, err := envelope.New(envelope.NewKeyFile(missing)).Open(ctx, s, nil); err == nil {
+		t.Fatal("opened without the key file")
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("opening made a key file")
+	}
+}
+

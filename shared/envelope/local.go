@@ -60,9 +60,11 @@ func (l *Local) Decrypt(ctx context.Context, wrapped []byte) ([]byte, error) {
 }
 
 // KeyFile is a local source whose master key lives in a file, created
-// (mode 0600, 32 random bytes) by the first process that needs it; every
+// (mode 0600, 32 random bytes) by the first process that seals; every
 // process pointed at the same file shares it. The file is read on first
-// use, so a process that never seals or opens anything never touches it.
+// use, so a process that never seals or opens anything never touches it,
+// and opening with no file fails rather than making a key that could
+// open nothing.
 type KeyFile struct {
 	Path string
 
@@ -73,13 +75,19 @@ type KeyFile struct {
 // NewKeyFile returns the source of the master key at path.
 func NewKeyFile(path string) *KeyFile { return &KeyFile{Path: path} }
 
-func (f *KeyFile) local() (*Local, error) {
+func (f *KeyFile) local(create bool) (*Local, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.src != nil {
 		return f.src, nil
 	}
-	key, err := readOrCreate(f.Path)
+	var key []byte
+	var err error
+	if create {
+		key, err = readOrCreate(f.Path)
+	} else if key, err = os.ReadFile(f.Path); err != nil {
+		err = fmt.Errorf("envelope: the local master key the value was sealed under: %w", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func readOrCreate(path string) ([]byte, error) {
 
 // GenerateDataKey makes a data key wrapped under the file's master key.
 func (f *KeyFile) GenerateDataKey(ctx context.Context) (plain, wrapped []byte, err error) {
-	l, err := f.local()
+	l, err := f.local(true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +150,7 @@ func (f *KeyFile) GenerateDataKey(ctx context.Context) (plain, wrapped []byte, e
 
 // Decrypt unwraps a data key wrapped under the file's master key.
 func (f *KeyFile) Decrypt(ctx context.Context, wrapped []byte) ([]byte, error) {
-	l, err := f.local()
+	l, err := f.local(false)
 	if err != nil {
 		return nil, err
 	}
