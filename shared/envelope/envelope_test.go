@@ -105,4 +105,3 @@ func TestKeyFileIsNotMadeToOpen(t *testing.T) {
 		t.Fatal("opening made a key file")
 	}
 }
-
