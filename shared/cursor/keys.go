@@ -270,6 +270,28 @@ func (l *Live) current(ctx context.Context, miss bool) (c Codec, reread bool) {
 	return l.codec, false
 }
 
+// Signer signs and checks cursors: a process's Live view of the keyring,
+// or Fixed keys.
+type Signer interface {
+	Encode(ctx context.Context, b Binding, after string) (string, error)
+	Decode(ctx context.Context, b Binding, cursor string) (string, error)
+}
+
+// Fixed signs and checks cursors with keys that never change: for a
+// server that only lists its routes, never serving them (infra's route
+// table).
+type Fixed struct{ Codec Codec }
+
+// Encode is Codec.Encode.
+func (f Fixed) Encode(_ context.Context, b Binding, after string) (string, error) {
+	return f.Codec.Encode(b, after)
+}
+
+// Decode is Codec.Decode.
+func (f Fixed) Decode(_ context.Context, b Binding, cursor string) (string, error) {
+	return f.Codec.Decode(b, cursor)
+}
+
 // Encode makes a cursor signed with the newest key.
 func (l *Live) Encode(ctx context.Context, b Binding, after string) (string, error) {
 	c, _ := l.current(ctx, false)

@@ -8,7 +8,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"path"
@@ -51,9 +50,14 @@ type Deps struct {
 	Store  store.Store
 	Clock  clock.Clock
 	Log    *slog.Logger
-	// Cursors signs and checks page cursors with the keyring's live keys.
-	Cursors *cursor.Live
-	// Secrets seals and opens webhook signing secrets at rest.
+	// Cursors signs and checks page cursors: the keyring's live keys
+	// (cursor.Keyring.Live).
+	Cursors cursor.Signer
+	// CursorKey, when Cursors is nil, is one fixed key instead: for a
+	// server that only lists its routes (infra's route table).
+	CursorKey []byte
+	// Secrets seals and opens webhook signing secrets at rest; nil only
+	// in a server that is never served (webhook writes then fail).
 	Secrets *sealed.Box
 	// Authority tells who masters each vendor's Catalog, base price and Stock
 	// Pool; nil means the vendor's authority record, kept by connections.
@@ -157,7 +161,7 @@ type Server struct {
 	vendors account.Service
 	limiter ratelimit.Limiter
 	keeper  idempotency.Keeper
-	cursors *cursor.Live
+	cursors cursor.Signer
 
 	catalog      catalog.Service
 	inventory    inventory.Service
@@ -189,8 +193,12 @@ const verifiedTokens = 4096
 
 // New builds a server for the given groups.
 func New(d Deps, groups ...Group) (*Server, error) {
-	if d.Cursors == nil || d.Secrets == nil {
-		return nil, errors.New("httpapi: the cursor keys and the secrets box are required")
+	if d.Cursors == nil {
+		codec, err := cursor.NewCodec(d.CursorKey)
+		if err != nil {
+			return nil, err
+		}
+		d.Cursors = cursor.Fixed{Codec: codec}
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
