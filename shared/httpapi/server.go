@@ -216,7 +216,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		auth:     auth.Service{Store: d.Store, Clock: d.Clock, Decoded: auth.NewDecoded(decodedDocs), Verified: auth.NewVerified(verifiedTokens)},
 		vendors:  account.Service{Store: gated, Clock: d.Clock},
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
-		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock},
+		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock, Secrets: d.Secrets},
 		cursors:  d.Cursors,
 
 		catalog:   catalog.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},

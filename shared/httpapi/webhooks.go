@@ -51,9 +51,9 @@ func (s *Server) createWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[webhook.WithSecret], error) {
+	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, secret(answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[webhook.WithSecret], error) {
 		return svc.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
-	}))
+	})))
 }
 
 func (s *Server) getWebhookSubscription(c *Call) error {
