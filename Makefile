@@ -18,7 +18,7 @@ CDK := cd infra && JSII_SILENCE_WARNING_DEPRECATED_NODE_RELEASE=1 CDK_DISABLE_CL
 
 CLOUD_DATA ?= .cloud
 
-.PHONY: run test test-quick fuzz bench loadtest vet fmt generate local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack
+.PHONY: run test test-quick fuzz bench loadtest vet fmt generate local clean build synth deploy cdk-cli invoke infra-test tidy cloud localstack restore-drill
 
 ## run: build and start the whole API on http://$(ADDR)/v1 over the embedded store in $(DATA) (STORE=dynamodb: on DynamoDB Local and the SQS emulator, started here; RUN_FLAGS: more serve flags)
 run: local
@@ -85,6 +85,12 @@ invoke:
 	@test -n "$(FN)" && test -n "$(EVENT)" || { echo "usage: make invoke FN=<function> EVENT=<events/...json> [KEY=value for each {{KEY}}] [INVOKE_DATA=dir]" >&2; exit 2; }
 	go build -tags lambda.norpc,embedded -o $(BIN)/lambda/$(FN) ./functions/$(FN)
 	go run ./scripts/lambdarun $(if $(INVOKE_DATA),-data $(INVOKE_DATA)) $(BIN)/lambda/$(FN) $(EVENT)
+
+## restore-drill: restore the table (SELLERAPI_TABLE) as of AT (RFC 3339; default the latest restorable time) under a new name, re-apply its stream, TTL and settings, read it through the admin function's store.check, and print the minutes taken (docs/operations.md, "Restoring the table"; DRILL_FLAGS: e.g. -target NAME -vendor ID)
+AT ?=
+DRILL_FLAGS ?=
+restore-drill:
+	go run ./scripts/restore-drill $(if $(AT),-at $(AT)) $(DRILL_FLAGS)
 
 ## infra-test: the stack's tests (a synth with placeholder code), and dist/ when it is built
 infra-test:

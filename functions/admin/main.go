@@ -45,5 +45,5 @@ func newHandler(ctx context.Context, opts ...app.Option) (admin.Service, error) 
 	if err != nil {
 		return admin.Service{}, err
 	}
-	return admin.Service{Store: a.Store, Clock: a.Clock, MaxTokenLifetime: admin.DeployedTokenLifetime, Log: a.Log}, nil
+	return admin.Service{Store: a.Store, Clock: a.Clock, MaxTokenLifetime: admin.DeployedTokenLifetime, Secrets: a.Secrets, Log: a.Log}, nil
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -311,5 +313,43 @@ func TestTokensAreExplicitBoundedAndLoggedWithoutSecrets(t *testing.T) {
 	}
 	if issued != 1 || refused != 5 {
 		t.Errorf("%d issues and %d refusals logged, want 1 and 5:\n%s", issued, refused, out)
+	}
+}
+
+// cursor-key-rotate.json rotates the page-cursor key: refused within the
+// hour of the last key (here the first, made by that call), then a new
+// key signing beside the one before it.
+func TestCursorKeyRotate(t *testing.T) {
+	t.Setenv(config.EnvKeyFile, filepath.Join(t.TempDir(), "master.key"))
+	c := clocktest.Fake(2026, 3, 4, 10, 0, 0)
+	iv := newInvoker(t, embeddedStore(t), app.WithClock(c))
+	a := iv.call(t, event(t, "cursor-key-rotate.json", nil))
+	if a.Error == nil || a.Error.Code != "CONFLICT" {
+		t.Fatalf("rotation right after the first key: %+v %+v, want CONFLICT", a.Data, a.Error)
+	}
+	c.Advance(cursor.MinRotationInterval)
+	data := iv.ok(t, event(t, "cursor-key-rotate.json", nil))
+	wantKeys(t, "cursor-key.rotate", data, "key", "live", "retired")
+	live, _ := data["live"].([]any)
+	key, _ := data["key"].(map[string]any)
+	if len(live) != 2 || !reflect.DeepEqual(live[0], key) {
+		t.Fatalf("live keys %v, want the new key %v and the one before", live, key)
+	}
+}
+
+// store-check.json reads a vendor back; webhook-secrets-seal.json finds
+// nothing to seal in a store written with sealed secrets.
+func TestStoreCheckAndSealSampleEvents(t *testing.T) {
+	t.Setenv(config.EnvKeyFile, filepath.Join(t.TempDir(), "master.key"))
+	iv := sqliteInvoker(t)
+	v := iv.ok(t, event(t, "vendor-create.json", nil))
+	check := iv.ok(t, event(t, "store-check.json", map[string]string{"VENDOR_ID": v["id"].(string)}))
+	wantKeys(t, "store.check", check, "vendors", "vendor", "products", "cursor_keys", "webhook_subscriptions", "webhook_secrets_opened")
+	if check["vendors"] != float64(1) || check["vendor"].(map[string]any)["id"] != v["id"] {
+		t.Errorf("store.check: %v", check)
+	}
+	sealed := iv.ok(t, event(t, "webhook-secrets-seal.json", nil))
+	if !reflect.DeepEqual(sealed, map[string]any{"vendors": float64(1), "secrets_sealed": float64(0)}) {
+		t.Errorf("webhook-secrets.seal: %v", sealed)
 	}
 }

@@ -8,6 +8,7 @@
 //	local token issue --data DIR --vendor ID --scopes a,b|all [--expires-in 1h]
 //	local token revoke --data DIR --id TOKEN_ID
 //	local pairing review --data DIR --id PAIRING_ID [--reviewer NAME]
+//	local cursor-key rotate --data DIR
 //	local listen [--events a,b|*] [--forward-to URL] [--print-json] [--base URL] [--token T] [--vendor V]
 //	local trigger TYPE [--base URL] [--token T] [--vendor V]
 //
@@ -137,7 +138,7 @@ func admin(ctx context.Context, c cmdline.Admin, args []string, stdout io.Writer
 		return err
 	}
 	defer a.Close()
-	res, err := adminpkg.Service{Store: a.Store, Clock: a.Clock}.Do(ctx, req)
+	res, err := adminpkg.Service{Store: a.Store, Clock: a.Clock, Secrets: a.Secrets}.Do(ctx, req)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 
 func handler(t *testing.T, cfg config.Config, f lt.Fixture, b blob.Store) lambdaapi.Handler {
 	t.Helper()
+	cfg.KeyFile = f.KeyFile
 	opts := append(options(), app.WithStore(f.Store), app.WithLogOutput(t.Output()))
 	if b != nil {
 		opts = append(opts, app.WithBlob(b))

@@ -151,6 +151,7 @@ func TestDynamoDBFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeded := lt.Seed(t, dynamodb.New(client, table, dynamodb.WithClock(clock.System{}.Now)))
+	cfg.KeyFile = seeded.KeyFile
 	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{group()}, app.WithLogOutput(t.Output()))
 	if err != nil {
 		t.Fatalf("lambdaapi.New: %v", err)

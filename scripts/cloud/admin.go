@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -100,7 +101,7 @@ func admin(ctx context.Context, cmd cmdline.Admin, args []string, stdout io.Writ
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fns, err := NewFunctions(ctx, tpl, baseEnv(st.Env), nil, io.Discard, dir)
+	fns, err := NewFunctions(ctx, tpl, baseEnv(st.Env), localKeys(c.data), io.Discard, dir)
 	if err != nil {
 		return err
 	}
@@ -152,4 +153,15 @@ Try it:
 
 `, v.ID, tok.Token, tok.Token, baseURL, tok.Token, baseURL, v.ID)
 	return nil
+}
+
+// localKeys are the functions' environment overrides of where secrets at
+// rest are sealed: no emulator stands in for KMS, so every function of a
+// serve, and the admin function of its commands, seals with the local
+// master key of the data directory instead of the stack's KMS key.
+func localKeys(data string) map[string]string {
+	if abs, err := filepath.Abs(data); err == nil {
+		data = abs
+	}
+	return map[string]string{config.EnvKMSKeyARN: "", config.EnvKeyFile: filepath.Join(data, "master.key")}
 }

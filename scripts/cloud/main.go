@@ -18,6 +18,7 @@
 //	cloud token issue --data DIR --vendor ID --scopes a,b|all [--expires-in 1h]
 //	cloud token revoke --data DIR --id TOKEN_ID
 //	cloud pairing review --data DIR --id PAIRING_ID [--reviewer NAME]
+//	cloud cursor-key rotate --data DIR
 //
 // The administrative commands invoke the template's admin function on the
 // emulators of the serve running on the same --data. The template is
@@ -141,7 +142,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if err := CheckWiring(tpl); err != nil {
 		return fmt.Errorf("the template's wiring: %w", err)
 	}
-	over := map[string]string{}
+	over := localKeys(data)
 	if *rateReads > 0 {
 		over[config.EnvRateReads] = fmt.Sprint(*rateReads)
 	}

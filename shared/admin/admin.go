@@ -9,6 +9,9 @@
 //	{"action":"token.issue","vendor":"ven_...","scopes":"all","expires_in":"720h"}
 //	{"action":"token.revoke","id":"tok_..."}
 //	{"action":"pairing.review","id":"pair_...","reviewer":"ops@example.com"}  (reviewer optional)
+//	{"action":"cursor-key.rotate"}
+//	{"action":"store.check","vendor":"ven_..."}                        (vendor optional)
+//	{"action":"webhook-secrets.seal"}
 //
 // A deployed stage's admin function sets MaxTokenLifetime: there,
 // token.issue names its scopes (a list, or "all" spelled out) and an
@@ -37,6 +40,8 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/connection"
+	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
@@ -51,6 +56,18 @@ const (
 	// PairingReview activates an accepted store pairing: only then may the
 	// store plugin make operational writes.
 	PairingReview = "pairing.review"
+	// CursorKeyRotate makes a new page-cursor key that signs from now on;
+	// cursors signed with the key before it keep working until the next
+	// rotation (package cursor, Keyring.Rotate).
+	CursorKeyRotate = "cursor-key.rotate"
+	// StoreCheck reads the store as the API does, changing nothing: what
+	// scripts/restore-drill runs on a restored table, and an operator
+	// after cutting over to it (Check).
+	StoreCheck = "store.check"
+	// WebhookSecretsSeal seals every webhook signing secret still stored
+	// in the clear (from before issue 29), once, after the deployment
+	// that seals secrets: each write seals its own, this the rest.
+	WebhookSecretsSeal = "webhook-secrets.seal"
 )
 
 // Request is one administrative action; each action reads the fields its
@@ -66,7 +83,8 @@ type Request struct {
 	Reviewer string `json:"reviewer,omitempty"`
 	// vendor.set-owner; empty means a fresh owner
 	Owner string `json:"owner,omitempty"`
-	// token.issue: scopes are comma-separated or "all" (the default);
+	// token.issue, and store.check (optional: the vendor to read; default
+	// the first): scopes are comma-separated or "all" (the default);
 	// expires_in is a Go duration such as "720h", empty for no expiry.
 	Vendor    string `json:"vendor,omitempty"`
 	Scopes    string `json:"scopes,omitempty"`
@@ -92,6 +110,8 @@ type Service struct {
 	// MaxTokenLifetime, when set, makes token.issue require explicit scopes
 	// and an expires_in of at most this.
 	MaxTokenLifetime time.Duration
+	// Secrets seals the keys cursor-key.rotate makes.
+	Secrets *envelope.Box
 	// Log, when set, receives one line per action: what was asked, what it
 	// acted on, the outcome; never a secret.
 	Log *slog.Logger
@@ -203,6 +223,16 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 	case PairingReview:
 		pairings := pairing.Service{Store: s.Store, Clock: s.Clock, Connections: connection.Service{Store: s.Store, Clock: s.Clock}}
 		return pairings.Review(ctx, req.ID, req.Reviewer)
+	case CursorKeyRotate:
+		if s.Secrets == nil {
+			return nil, errors.New("no box to seal the new key with")
+		}
+		return cursor.Keyring{Store: s.Store, Box: s.Secrets, Clock: s.Clock}.Rotate(ctx)
+	case StoreCheck:
+		return s.check(ctx, req.Vendor)
+	case WebhookSecretsSeal:
+		return s.sealWebhookSecrets(ctx)
 	}
-	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s, %s, %s, %s, %s", req.Action, VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview)
+	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s", req.Action,
+		strings.Join([]string{VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview, CursorKeyRotate, StoreCheck, WebhookSecretsSeal}, ", "))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/queue"
@@ -40,6 +41,11 @@ type App struct {
 	// MediaEncode makes the canonical WebP of uploads; nil (every process
 	// but the media Lambda and the local binary) answers uploads 503.
 	MediaEncode media.Encoder
+	// Secrets seals the secrets kept at rest (webhook signing secrets, the
+	// cursor keys) with this process's data key: from KMS when the process
+	// wires it (WithKeySource; awsapp does when SELLERAPI_KMS_KEY_ARN is
+	// set), otherwise from the local master key file.
+	Secrets *envelope.Box
 
 	opener Opener
 	local  *Local
@@ -85,6 +91,10 @@ func WithLocal(l Local) Option { return func(a *App) { a.local = &l } }
 func WithPending(of func(store.Store) store.Store) Option {
 	return func(a *App) { a.pendingOf = of }
 }
+
+// WithKeySource seals secrets at rest with data keys from src (awsapp's
+// KMS source, a test's fixed local key).
+func WithKeySource(src envelope.Source) Option { return func(a *App) { a.Secrets = envelope.New(src) } }
 
 // WithBlob uses an already opened media store instead of opening one.
 func WithBlob(b blob.Store) Option { return func(a *App) { a.Blob = b } }
@@ -134,6 +144,12 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 		}
 		a.Blob = b
 	}
+	if a.Secrets == nil {
+		if cfg.KMSKeyARN != "" {
+			return nil, fmt.Errorf("app: %s is set but this process wired no KMS key source", config.EnvKMSKeyARN)
+		}
+		a.Secrets = envelope.New(envelope.NewKeyFile(cfg.LocalKeyFile()))
+	}
 	if a.local != nil {
 		bg, err := a.newBackground(*a.local)
 		if err != nil {
@@ -146,11 +162,16 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 
 // Handler builds the HTTP handler serving groups.
 func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Server, error) {
-	key, err := cursor.LoadKey(ctx, a.Store)
+	cursors, err := a.CursorKeys().Live(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, CursorKey: key, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver}, groups...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver}, groups...)
+}
+
+// CursorKeys is the keyring of the page cursors' keys in the app's store.
+func (a *App) CursorKeys() cursor.Keyring {
+	return cursor.Keyring{Store: a.Store, Box: a.Secrets, Clock: a.Clock}
 }
 
 // Close releases the store.

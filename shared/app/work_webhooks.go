@@ -27,7 +27,7 @@ func (a *App) webhookWorks(q queue.Sender) []Work {
 	if a.local != nil {
 		slots = webhook.NewMemorySlots()
 	}
-	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots,
+	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots, Secrets: a.Secrets,
 		MetricsNamespace: a.Config.MetricsNamespace}
 	return []Work{
 		{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle, Parallel: true},

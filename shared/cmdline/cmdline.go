@@ -103,6 +103,11 @@ func Admins() []Admin {
 			fs.StringVar(&r.ID, "id", "", "store pairing id")
 			fs.StringVar(&r.Reviewer, "reviewer", "", "who reviewed the activation (default: admin)")
 		}},
+		{"cursor-key rotate", admin.CursorKeyRotate, func(*flag.FlagSet, *admin.Request) {}},
+		{"store check", admin.StoreCheck, func(fs *flag.FlagSet, r *admin.Request) {
+			fs.StringVar(&r.Vendor, "vendor", "", "vendor to read (default: the first)")
+		}},
+		{"webhook-secrets seal", admin.WebhookSecretsSeal, func(*flag.FlagSet, *admin.Request) {}},
 	}
 }
 

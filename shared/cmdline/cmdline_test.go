@@ -24,6 +24,9 @@ func TestAdmins(t *testing.T) {
 		{[]string{"token", "issue", "--vendor", "ven_1", "--expires-in", "1h"}, admin.TokenIssue, admin.Request{Vendor: "ven_1", Scopes: "all", ExpiresIn: "1h"}},
 		{[]string{"token", "revoke", "--id", "tok_1"}, admin.TokenRevoke, admin.Request{ID: "tok_1"}},
 		{[]string{"pairing", "review", "--id", "pair_1", "--reviewer", "ops"}, admin.PairingReview, admin.Request{ID: "pair_1", Reviewer: "ops"}},
+		{[]string{"cursor-key", "rotate"}, admin.CursorKeyRotate, admin.Request{}},
+		{[]string{"store", "check", "--vendor", "ven_1"}, admin.StoreCheck, admin.Request{Vendor: "ven_1"}},
+		{[]string{"webhook-secrets", "seal"}, admin.WebhookSecretsSeal, admin.Request{}},
 	} {
 		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
 			cmd, rest, ok := cmdline.FindAdmin(append(c.args, "--data", "d"))
@@ -43,7 +46,7 @@ func TestAdmins(t *testing.T) {
 			t.Errorf("%q found %s", args, c.Name)
 		}
 	}
-	if got := strings.Join(cmdline.AdminNames(), ", "); got != "vendor create, vendor set-owner, token issue, token revoke, pairing review" {
+	if got := strings.Join(cmdline.AdminNames(), ", "); got != "vendor create, vendor set-owner, token issue, token revoke, pairing review, cursor-key rotate, store check, webhook-secrets seal" {
 		t.Errorf("names %s", got)
 	}
 }
@@ -84,7 +87,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	err := r.Run(context.Background(), []string{"trigger"}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "use serve, vendor create, vendor set-owner, token issue, token revoke, pairing review, listen") {
+	if err == nil || !strings.Contains(err.Error(), "use serve, vendor create, vendor set-owner, token issue, token revoke, pairing review, cursor-key rotate, store check, webhook-secrets seal, listen") {
 		t.Errorf("unknown command: %v", err)
 	}
 }

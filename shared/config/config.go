@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,15 @@ const (
 	// window is keyed on the viewer address the edge reports. Unset
 	// locally: every request is the client's own.
 	EnvEdgeSecret = "SELLERAPI_EDGE_SECRET"
+
+	// EnvKMSKeyARN names the customer-managed KMS key that wraps the data
+	// keys sealing secrets at rest (webhook signing secrets, the cursor
+	// keys; package envelope): what the stack sets on every function.
+	// Unset, a process seals with the local master key in EnvKeyFile.
+	EnvKMSKeyARN = "SELLERAPI_KMS_KEY_ARN"
+	// EnvKeyFile is the local master key's file when no KMS key is named;
+	// default: master.key in the data directory, created on first use.
+	EnvKeyFile = "SELLERAPI_KEY_FILE"
 
 	// EnvAllowPrivateWebhooks ("true") lets webhooks reach private and
 	// loopback addresses: what --allow-private-webhooks sets on the
@@ -141,6 +151,11 @@ type Config struct {
 	// the upload answers 503. Zero is media.DefaultDecodeTimeout.
 	MediaDecodeTimeout time.Duration
 
+	// KMSKeyARN is the KMS key of secrets at rest; empty means the local
+	// master key in KeyFile (see LocalKeyFile).
+	KMSKeyARN string
+	KeyFile   string
+
 	// QueueURLs maps each work queue's name (package queue) to its SQS
 	// URL; empty in embedded mode, whose queues live in the data directory.
 	QueueURLs map[string]string
@@ -189,6 +204,8 @@ func FromEnv() (Config, error) {
 	str(EnvMediaBucket, &c.MediaBucket)
 	str(EnvMediaDir, &c.MediaDir)
 	str(EnvMediaBaseURL, &c.MediaBaseURL)
+	str(EnvKMSKeyARN, &c.KMSKeyARN)
+	str(EnvKeyFile, &c.KeyFile)
 	for name, env := range QueueURLEnv() {
 		if v := strings.TrimSpace(os.Getenv(env)); v != "" {
 			if c.QueueURLs == nil {
@@ -230,6 +247,15 @@ func FromEnv() (Config, error) {
 		c.StoreTimeout = d
 	}
 	return c, c.Validate()
+}
+
+// LocalKeyFile is the local master key's file: KeyFile, or master.key in
+// the data directory.
+func (c Config) LocalKeyFile() string {
+	if c.KeyFile != "" {
+		return c.KeyFile
+	}
+	return filepath.Join(c.DataDir, "master.key")
 }
 
 // Validate checks the configuration and fills derived defaults.

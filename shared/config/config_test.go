@@ -15,7 +15,8 @@ func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, name := range []string{config.EnvBaseURL, config.EnvErrorsURL, config.EnvStore, config.EnvDataDir, config.EnvTable,
 		config.EnvRateReads, config.EnvRateWrites, config.EnvStoreTimeout, config.EnvLogLevel, config.EnvMediaBucket,
-		config.EnvMediaDir, config.EnvMediaBaseURL, config.EnvMediaBudgetBytes, config.EnvMediaBudgetObjects, config.EnvEdgeSecret} {
+		config.EnvMediaDir, config.EnvMediaBaseURL, config.EnvMediaBudgetBytes, config.EnvMediaBudgetObjects, config.EnvEdgeSecret,
+		config.EnvKMSKeyARN, config.EnvKeyFile} {
 		t.Setenv(name, "")
 	}
 	for _, name := range config.QueueURLEnv() {

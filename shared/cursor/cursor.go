@@ -5,19 +5,14 @@
 package cursor
 
 import (
-	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
-	"github.com/moku/sellerapi/shared/store"
 )
 
 // MaxLen is the longest cursor the contract allows.
@@ -32,19 +27,29 @@ type Binding struct {
 	Filters string
 }
 
-// Codec signs and checks cursors with one key.
-type Codec struct{ key []byte }
+// Codec signs cursors with its newest key and checks them with any of
+// its keys (the keyring's live keys, newest first).
+type Codec struct{ keys [][]byte }
 
-// NewCodec returns a codec for key (at least 32 bytes).
-func NewCodec(key []byte) (Codec, error) {
-	if len(key) < 32 {
-		return Codec{}, errors.New("cursor: key shorter than 32 bytes")
+// NewCodec returns a codec for keys, newest first (each at least 32
+// bytes).
+func NewCodec(keys ...[]byte) (Codec, error) {
+	if len(keys) == 0 {
+		return Codec{}, errors.New("cursor: no key")
 	}
-	return Codec{key: key}, nil
+	for _, k := range keys {
+		if len(k) < 32 {
+			return Codec{}, errors.New("cursor: key shorter than 32 bytes")
+		}
+	}
+	return Codec{keys: keys}, nil
 }
 
-func (c Codec) mac(b Binding, after string) []byte {
-	m := hmac.New(sha256.New, c.key)
+// Keys is how many keys check cursors.
+func (c Codec) Keys() int { return len(c.keys) }
+
+func mac(key []byte, b Binding, after string) []byte {
+	m := hmac.New(sha256.New, key)
 	for _, part := range []string{"v1", b.Resource, b.VendorID, b.TokenID, b.Filters, after} {
 		fmt.Fprintf(m, "%d:%s;", len(part), part)
 	}
@@ -55,7 +60,7 @@ var enc = base64.RawURLEncoding
 
 // Encode makes the cursor that continues after the sort key after.
 func (c Codec) Encode(b Binding, after string) (string, error) {
-	s := enc.EncodeToString([]byte(after)) + "." + enc.EncodeToString(c.mac(b, after))
+	s := enc.EncodeToString([]byte(after)) + "." + enc.EncodeToString(mac(c.keys[0], b, after))
 	if len(s) > MaxLen {
 		return "", fmt.Errorf("cursor: %d characters exceed %d", len(s), MaxLen)
 	}
@@ -67,10 +72,20 @@ func (c Codec) Encode(b Binding, after string) (string, error) {
 func (c Codec) Decode(b Binding, cursor string) (string, error) {
 	invalid := errs.E(errs.CodeInvalidCursor, "page_after: the cursor is malformed, altered, or from another list")
 	after, sig, ok := split(cursor)
-	if !ok || !hmac.Equal(sig, c.mac(b, string(after))) {
+	if !ok || !c.signed(b, after, sig) {
 		return "", invalid
 	}
 	return string(after), nil
+}
+
+// signed reports whether sig is the MAC of after under one of the keys.
+func (c Codec) signed(b Binding, after, sig []byte) bool {
+	for _, k := range c.keys {
+		if hmac.Equal(sig, mac(k, b, string(after))) {
+			return true
+		}
+	}
+	return false
 }
 
 // Position is the sort key a well-formed cursor names, unchecked: a list
@@ -96,36 +111,4 @@ func split(cursor string) (after, sig []byte, ok bool) {
 		return nil, nil, false
 	}
 	return after, sig, true
-}
-
-// LoadKey returns the store's cursor key, creating it on first use. Two
-// processes racing to create it agree on whichever write won.
-func LoadKey(ctx context.Context, s store.Store) ([]byte, error) {
-	for attempt := 0; attempt < 2; attempt++ {
-		keyItem := datamodel.CursorSigningKey()
-		it, err := s.Get(ctx, keyItem)
-		if err == nil {
-			var v struct{ Key []byte }
-			if err := json.Unmarshal(it.Data, &v); err != nil || len(v.Key) < 32 {
-				return nil, fmt.Errorf("cursor: stored key is unreadable: %v", err)
-			}
-			return v.Key, nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("cursor: load key: %w", err)
-		}
-		key := make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return nil, fmt.Errorf("cursor: make key: %w", err)
-		}
-		data, _ := json.Marshal(struct{ Key []byte }{key})
-		err = s.Transact(ctx, store.Put(store.Item{PK: keyItem.PK, SK: keyItem.SK, Version: 1, Data: data}, store.IfAbsent()))
-		if err == nil {
-			return key, nil
-		}
-		if !store.IsCondition(err) {
-			return nil, fmt.Errorf("cursor: store key: %w", err)
-		}
-	}
-	return nil, errors.New("cursor: key could not be loaded")
 }

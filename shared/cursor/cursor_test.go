@@ -1,13 +1,10 @@
 package cursor
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/errs"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 func TestRoundTripAndBinding(t *testing.T) {
@@ -47,27 +44,5 @@ func TestRoundTripAndBinding(t *testing.T) {
 	}
 	if _, err := NewCodec([]byte("short")); err == nil {
 		t.Error("a short key was accepted")
-	}
-}
-
-func TestLoadKeyIsStableAcrossProcesses(t *testing.T) {
-	dir := t.TempDir()
-	a, err := sqlite.Open(dir, sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := sqlite.Open(dir, sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	k1, err := LoadKey(context.Background(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2, err := LoadKey(context.Background(), b)
-	if err != nil || string(k1) != string(k2) || len(k1) != 32 {
-		t.Fatalf("keys differ or are short: %v", err)
 	}
 }

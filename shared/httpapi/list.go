@@ -52,7 +52,7 @@ func (c *Call) PageParams(resource, filters string) (PageRequest, error) {
 		if len(v) > 1 {
 			return PageRequest{}, errs.E(errs.CodeInvalidCursor, "page_after: give one cursor")
 		}
-		after, err := c.s.cursors.Decode(pr.binding, v[0])
+		after, err := c.s.cursors.Decode(c.Ctx, pr.binding, v[0])
 		if err != nil {
 			return PageRequest{}, err
 		}
@@ -143,7 +143,7 @@ func (c *Call) AllowFilters(names ...string) { c.filters = append(c.filters, nam
 func (c *Call) List(pr PageRequest, data any, lastKey string, more bool) error {
 	var p Page
 	if more {
-		cur, err := c.s.cursors.Encode(pr.binding, lastKey)
+		cur, err := c.s.cursors.Encode(c.Ctx, pr.binding, lastKey)
 		if err != nil {
 			return err
 		}

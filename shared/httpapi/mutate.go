@@ -80,6 +80,16 @@ func answer[V any](status int, prepare func(context.Context) (store.Prepared[V],
 	}
 }
 
+// secret marks a mutation whose response carries a secret, so that its
+// receipt keeps the response sealed.
+func secret(prepare func(context.Context) (idempotency.Mutation, error)) func(context.Context) (idempotency.Mutation, error) {
+	return func(ctx context.Context) (idempotency.Mutation, error) {
+		m, err := prepare(ctx)
+		m.Secret = true
+		return m, err
+	}
+}
+
 // apply writes a versioned change that keeps no receipt (its
 // expected_version makes a repeat fail instead of applying twice) and
 // answers 200 with it, preparing it again while it loses races it did not

@@ -26,6 +26,7 @@ import (
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
+	sealed "github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -45,11 +46,19 @@ import (
 
 // Deps are what the server needs from its process.
 type Deps struct {
-	Config    config.Config
-	Store     store.Store
-	Clock     clock.Clock
-	Log       *slog.Logger
+	Config config.Config
+	Store  store.Store
+	Clock  clock.Clock
+	Log    *slog.Logger
+	// Cursors signs and checks page cursors: the keyring's live keys
+	// (cursor.Keyring.Live).
+	Cursors cursor.Signer
+	// CursorKey, when Cursors is nil, is one fixed key instead: for a
+	// server that only lists its routes (infra's route table).
 	CursorKey []byte
+	// Secrets seals and opens webhook signing secrets at rest; nil only
+	// in a server that is never served (webhook writes then fail).
+	Secrets *sealed.Box
 	// Authority tells who masters each vendor's Catalog, base price and Stock
 	// Pool; nil means the vendor's authority record, kept by connections.
 	Authority catalog.Authority
@@ -151,7 +160,7 @@ type Server struct {
 	vendors account.Service
 	limiter ratelimit.Limiter
 	keeper  idempotency.Keeper
-	cursors cursor.Codec
+	cursors cursor.Signer
 
 	catalog      catalog.Service
 	inventory    inventory.Service
@@ -183,9 +192,12 @@ const verifiedTokens = 4096
 
 // New builds a server for the given groups.
 func New(d Deps, groups ...Group) (*Server, error) {
-	codec, err := cursor.NewCodec(d.CursorKey)
-	if err != nil {
-		return nil, err
+	if d.Cursors == nil {
+		codec, err := cursor.NewCodec(d.CursorKey)
+		if err != nil {
+			return nil, err
+		}
+		d.Cursors = cursor.Fixed{Codec: codec}
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -203,8 +215,8 @@ func New(d Deps, groups ...Group) (*Server, error) {
 		auth:     auth.Service{Store: d.Store, Clock: d.Clock, Decoded: auth.NewDecoded(decodedDocs), Verified: auth.NewVerified(verifiedTokens)},
 		vendors:  account.Service{Store: gated, Clock: d.Clock},
 		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
-		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock},
-		cursors:  codec,
+		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock, Secrets: d.Secrets},
+		cursors:  d.Cursors,
 
 		catalog:   catalog.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
 		inventory: inventory.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},

@@ -33,7 +33,7 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 // webhooks is the subscription service under this deployment's address
 // policy; its writes wait for the request's rate decision.
 func (s *Server) webhooks() webhook.Service {
-	return webhook.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock,
+	return webhook.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock, Secrets: s.deps.Secrets,
 		Policy: webhook.Policy{AllowLoopback: s.deps.Config.AllowPrivateWebhooks, Resolver: s.deps.WebhookResolver}}
 }
 
@@ -51,9 +51,9 @@ func (s *Server) createWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[webhook.WithSecret], error) {
+	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, secret(answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[webhook.WithSecret], error) {
 		return svc.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
-	}))
+	})))
 }
 
 func (s *Server) getWebhookSubscription(c *Call) error {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/datamodel"
+	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
@@ -102,7 +103,10 @@ type Receipt struct {
 	Fingerprint string          `json:"fingerprint"`
 	Status      int             `json:"status"`
 	Body        json.RawMessage `json:"body"`
-	CreatedAt   time.Time       `json:"created_at"`
+	// SealedBody replaces Body when the response carries a secret
+	// (Mutation.Secret).
+	SealedBody *envelope.Sealed `json:"sealed_body,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
 }
 
 // Result is what Run returns: the response to send.
@@ -122,13 +126,21 @@ type Mutation struct {
 	// Explain, when set, explains a failed condition of Ops (a concurrent
 	// change won the race) as a domain error; otherwise it is 409 CONFLICT.
 	Explain func(*store.ConditionError) error
+	// Secret says the response carries a secret (a new webhook signing
+	// secret): its receipt keeps it sealed with Keeper.Secrets.
+	Secret bool
 }
 
 // Keeper runs mutations under receipts.
 type Keeper struct {
 	Store store.Store
 	Clock clock.Clock
+	// Secrets seals the responses of mutations that carry a secret.
+	Secrets *envelope.Box
 }
+
+// receiptAAD binds a sealed response to its receipt.
+func receiptAAD(k store.Key) []byte { return []byte(k.PK + "/" + k.SK) }
 
 // Run prepares the mutation with prepare and applies it with its receipt.
 // When prepare fails, or the transaction's conditions fail, the receipt is
@@ -189,12 +201,22 @@ func (k Keeper) run(ctx context.Context, sc Scope, fingerprint string, prepare f
 		return Result{}, fmt.Errorf("idempotency: encode response: %w", err)
 	}
 	now := k.Clock.Now()
+	key := sc.storeKey()
 	r := Receipt{Fingerprint: fingerprint, Status: m.Status, Body: body, CreatedAt: now}
+	if m.Secret {
+		if k.Secrets == nil {
+			return Result{}, errors.New("idempotency: no box to seal a response carrying a secret")
+		}
+		sealed, err := k.Secrets.Seal(ctx, body, receiptAAD(key))
+		if err != nil {
+			return Result{}, fmt.Errorf("idempotency: seal response: %w", err)
+		}
+		r.Body, r.SealedBody = nil, &sealed
+	}
 	data, err := store.Marshal(r)
 	if err != nil {
 		return Result{}, fmt.Errorf("idempotency: encode receipt: %w", err)
 	}
-	key := sc.storeKey()
 	receipt := store.Put(store.Item{PK: key.PK, SK: key.SK, Version: 1, Data: data, ExpiresAt: now.Add(Retention).Unix()}, store.IfAbsent())
 	err = k.Store.Transact(ctx, append(m.Ops, receipt)...)
 	if err == nil {
@@ -250,6 +272,16 @@ func (k Keeper) replay(ctx context.Context, sc Scope, fingerprint string, cause 
 	if r.Fingerprint != fingerprint {
 		return Result{}, errs.E(errs.CodeIdempotencyKeyReused,
 			"Idempotency-Key: this key was already used for a different request; use a new key for new work")
+	}
+	if r.SealedBody != nil {
+		if k.Secrets == nil {
+			return Result{}, errors.New("idempotency: no box to open a sealed receipt")
+		}
+		body, err := k.Secrets.Open(ctx, *r.SealedBody, receiptAAD(it.Key()))
+		if err != nil {
+			return Result{}, fmt.Errorf("idempotency: open receipt: %w", err)
+		}
+		return Result{Status: r.Status, Body: body, Replayed: true}, nil
 	}
 	return Result{Status: r.Status, Body: bytes.Clone(r.Body), Replayed: true}, nil
 }

@@ -21,7 +21,9 @@ import (
 func TestLogLinesCarryLambdaAndAPIGatewayRequestIDs(t *testing.T) {
 	f := lt.SQLite(t)
 	logs := &strings.Builder{}
-	h, err := lambdaapi.New(t.Context(), config.Default(), []httpapi.Group{httpapi.Vendors},
+	cfg := config.Default()
+	cfg.KeyFile = f.KeyFile
+	h, err := lambdaapi.New(t.Context(), cfg, []httpapi.Group{httpapi.Vendors},
 		app.WithStore(f.Store), app.WithClock(clock.System{}), app.WithLogOutput(logs))
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,8 @@ func TestEachAttemptIsMadeOnce(t *testing.T) {
 			}))
 			defer srv.Close()
 			policy := Policy{AllowLoopback: true}
-			svc := Service{Store: st, Clock: clk, Policy: policy}
+			box := testBox(t)
+			svc := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}
 			const vendorID = "ven_1"
 			prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
 			if err != nil {
@@ -69,7 +70,7 @@ func TestEachAttemptIsMadeOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			retries := &sink{}
-			d := Deliverer{Store: st, Clock: clk, Queue: retries, Policy: policy, Jitter: func() float64 { return 0 }}
+			d := Deliverer{Store: st, Clock: clk, Queue: retries, Policy: policy, Jitter: func() float64 { return 0 }, Secrets: box}
 			newEvent := func() store.Change {
 				ev := event.New(clk.Now(), vendorID, event.ProductCreated, "product", "prd_1", nil)
 				op, _ := event.Op(ev)

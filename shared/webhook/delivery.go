@@ -15,6 +15,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/datamodel"
+	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
@@ -164,6 +165,9 @@ type Deliverer struct {
 	// MetricsNamespace, when set, makes each attempt's line embed its
 	// outcome's metrics (emf): the attempt's lag and duration.
 	MetricsNamespace string
+	// Secrets opens the signing secrets, and seals a secret still in the
+	// clear when the worker writes its subscription.
+	Secrets *envelope.Box
 }
 
 func (d Deliverer) log() *slog.Logger {
@@ -277,7 +281,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		}
 		return err
 	}
-	sub, err := Service{Store: d.Store, Clock: d.Clock}.Get(ctx, m.VendorID, m.SubscriptionID)
+	sub, err := Service{Store: d.Store, Clock: d.Clock, Secrets: d.Secrets}.Get(ctx, m.VendorID, m.SubscriptionID)
 	if err != nil {
 		if errs.As(err).Kind == errs.NotFound {
 			log.InfoContext(ctx, "webhook delivery dropped: the subscription was deleted")
@@ -288,6 +292,9 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	if sub.Status != StatusEnabled || (m.ReplayID == "" && !sub.Matches(ev.Type)) {
 		log.InfoContext(ctx, "webhook delivery dropped: the subscription is disabled or no longer receives this type")
 		return d.replayOutcome(ctx, m, replaySkipped)
+	}
+	if err := sub.Open(ctx, d.Secrets); err != nil {
+		return err
 	}
 
 	c, err := d.claim(ctx, m, qm.ID)
@@ -449,7 +456,7 @@ func (d Deliverer) disableIfFailing(ctx context.Context, m Message) error {
 		sub.Status, sub.DisabledReason, sub.DisabledAt = StatusDisabled, &reason, &now
 		sub.Version++
 		sub.UpdatedAt = now
-		doc, err := encode(sub)
+		doc, err := encode(ctx, d.Secrets, sub)
 		if err != nil {
 			return err
 		}

@@ -97,7 +97,7 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := Service{Store: st, Clock: clk, Policy: Policy{AllowLoopback: true}}
+	svc := Service{Store: st, Clock: clk, Policy: Policy{AllowLoopback: true}, Secrets: testBox(t)}
 	const vendorID = "ven_1"
 	var subs []string
 	for i := 0; i < 3; i++ {

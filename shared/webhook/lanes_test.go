@@ -59,8 +59,9 @@ func TestSlowReceiverMovesItsDeliveriesToTheSlowLane(t *testing.T) {
 			defer quickSrv.Close()
 			policy := Policy{AllowLoopback: true}
 			const vendorID = "ven_1"
+			box := testBox(t)
 			subscribe := func(url string) string {
-				prep, err := Service{Store: st, Clock: clk, Policy: policy}.PrepareCreate(ctx, vendorID, CreateInput{URL: url + "/hook", EventTypes: []string{"product.created"}})
+				prep, err := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}.PrepareCreate(ctx, vendorID, CreateInput{URL: url + "/hook", EventTypes: []string{"product.created"}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -71,7 +72,7 @@ func TestSlowReceiverMovesItsDeliveriesToTheSlowLane(t *testing.T) {
 			}
 			slowSub, quickSub := subscribe(slowSrv.URL), subscribe(quickSrv.URL)
 			out := &sink{}
-			d := Deliverer{Store: st, Clock: clk, Queue: out, Policy: policy, Jitter: func() float64 { return 0 }, Slots: slots, SlowAfter: slowAfter}
+			d := Deliverer{Store: st, Clock: clk, Queue: out, Policy: policy, Jitter: func() float64 { return 0 }, Slots: slots, SlowAfter: slowAfter, Secrets: box}
 			// fanOut records a new event and returns its fresh messages by
 			// subscription.
 			n := 0

@@ -200,7 +200,8 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 			defer srv.Close()
 			policy := Policy{AllowLoopback: true}
 			const vendorID = "ven_1"
-			prep, err := Service{Store: st, Clock: clk, Policy: policy}.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
+			box := testBox(t)
+			prep, err := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +210,7 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 			}
 			slots := StoreSlots{Store: st, Clock: clk}
 			out := &sink{}
-			d := Deliverer{Store: st, Clock: clk, Queue: out, Policy: policy, Jitter: func() float64 { return 0 }, Slots: slots}
+			d := Deliverer{Store: st, Clock: clk, Queue: out, Policy: policy, Jitter: func() float64 { return 0 }, Slots: slots, Secrets: box}
 			ev := event.New(clk.Now(), vendorID, event.ProductCreated, "product", "prd_1", nil)
 			op, _ := event.Op(ev)
 			if err := st.Transact(ctx, op); err != nil {

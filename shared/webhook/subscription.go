@@ -21,6 +21,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/datamodel"
+	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/ids"
@@ -49,12 +50,15 @@ const (
 	DisabledByFailures = "deliveries_failing"
 )
 
-// Subscription is an endpoint and the event types it receives. Secret is
-// kept with it (the signature needs it) and shown only on creation and
-// rotation.
+// Subscription is an endpoint and the event types it receives. Its
+// signing secret is kept with it, sealed (package envelope: Sealed), and
+// shown only on creation and rotation. Secret is the secret in the clear:
+// in memory once opened (Open), and in the items of a store written before
+// secrets were sealed (issue 29), which every write of the item seals.
 type Subscription struct {
 	Shown
-	Secret string `json:"secret"`
+	Secret string           `json:"secret,omitempty"`
+	Sealed *envelope.Sealed `json:"sealed_secret,omitempty"`
 	// Successes counts successful deliveries (a numeric attribute of the
 	// item, moved atomically by the workers); the disable policy compares
 	// it with its value when a failing delivery began.
@@ -106,7 +110,27 @@ func Decode(it store.Item) (Subscription, error) {
 	return s, nil
 }
 
-func encode(s Subscription) ([]byte, error) {
+// secretAAD binds a sealed secret to its subscription's item: a secret
+// copied onto another subscription does not open.
+func secretAAD(vendorID, id string) []byte {
+	k := datamodel.SubscriptionKey(vendorID, id)
+	return []byte(k.PK + "/" + k.SK)
+}
+
+// encode makes the stored document: a secret in the clear (a new one, or
+// one read from an item written before secrets were sealed) is sealed
+// with box, and never stored as it is.
+func encode(ctx context.Context, box *envelope.Box, s Subscription) ([]byte, error) {
+	if s.Secret != "" {
+		if box == nil {
+			return nil, errors.New("webhook: no box to seal the signing secret with")
+		}
+		sealed, err := box.Seal(ctx, []byte(s.Secret), secretAAD(s.VendorID, s.ID))
+		if err != nil {
+			return nil, fmt.Errorf("webhook: seal signing secret: %w", err)
+		}
+		s.Secret, s.Sealed = "", &sealed
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: encode subscription: %w", err)
@@ -114,11 +138,30 @@ func encode(s Subscription) ([]byte, error) {
 	return b, nil
 }
 
+// Open sets Secret to the signing secret in the clear, opening the sealed
+// one; an item written before secrets were sealed has it already.
+func (s *Subscription) Open(ctx context.Context, box *envelope.Box) error {
+	if s.Secret != "" {
+		return nil
+	}
+	if s.Sealed == nil || box == nil {
+		return fmt.Errorf("webhook: subscription %s: no signing secret to open", s.ID)
+	}
+	plain, err := box.Open(ctx, *s.Sealed, secretAAD(s.VendorID, s.ID))
+	if err != nil {
+		return fmt.Errorf("webhook: subscription %s: open signing secret: %w", s.ID, err)
+	}
+	s.Secret = string(plain)
+	return nil
+}
+
 // Service manages subscriptions and replays.
 type Service struct {
 	Store  store.Store
 	Clock  clock.Clock
 	Policy Policy
+	// Secrets seals the signing secrets it stores.
+	Secrets *envelope.Box
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "webhook subscription not found") }
@@ -209,7 +252,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	now := s.Clock.Now()
 	sub := Subscription{Shown: Shown{ID: ids.Sortable("whsub", now), VendorID: vendorID, URL: in.URL, EventTypes: in.EventTypes,
 		Description: in.Description, Status: StatusEnabled, Version: 1, CreatedAt: now, UpdatedAt: now}, Secret: NewSecret()}
-	data, err := encode(sub)
+	data, err := encode(ctx, s.Secrets, sub)
 	if err != nil {
 		return store.Prepared[WithSecret]{}, err
 	}
@@ -294,7 +337,7 @@ func equalPtr(a, b *string) bool {
 // write stores a changed subscription with its event, conditioned on the
 // version it was read at; numeric attributes (the success count) are kept.
 func (s Service) write(ctx context.Context, sub Subscription, prev int64, typ string, data map[string]any) error {
-	doc, err := encode(sub)
+	doc, err := encode(ctx, s.Secrets, sub)
 	if err != nil {
 		return err
 	}
@@ -328,7 +371,7 @@ func (s Service) Rotate(ctx context.Context, vendorID, id string) (WithSecret, e
 		return WithSecret{}, err
 	}
 	prev := sub.Version
-	sub.Secret = NewSecret()
+	sub.Secret, sub.Sealed = NewSecret(), nil
 	sub.Version++
 	sub.UpdatedAt = s.Clock.Now()
 	if err := s.write(ctx, sub, prev, event.WebhookSubscriptionUpdated, map[string]any{"version": sub.Version, "changed": []string{"secret"}}); err != nil {
@@ -366,4 +409,40 @@ func (s Service) Delete(ctx context.Context, vendorID, id string) error {
 		return errs.Unavailablef(err, "the webhook subscription could not be deleted")
 	}
 	return nil
+}
+
+// SealPlaintext seals the signing secrets of a vendor's subscriptions that
+// are still stored in the clear (written before secrets were sealed, and
+// not written since), and returns how many it sealed. The item keeps its
+// version: the subscription the API shows does not change, and a write
+// racing it (conditioned on that version) still succeeds, sealing too. A
+// subscription changed meanwhile is left to that change.
+func (s Service) SealPlaintext(ctx context.Context, vendorID string) (int, error) {
+	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, Limit: 100})
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	n := 0
+	for _, it := range items {
+		sub, err := Decode(it)
+		if err != nil {
+			return n, err
+		}
+		if sub.Secret == "" {
+			continue
+		}
+		doc, err := encode(ctx, s.Secrets, sub)
+		if err != nil {
+			return n, err
+		}
+		err = s.Store.Transact(ctx, store.Update(it.Key(), doc, it.Version, nil, store.IfVersion(it.Version)))
+		if store.IsCondition(err) {
+			continue
+		}
+		if err != nil {
+			return n, errs.Unavailablef(err, "the webhook subscription could not be stored")
+		}
+		n++
+	}
+	return n, nil
 }

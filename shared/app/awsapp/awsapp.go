@@ -15,11 +15,15 @@ import (
 	"fmt"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/blob/s3blob"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/envelope/kmskeys"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
 	"github.com/moku/sellerapi/shared/store"
@@ -28,7 +32,26 @@ import (
 
 // New builds the app from cfg, opening what no option gives with Opener.
 func New(ctx context.Context, cfg config.Config, opts ...app.Option) (*app.App, error) {
-	return app.New(ctx, cfg, append([]app.Option{app.WithOpener(Opener{}), Pending()}, opts...)...)
+	base := []app.Option{app.WithOpener(Opener{}), Pending()}
+	if cfg.KMSKeyARN != "" {
+		src, err := OpenKMS(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, app.WithKeySource(src))
+	}
+	return app.New(ctx, cfg, append(base, opts...)...)
+}
+
+// OpenKMS is the key source of secrets at rest: the KMS key the
+// configuration names. Opening sends no request; the first seal or open
+// of the process does.
+func OpenKMS(ctx context.Context, cfg config.Config) (kmskeys.Source, error) {
+	awscfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return kmskeys.Source{}, fmt.Errorf("awsapp: kms client: %w", err)
+	}
+	return kmskeys.Source{API: kms.NewFromConfig(awscfg), KeyID: cfg.KMSKeyARN}, nil
 }
 
 // Pending has the router delete the pending markers the DynamoDB store

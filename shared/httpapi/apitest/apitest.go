@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/cursor"
+	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/media/canonical"
@@ -169,20 +171,21 @@ func New(t testing.TB, o Options) *Env {
 		}
 		local = app.WithLocal(l)
 	}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), local)
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), local,
+		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key"))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The cursor key and the fixtures go through the real store even when
 	// the test puts a faulty one in front of the server.
-	key, err := cursor.LoadKey(ctx, raw)
+	cursors, err := cursor.Keyring{Store: raw, Box: a.Secrets, Clock: fake}.Live(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.MediaEncode == nil {
 		o.MediaEncode = canonical.Encode
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, CursorKey: key, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,10 @@ type Fixture struct {
 	Store  store.Store
 	Vendor account.Vendor
 	Token  string
+	// KeyFile is the local master key the store's secrets are sealed
+	// under (config.Config.KeyFile), in the test's directory: every
+	// function built over the fixture shares it.
+	KeyFile string
 }
 
 // SQLite opens an embedded store in a fresh directory and seeds it.
@@ -60,7 +64,7 @@ func Seed(t testing.TB, s store.Store) Fixture {
 	if err != nil {
 		t.Fatalf("issue token: %v", err)
 	}
-	return Fixture{Store: s, Vendor: v, Token: tok.Token}
+	return Fixture{Store: s, Vendor: v, Token: tok.Token, KeyFile: filepath.Join(t.TempDir(), "master.key")}
 }
 
 // Vars are the placeholders the fixture fills: TOKEN and VENDOR_ID. The map
@@ -73,6 +77,9 @@ func (f Fixture) Vars() map[string]string {
 // does (lambdaapi.Main), on f's store, logging to the test's output.
 func (f Fixture) Handler(t testing.TB, cfg config.Config, groups ...httpapi.Group) lambdaapi.Handler {
 	t.Helper()
+	if cfg.KeyFile == "" {
+		cfg.KeyFile = f.KeyFile
+	}
 	h, err := lambdaapi.New(t.Context(), cfg, groups, app.WithStore(f.Store), app.WithLogOutput(t.Output()))
 	if err != nil {
 		t.Fatalf("lambdaapi.New(%v): %v", groups, err)
