@@ -908,14 +908,34 @@ type ListEventsRequest struct {
 	// and filters that created it.
 	PageAfter string `param:"query,page_after"`
 	// Type is the query parameter type (not sent when empty).
-	Type EventType `param:"query,type"`
+	//
+	// Only events of these types: one EventType, or several separated by commas
+	// (type=product.created,product.updated); one parameter, never repeated,
+	// like every parameter of this API. An unknown type is refused.
+	Type string `param:"query,type"`
+	// Order is the query parameter order (not sent when empty).
+	//
+	// desc (default): newest first, everything. asc: oldest first, events at
+	// least a minute old only (a follower's order: nothing can appear behind a
+	// position it has shown).
+	Order ListEventsOrder `param:"query,order"`
+	// After is the query parameter after (not sent when empty).
+	//
+	// Start after this event in the list's order (newer than it with order=asc,
+	// older with desc); it need not exist any more. A page_after cursor, when
+	// given, takes over the position.
+	After string `param:"query,after"`
 }
 
 // ListEvents is listEvents: GET /vendors/{vendor_id}/events.
 //
 // List events.
 //
-// The vendor's event log, newest first, optionally of one type.
+// The vendor's event log, newest first by default. A connector follows the log
+// with order=asc and after=<the last event id it handled>: oldest first, then
+// page_after as usual; an oldest-first list shows only events at least a minute
+// old, so that no event can later appear before a position it has shown
+// (docs/events.md explains why). Several types may be asked for at once.
 func (c *Client) ListEvents(ctx context.Context, req ListEventsRequest) (PageOf[Event], *Response, error) {
 	var out PageOf[Event]
 	q := url.Values{}
@@ -926,7 +946,13 @@ func (c *Client) ListEvents(ctx context.Context, req ListEventsRequest) (PageOf[
 		q.Set("page_after", req.PageAfter)
 	}
 	if req.Type != "" {
-		q.Set("type", string(req.Type))
+		q.Set("type", req.Type)
+	}
+	if req.Order != "" {
+		q.Set("order", string(req.Order))
+	}
+	if req.After != "" {
+		q.Set("after", req.After)
 	}
 	res, err := c.do(ctx, call{
 		op:         "listEvents",
@@ -3120,6 +3146,15 @@ const (
 	ListConflictsStatusOpen      ListConflictsStatus = "open"
 	ListConflictsStatusResolved  ListConflictsStatus = "resolved"
 	ListConflictsStatusDismissed ListConflictsStatus = "dismissed"
+)
+
+// ListEventsOrder is #/paths/~1vendors~1{vendor_id}~1events/get/parameters/order.
+type ListEventsOrder string
+
+// The values of ListEventsOrder.
+const (
+	ListEventsOrderDesc ListEventsOrder = "desc"
+	ListEventsOrderAsc  ListEventsOrder = "asc"
 )
 
 // ListExternalOrdersStatus is #/paths/~1vendors~1{vendor_id}~1external-orders/get/parameters/status.
