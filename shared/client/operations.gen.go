@@ -3071,13 +3071,24 @@ type ListWebhookDeliveriesRequest struct {
 	// Opaque cursor from page.next_cursor; bound to the token, resource, vendor
 	// and filters that created it.
 	PageAfter string `param:"query,page_after"`
+	// EventID is the query parameter event_id (not sent when empty).
+	//
+	// Only the attempts of this event.
+	EventID string `param:"query,event_id"`
+	// Outcome is the query parameter outcome (not sent when empty).
+	//
+	// Only the attempts of this outcome.
+	Outcome ListWebhookDeliveriesOutcome `param:"query,outcome"`
 }
 
 // ListWebhookDeliveries is listWebhookDeliveries: GET /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/deliveries.
 //
 // List webhook deliveries.
 //
-// Delivery attempts to this subscription, newest first (kept 30 days).
+// Delivery attempts to this subscription, newest first (kept 30 days),
+// optionally only those of one event or one outcome. A filtered page reads a
+// bounded number of records, so it may be short or empty while next_cursor is
+// set.
 func (c *Client) ListWebhookDeliveries(ctx context.Context, req ListWebhookDeliveriesRequest) (PageOf[WebhookDeliveryAttempt], *Response, error) {
 	var out PageOf[WebhookDeliveryAttempt]
 	q := url.Values{}
@@ -3086,6 +3097,12 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, req ListWebhookDeliv
 	}
 	if req.PageAfter != "" {
 		q.Set("page_after", req.PageAfter)
+	}
+	if req.EventID != "" {
+		q.Set("event_id", req.EventID)
+	}
+	if req.Outcome != "" {
+		q.Set("outcome", string(req.Outcome))
 	}
 	res, err := c.do(ctx, call{
 		op:         "listWebhookDeliveries",
@@ -3221,4 +3238,14 @@ const (
 	ListSyncJobsStatusRunning   ListSyncJobsStatus = "running"
 	ListSyncJobsStatusCompleted ListSyncJobsStatus = "completed"
 	ListSyncJobsStatusFailed    ListSyncJobsStatus = "failed"
+)
+
+// ListWebhookDeliveriesOutcome is #/paths/~1vendors~1{vendor_id}~1webhook-subscriptions~1{subscription_id}~1deliveries/get/parameters/outcome.
+type ListWebhookDeliveriesOutcome string
+
+// The values of ListWebhookDeliveriesOutcome.
+const (
+	ListWebhookDeliveriesOutcomeSucceeded ListWebhookDeliveriesOutcome = "succeeded"
+	ListWebhookDeliveriesOutcomeFailed    ListWebhookDeliveriesOutcome = "failed"
+	ListWebhookDeliveriesOutcomeDead      ListWebhookDeliveriesOutcome = "dead"
 )

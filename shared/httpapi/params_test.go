@@ -34,7 +34,7 @@ func GoodParam(t *testing.T, p openapi.Parameter) string {
 		v = "conn_x"
 	case p.Name == "type":
 		v = "product.created"
-	case p.Name == "after":
+	case p.Name == "after", p.Name == "event_id" && p.Pattern != "":
 		v = "evt_" + strings.Repeat("0", 26)
 	}
 	if p.Pattern != "" && !regexp.MustCompile(p.Pattern).MatchString(v) {

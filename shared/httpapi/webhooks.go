@@ -108,11 +108,19 @@ func (s *Server) rotateWebhookSecret(c *Call) error {
 
 func (s *Server) listWebhookDeliveries(c *Call) error {
 	id := c.R.PathValue("subscription_id")
-	pr, err := c.PageParams("webhook-deliveries", id)
+	q := c.R.URL.Query()
+	f := webhook.AttemptFilter{EventID: q.Get("event_id"), Outcome: q.Get("outcome")}
+	// Without filters the binding is what it was before they existed, so
+	// cursors issued then still work.
+	binding := id
+	if f != (webhook.AttemptFilter{}) {
+		binding += "&event_id=" + f.EventID + "&outcome=" + f.Outcome
+	}
+	pr, err := c.PageParams("webhook-deliveries", binding)
 	if err != nil {
 		return err
 	}
-	attempts, last, more, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit)
+	attempts, last, more, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
 	if err != nil {
 		return err
 	}

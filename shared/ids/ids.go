@@ -72,6 +72,23 @@ func Issued(prefix, id string) bool {
 
 type requestIDKey struct{}
 
+type idempotencyKeyKey struct{}
+
+// WithIdempotencyKey returns ctx carrying the Idempotency-Key of the
+// request it serves, so that the events it writes can name it.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKeyKey{}, key)
+}
+
+// IdempotencyKey is the Idempotency-Key of the request ctx serves; nil
+// when it sent none.
+func IdempotencyKey(ctx context.Context) *string {
+	if k, ok := ctx.Value(idempotencyKeyKey{}).(string); ok && k != "" {
+		return &k
+	}
+	return nil
+}
+
 // WithRequestID returns ctx carrying the id of the request it serves, so
 // that records a request causes (stock effects) can name it.
 func WithRequestID(ctx context.Context, id string) context.Context {

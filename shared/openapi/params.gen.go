@@ -248,6 +248,8 @@ func parameters() map[string][]Parameter {
 			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
 			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
+			{Name: "event_id", In: "query", MinLength: 30, MaxLength: 30, Pattern: "^evt_[a-z0-9]{26}$", Description: "Only the attempts of this event."},
+			{Name: "outcome", In: "query", Enum: []string{"succeeded", "failed", "dead"}},
 		},
 		"listWebhookSubscriptions": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},

@@ -126,19 +126,22 @@ const (
 
 // Attempt is the record of one delivery attempt, readable by the vendor.
 type Attempt struct {
-	ID             string     `json:"id"`
-	SubscriptionID string     `json:"subscription_id"`
-	DeliveryID     string     `json:"delivery_id"`
-	EventID        string     `json:"event_id"`
-	EventType      string     `json:"event_type"`
-	ReplayID       *string    `json:"replay_id"`
-	Attempt        int        `json:"attempt"`
-	AttemptedAt    time.Time  `json:"attempted_at"`
-	DurationMS     int64      `json:"duration_ms"`
-	StatusCode     *int       `json:"status_code"`
-	Error          *string    `json:"error"`
-	Outcome        string     `json:"outcome"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	ID             string    `json:"id"`
+	SubscriptionID string    `json:"subscription_id"`
+	DeliveryID     string    `json:"delivery_id"`
+	EventID        string    `json:"event_id"`
+	EventType      string    `json:"event_type"`
+	ReplayID       *string   `json:"replay_id"`
+	Attempt        int       `json:"attempt"`
+	AttemptedAt    time.Time `json:"attempted_at"`
+	DurationMS     int64     `json:"duration_ms"`
+	StatusCode     *int      `json:"status_code"`
+	// Response is the first ResponseExcerpt bytes of the receiver's
+	// answer, as text; nil when no response came.
+	Response      *string    `json:"response"`
+	Error         *string    `json:"error"`
+	Outcome       string     `json:"outcome"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
 }
 
 // Deliverer is the delivery worker, and the rule that starts its work.
@@ -287,10 +290,11 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return d.after(ctx, m, c.Outcome, c.Next)
 	}
 
-	status, duration, postErr := d.post(ctx, sub, ev, m)
+	ans, duration, postErr := d.post(ctx, sub, ev, m)
+	status := ans.status
 	at := now
 	rec := Attempt{ID: newAttemptID(at), SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
-		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds()}
+		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds(), Response: Excerpt(ans.excerpt, status != 0)}
 	if m.ReplayID != "" {
 		rec.ReplayID = &m.ReplayID
 	}
