@@ -3155,6 +3155,39 @@ func (c *Client) RotateWebhookSubscriptionSecret(ctx context.Context, req Rotate
 	return out, res, err
 }
 
+// TestWebhookSubscriptionRequest is the request of testWebhookSubscription (POST /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/test).
+type TestWebhookSubscriptionRequest struct {
+	// VendorID is the path parameter vendor_id (required).
+	//
+	// The id from the vendor list.
+	VendorID string `param:"path,vendor_id"`
+	// SubscriptionID is the path parameter subscription_id (required).
+	//
+	// Opaque webhook subscription id.
+	SubscriptionID string `param:"path,subscription_id"`
+}
+
+// TestWebhookSubscription is testWebhookSubscription: POST /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/test.
+//
+// Send a test delivery.
+//
+// Sends the subscription one signed delivery of a webhook_subscription.test
+// event now, with the headers and signature of every delivery, whatever its
+// status and event types, and answers with the attempt. No body, or {}. Not
+// retried and not in the delivery log; the event is not kept. Each POST sends
+// again (no Idempotency-Key). Counts as a write.
+func (c *Client) TestWebhookSubscription(ctx context.Context, req TestWebhookSubscriptionRequest) (WebhookSubscriptionTestResult, *Response, error) {
+	var out WebhookSubscriptionTestResult
+	res, err := c.do(ctx, call{
+		op:         "testWebhookSubscription",
+		method:     http.MethodPost,
+		path:       "/vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/test",
+		pathParams: []string{"vendor_id", req.VendorID, "subscription_id", req.SubscriptionID},
+		body:       struct{}{},
+	}, &out)
+	return out, res, err
+}
+
 // ListConflictsStatus is #/paths/~1vendors~1{vendor_id}~1conflicts/get/parameters/status.
 type ListConflictsStatus string
 

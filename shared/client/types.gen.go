@@ -1189,7 +1189,7 @@ type ErrorCodeInfo struct {
 // A hint that a resource changed. Kept 90 days. One schema per type: see the
 // mapping.
 //
-// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
+// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, WebhookSubscriptionTestEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
 // The fields of EventEnvelope, which every one has, read directly; they are
 // read from the JSON, so set a value with From<type>.
 type Event struct {
@@ -1791,6 +1791,22 @@ func (u Event) AsWebhookSubscriptionDisabledEvent() (WebhookSubscriptionDisabled
 	return v, err
 }
 
+// FromWebhookSubscriptionTestEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionTestEvent(v WebhookSubscriptionTestEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionTestEvent decodes u as a WebhookSubscriptionTestEvent.
+func (u Event) AsWebhookSubscriptionTestEvent() (WebhookSubscriptionTestEvent, error) {
+	var v WebhookSubscriptionTestEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
 // FromEventReplayCompletedEvent sets u to v.
 func (u *Event) FromEventReplayCompletedEvent(v EventReplayCompletedEvent) error {
 	b, err := json.Marshal(v)
@@ -2086,6 +2102,8 @@ func (u Event) Value() (any, error) {
 		return u.AsWebhookSubscriptionDeletedEvent()
 	case "webhook_subscription.disabled":
 		return u.AsWebhookSubscriptionDisabledEvent()
+	case "webhook_subscription.test":
+		return u.AsWebhookSubscriptionTestEvent()
 	case "webhook_subscription.updated":
 		return u.AsWebhookSubscriptionUpdatedEvent()
 	}
@@ -2245,6 +2263,7 @@ const (
 	EventTypeWebhookSubscriptionUpdated  EventType = "webhook_subscription.updated"
 	EventTypeWebhookSubscriptionDeleted  EventType = "webhook_subscription.deleted"
 	EventTypeWebhookSubscriptionDisabled EventType = "webhook_subscription.disabled"
+	EventTypeWebhookSubscriptionTest     EventType = "webhook_subscription.test"
 	EventTypeEventReplayCompleted        EventType = "event_replay.completed"
 	EventTypeStorePairingCreated         EventType = "store_pairing.created"
 	EventTypeStorePairingExchanged       EventType = "store_pairing.exchanged"
@@ -5362,6 +5381,65 @@ const (
 	WebhookSubscriptionStatusEnabled  WebhookSubscriptionStatus = "enabled"
 	WebhookSubscriptionStatusDisabled WebhookSubscriptionStatus = "disabled"
 )
+
+// WebhookSubscriptionTestEvent is #/components/schemas/WebhookSubscriptionTestEvent.
+//
+// Written when POST .../webhook-subscriptions/{subscription_id}/test asked for
+// a test delivery: sent to that subscription only, at once, and never kept in
+// the log (GET /events/{event_id} does not find it).
+type WebhookSubscriptionTestEvent struct {
+	CreatedAt time.Time                        `json:"created_at"`
+	Data      WebhookSubscriptionTestEventData `json:"data"`
+	// Sorts in creation order.
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionTestEventRequest `json:"request"`
+	Resource WebhookSubscriptionTestEventResource `json:"resource"`
+	Type     string                               `json:"type"`
+	VendorID string                               `json:"vendor_id"`
+}
+
+// WebhookSubscriptionTestEventData is #/components/schemas/WebhookSubscriptionTestEvent/properties/data.
+type WebhookSubscriptionTestEventData struct {
+	// The subscription's version.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionTestEventRequest is #/components/schemas/WebhookSubscriptionTestEvent/properties/request.
+type WebhookSubscriptionTestEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// WebhookSubscriptionTestEventResource is #/components/schemas/WebhookSubscriptionTestEvent/properties/resource.
+type WebhookSubscriptionTestEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// WebhookSubscriptionTestResult is #/components/schemas/WebhookSubscriptionTestResult.
+//
+// The one attempt of a test delivery, made while the request waited; not
+// retried, not in the delivery log.
+type WebhookSubscriptionTestResult struct {
+	// The Moku-Delivery-Id header sent.
+	DeliveryID string `json:"delivery_id"`
+	DurationMs int64  `json:"duration_ms"`
+	// Why no response came (refused address, DNS, timeout, connection error);
+	// null when one came.
+	Error *string `json:"error"`
+	// The test event's id (Moku-Event-Id); the event is not kept in the log.
+	EventID  string  `json:"event_id"`
+	Response *string `json:"response"`
+	// The receiver's HTTP status; null when no response came.
+	StatusCode *int64 `json:"status_code"`
+	// The receiver answered 2xx.
+	Succeeded bool `json:"succeeded"`
+}
 
 // WebhookSubscriptionUpdate is #/components/schemas/WebhookSubscriptionUpdate.
 //

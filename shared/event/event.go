@@ -64,7 +64,10 @@ const (
 	WebhookSubscriptionUpdated  = "webhook_subscription.updated"
 	WebhookSubscriptionDeleted  = "webhook_subscription.deleted"
 	WebhookSubscriptionDisabled = "webhook_subscription.disabled"
-	EventReplayCompleted        = "event_replay.completed"
+	// WebhookSubscriptionTest is only ever sent by POST .../test, never
+	// written to the log.
+	WebhookSubscriptionTest = "webhook_subscription.test"
+	EventReplayCompleted    = "event_replay.completed"
 
 	BulkOperationCompleted = "bulk_operation.completed"
 
@@ -91,7 +94,7 @@ func Types() []string {
 		ListingCreated, ListingUpdated, ListingActivated, ListingPaused, ListingResumed, ListingEnded,
 		ExternalOrderImported, ExternalOrderReserved, ExternalOrderUnreservable, ExternalOrderCommitted, ExternalOrderCancelled, ExternalOrderRejected, ExternalOrderFulfilled,
 		SellerOrderShipped, SellerOrderCancelled,
-		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
+		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, WebhookSubscriptionTest, EventReplayCompleted,
 		BulkOperationCompleted,
 		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked,
 		SyncJobCompleted, ConflictOpened, ConflictResolved, ConflictDismissed}

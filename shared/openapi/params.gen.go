@@ -327,6 +327,10 @@ func parameters() map[string][]Parameter {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 		},
+		"testWebhookSubscription": {
+			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+		},
 		"unpublishProduct": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "product_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
