@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/webhook"
 )
@@ -100,4 +101,29 @@ func TestDeliveryLogFiltersAndAnswers(t *testing.T) {
 		}
 		e.Get(path+"limit=1&outcome=failed&page_after="+*page.Page.NextCursor).WantProblem(t, http.StatusBadRequest, "INVALID_CURSOR")
 	}
+}
+
+// TestDeliveryLogFilterBudget: a filtered page of the delivery log costs
+// one sequential store round trip, like every list page (its first query
+// starts beside the admission batch), on both stores.
+func TestDeliveryLogFilterBudget(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
+		rt := &roundTrips{last: map[string]int64{}}
+		e := apitest.New(t, apitest.Options{Store: kind, Observe: rt.observe, Config: func(c *config.Config) {
+			c.RateReads, c.RateWrites = 1<<20, 1<<20
+			c.AllowPrivateWebhooks = true
+		}})
+		sub := mustSubscribe(t, e, "http://127.0.0.1:9/hook", "product.created")
+		evID := "evt_" + strings.Repeat("0", 26)
+		e.Get(subsPath(e) + "/" + sub.Data.ID + "/deliveries?limit=1")
+		for _, query := range []string{"outcome=failed", "event_id=" + evID, "outcome=dead&event_id=" + evID} {
+			res := e.Get(subsPath(e) + "/" + sub.Data.ID + "/deliveries?limit=2&" + query)
+			if res.Status != http.StatusOK {
+				t.Fatalf("%s: %d %s", query, res.Status, res.Body)
+			}
+			if got := rt.of("listWebhookDeliveries"); got != 1 {
+				t.Errorf("%s: %d sequential store round trips, budget 1", query, got)
+			}
+		}
+	})
 }
