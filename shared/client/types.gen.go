@@ -1189,7 +1189,7 @@ type ErrorCodeInfo struct {
 // A hint that a resource changed. Kept 90 days. One schema per type: see the
 // mapping.
 //
-// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, WebhookSubscriptionTestEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
+// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, WebhookSubscriptionFailingEvent, WebhookSubscriptionTestEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
 // The fields of EventEnvelope, which every one has, read directly; they are
 // read from the JSON, so set a value with From<type>.
 type Event struct {
@@ -1791,6 +1791,22 @@ func (u Event) AsWebhookSubscriptionDisabledEvent() (WebhookSubscriptionDisabled
 	return v, err
 }
 
+// FromWebhookSubscriptionFailingEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionFailingEvent(v WebhookSubscriptionFailingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionFailingEvent decodes u as a WebhookSubscriptionFailingEvent.
+func (u Event) AsWebhookSubscriptionFailingEvent() (WebhookSubscriptionFailingEvent, error) {
+	var v WebhookSubscriptionFailingEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
 // FromWebhookSubscriptionTestEvent sets u to v.
 func (u *Event) FromWebhookSubscriptionTestEvent(v WebhookSubscriptionTestEvent) error {
 	b, err := json.Marshal(v)
@@ -2102,6 +2118,8 @@ func (u Event) Value() (any, error) {
 		return u.AsWebhookSubscriptionDeletedEvent()
 	case "webhook_subscription.disabled":
 		return u.AsWebhookSubscriptionDisabledEvent()
+	case "webhook_subscription.failing":
+		return u.AsWebhookSubscriptionFailingEvent()
 	case "webhook_subscription.test":
 		return u.AsWebhookSubscriptionTestEvent()
 	case "webhook_subscription.updated":
@@ -2263,6 +2281,7 @@ const (
 	EventTypeWebhookSubscriptionUpdated  EventType = "webhook_subscription.updated"
 	EventTypeWebhookSubscriptionDeleted  EventType = "webhook_subscription.deleted"
 	EventTypeWebhookSubscriptionDisabled EventType = "webhook_subscription.disabled"
+	EventTypeWebhookSubscriptionFailing  EventType = "webhook_subscription.failing"
 	EventTypeWebhookSubscriptionTest     EventType = "webhook_subscription.test"
 	EventTypeEventReplayCompleted        EventType = "event_replay.completed"
 	EventTypeStorePairingCreated         EventType = "store_pairing.created"
@@ -5163,6 +5182,10 @@ type WebhookDeliveryAttempt struct {
 	EventType     EventType  `json:"event_type"`
 	ID            string     `json:"id"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// subscription_failing on the attempt whose failure brought the
+	// subscription's failure streak to 10, when webhook_subscription.failing
+	// was written; null otherwise.
+	Notice *WebhookDeliveryAttemptNotice `json:"notice"`
 	// succeeded: a 2xx answer. failed: another attempt is scheduled at
 	// next_attempt_at. dead: the retry window is over and no attempt follows.
 	Outcome WebhookDeliveryAttemptOutcome `json:"outcome"`
@@ -5176,6 +5199,14 @@ type WebhookDeliveryAttempt struct {
 	StatusCode     *int64 `json:"status_code"`
 	SubscriptionID string `json:"subscription_id"`
 }
+
+// WebhookDeliveryAttemptNotice is #/components/schemas/WebhookDeliveryAttempt/properties/notice.
+type WebhookDeliveryAttemptNotice string
+
+// The values of WebhookDeliveryAttemptNotice.
+const (
+	WebhookDeliveryAttemptNoticeSubscriptionFailing WebhookDeliveryAttemptNotice = "subscription_failing"
+)
 
 // WebhookDeliveryAttemptOutcome is #/components/schemas/WebhookDeliveryAttempt/properties/outcome.
 type WebhookDeliveryAttemptOutcome string
@@ -5201,6 +5232,10 @@ type WebhookSubscription struct {
 	// Event types to receive: specific types, or "*" alone for every type
 	// (including types added later).
 	EventTypes []string `json:"event_types"`
+	// Failed delivery attempts since the last successful one. At 10 the service
+	// writes webhook_subscription.failing (once per streak), well before it
+	// would disable the subscription; a success ends the streak.
+	FailureStreak int64 `json:"failure_streak"`
 	// Sorts in creation order.
 	ID string `json:"id"`
 	// Only enabled subscriptions receive deliveries. The service disables a
@@ -5373,6 +5408,51 @@ const (
 	WebhookSubscriptionDisabledReasonDeliveriesFailing WebhookSubscriptionDisabledReason = "deliveries_failing"
 )
 
+// WebhookSubscriptionFailingEvent is #/components/schemas/WebhookSubscriptionFailingEvent.
+//
+// Written when a subscription's failure streak (failed attempts since its last
+// success) reached 10, once per streak, well before a disable; the failing
+// attempt carries notice subscription_failing in the delivery log.
+type WebhookSubscriptionFailingEvent struct {
+	CreatedAt time.Time                           `json:"created_at"`
+	Data      WebhookSubscriptionFailingEventData `json:"data"`
+	// Sorts in creation order.
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionFailingEventRequest `json:"request"`
+	Resource WebhookSubscriptionFailingEventResource `json:"resource"`
+	Type     string                                  `json:"type"`
+	VendorID string                                  `json:"vendor_id"`
+}
+
+// WebhookSubscriptionFailingEventData is #/components/schemas/WebhookSubscriptionFailingEvent/properties/data.
+type WebhookSubscriptionFailingEventData struct {
+	// That attempt's delivery.
+	DeliveryID string `json:"delivery_id"`
+	// The event of the attempt that reached the streak.
+	EventID string `json:"event_id"`
+	// The streak when it was announced (at least 10).
+	FailureStreak int64 `json:"failure_streak"`
+	// The subscription's version.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionFailingEventRequest is #/components/schemas/WebhookSubscriptionFailingEvent/properties/request.
+type WebhookSubscriptionFailingEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// WebhookSubscriptionFailingEventResource is #/components/schemas/WebhookSubscriptionFailingEvent/properties/resource.
+type WebhookSubscriptionFailingEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // WebhookSubscriptionStatus is #/components/schemas/WebhookSubscriptionStatus.
 type WebhookSubscriptionStatus string
 
@@ -5529,6 +5609,10 @@ type WebhookSubscriptionWithSecret struct {
 	// Event types to receive: specific types, or "*" alone for every type
 	// (including types added later).
 	EventTypes []string `json:"event_types"`
+	// Failed delivery attempts since the last successful one. At 10 the service
+	// writes webhook_subscription.failing (once per streak), well before it
+	// would disable the subscription; a success ends the streak.
+	FailureStreak int64 `json:"failure_streak"`
 	// Sorts in creation order.
 	ID string `json:"id"`
 	// The signing secret, shown only now. Moku-Signature is t=<unix>,v1=<hex

@@ -67,7 +67,10 @@ const (
 	// WebhookSubscriptionTest is only ever sent by POST .../test, never
 	// written to the log.
 	WebhookSubscriptionTest = "webhook_subscription.test"
-	EventReplayCompleted    = "event_replay.completed"
+	// WebhookSubscriptionFailing announces a failure streak, once per
+	// streak, well before a disable.
+	WebhookSubscriptionFailing = "webhook_subscription.failing"
+	EventReplayCompleted       = "event_replay.completed"
 
 	BulkOperationCompleted = "bulk_operation.completed"
 
@@ -94,7 +97,7 @@ func Types() []string {
 		ListingCreated, ListingUpdated, ListingActivated, ListingPaused, ListingResumed, ListingEnded,
 		ExternalOrderImported, ExternalOrderReserved, ExternalOrderUnreservable, ExternalOrderCommitted, ExternalOrderCancelled, ExternalOrderRejected, ExternalOrderFulfilled,
 		SellerOrderShipped, SellerOrderCancelled,
-		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, WebhookSubscriptionTest, EventReplayCompleted,
+		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, WebhookSubscriptionFailing, WebhookSubscriptionTest, EventReplayCompleted,
 		BulkOperationCompleted,
 		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked,
 		SyncJobCompleted, ConflictOpened, ConflictResolved, ConflictDismissed}

@@ -18,6 +18,7 @@ import (
 type logAttempt struct {
 	whAttempt
 	Response *string `json:"response"`
+	Notice   *string `json:"notice"`
 }
 
 func logOf(t *testing.T, e *apitest.Env, subID, query string) []logAttempt {
