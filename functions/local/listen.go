@@ -66,6 +66,8 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	forward := fs.String("forward-to", "", "local URL to post each verified delivery to, e.g. http://127.0.0.1:3000/webhooks")
 	addr := fs.String("addr", "127.0.0.1:0", "where the forwarder listens (the subscription's URL)")
 	printJSON := fs.Bool("print-json", false, "print each event's JSON body")
+	after := fs.String("after", "", "first print the log's events of these types after this event id, oldest first (what a connector that stopped there missed)")
+	test := fs.Bool("test", false, "once subscribed, ask the service for a test delivery (webhook_subscription.test) and print its answer")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -122,6 +124,20 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "Ready: subscription %s sends %s to %s (signing secret %s). Ctrl-C to stop.\n", sub.ID, *events, sub.URL, sub.Secret)
+	if *after != "" {
+		if err := catchUp(ctx, c, vendorID, *after, types, stdout, &mu); err != nil {
+			return err
+		}
+	}
+	if *test {
+		res, _, err := c.TestWebhookSubscription(ctx, client.TestWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.ID})
+		if err != nil {
+			return fmt.Errorf("test delivery: %w", err)
+		}
+		mu.Lock()
+		fmt.Fprintf(stdout, "Test delivery %s: %s in %d ms\n", res.EventID, testOutcome(res), res.DurationMs)
+		mu.Unlock()
+	}
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -132,6 +148,46 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// catchUp prints the log's events of types after the event id after,
+// oldest first: the log a connector follows to find what it missed. The
+// oldest-first list shows events once they have settled (a minute), so
+// the newest may come by webhook first.
+func catchUp(ctx context.Context, c *client.Client, vendorID, after string, types []string, stdout io.Writer, mu *sync.Mutex) error {
+	req := client.ListEventsRequest{VendorID: vendorID, Order: client.ListEventsOrderAsc, After: after, Limit: 100}
+	if len(types) > 0 && types[0] != "*" {
+		req.Type = strings.Join(types, ",")
+	}
+	n := 0
+	for ev, err := range c.AllEvents(ctx, req) {
+		if err != nil {
+			return fmt.Errorf("catch up after %s: %w", after, err)
+		}
+		mu.Lock()
+		fmt.Fprintf(stdout, "%s  log %s [%s] %s/%s\n", ev.CreatedAt.UTC().Format(time.TimeOnly), ev.Type, ev.ID, ev.Resource.Type, ev.Resource.ID)
+		mu.Unlock()
+		n++
+	}
+	mu.Lock()
+	fmt.Fprintf(stdout, "Caught up: %d events in the log after %s.\n", n, after)
+	mu.Unlock()
+	return nil
+}
+
+// testOutcome says what a test delivery got.
+func testOutcome(r client.WebhookSubscriptionTestResult) string {
+	if r.StatusCode == nil {
+		return "no answer (" + deref(r.Error) + ")"
+	}
+	return fmt.Sprintf("answered %d", *r.StatusCode)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // forwardTo posts a delivery on with the headers it came with; a failure

@@ -130,7 +130,7 @@ func TestTriggerEveryType(t *testing.T) {
 	c := client.New(base, token)
 	count := func(typ string) int {
 		n := 0
-		for _, err := range c.AllEvents(context.Background(), client.ListEventsRequest{VendorID: vendorID, Type: client.EventType(typ), Limit: 100}) {
+		for _, err := range c.AllEvents(context.Background(), client.ListEventsRequest{VendorID: vendorID, Type: typ, Limit: 100}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,5 +156,38 @@ func TestTriggerRefusesUnknownTypes(t *testing.T) {
 		if err == nil {
 			t.Errorf("%v succeeded", args)
 		}
+	}
+}
+
+// TestListenTestAndCatchUp: listen --test asks for a test delivery once
+// subscribed, which arrives verified and whose answer it prints; --after
+// first reads the log oldest first after an event id (here nothing has
+// settled yet: events show there a minute after they happen) and refuses
+// an id that is not one.
+func TestListenTestAndCatchUp(t *testing.T) {
+	base, _, token := serveForTest(t)
+	ctx, stop := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"listen", "--base", base, "--token", token, "--events", "product.created", "--test",
+			"--after", "evt_00000000000000000000000000"}, &out, io.Discard)
+	}()
+	want := regexp.MustCompile(`Test delivery (evt_\S+): answered 200 in \d+ ms`)
+	var m []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && m == nil; time.Sleep(20 * time.Millisecond) {
+		m = want.FindStringSubmatch(out.String())
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	if m == nil || !strings.Contains(out.String(), "--> webhook_subscription.test ["+m[1]+"]") || !strings.Contains(out.String(), "signature verified") ||
+		!strings.Contains(out.String(), "Caught up: 0 events in the log after evt_00000000000000000000000000.") {
+		t.Fatalf("listen printed %q", out.String())
+	}
+	err := run(context.Background(), []string{"listen", "--base", base, "--token", token, "--after", "evt_nope"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "after") {
+		t.Fatalf("listen --after evt_nope: %v", err)
 	}
 }

@@ -124,7 +124,7 @@ func TestTour(t *testing.T) {
 			}
 			// An event read by its type: the envelope's fields directly,
 			// the data as the type's schema says.
-			for ev, err := range c.AllEvents(ctx, client.ListEventsRequest{VendorID: v, Type: client.EventTypeInventoryItemAdjusted, Limit: 10}) {
+			for ev, err := range c.AllEvents(ctx, client.ListEventsRequest{VendorID: v, Type: string(client.EventTypeInventoryItemAdjusted), Limit: 10}) {
 				if err != nil {
 					t.Fatal(err)
 				}

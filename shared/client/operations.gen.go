@@ -908,14 +908,34 @@ type ListEventsRequest struct {
 	// and filters that created it.
 	PageAfter string `param:"query,page_after"`
 	// Type is the query parameter type (not sent when empty).
-	Type EventType `param:"query,type"`
+	//
+	// Only events of these types: one EventType, or several separated by commas
+	// (type=product.created,product.updated); one parameter, never repeated,
+	// like every parameter of this API. An unknown type is refused.
+	Type string `param:"query,type"`
+	// Order is the query parameter order (not sent when empty).
+	//
+	// desc (default): newest first, everything. asc: oldest first, events at
+	// least a minute old only (a follower's order: nothing can appear behind a
+	// position it has shown).
+	Order ListEventsOrder `param:"query,order"`
+	// After is the query parameter after (not sent when empty).
+	//
+	// Start after this event in the list's order (newer than it with order=asc,
+	// older with desc); it need not exist any more. A page_after cursor, when
+	// given, takes over the position.
+	After string `param:"query,after"`
 }
 
 // ListEvents is listEvents: GET /vendors/{vendor_id}/events.
 //
 // List events.
 //
-// The vendor's event log, newest first, optionally of one type.
+// The vendor's event log, newest first by default. A connector follows the log
+// with order=asc and after=<the last event id it handled>: oldest first, then
+// page_after as usual; an oldest-first list shows only events at least a minute
+// old, so that no event can later appear before a position it has shown
+// (docs/events.md explains why). Several types may be asked for at once.
 func (c *Client) ListEvents(ctx context.Context, req ListEventsRequest) (PageOf[Event], *Response, error) {
 	var out PageOf[Event]
 	q := url.Values{}
@@ -926,7 +946,13 @@ func (c *Client) ListEvents(ctx context.Context, req ListEventsRequest) (PageOf[
 		q.Set("page_after", req.PageAfter)
 	}
 	if req.Type != "" {
-		q.Set("type", string(req.Type))
+		q.Set("type", req.Type)
+	}
+	if req.Order != "" {
+		q.Set("order", string(req.Order))
+	}
+	if req.After != "" {
+		q.Set("after", req.After)
 	}
 	res, err := c.do(ctx, call{
 		op:         "listEvents",
@@ -3045,13 +3071,24 @@ type ListWebhookDeliveriesRequest struct {
 	// Opaque cursor from page.next_cursor; bound to the token, resource, vendor
 	// and filters that created it.
 	PageAfter string `param:"query,page_after"`
+	// EventID is the query parameter event_id (not sent when empty).
+	//
+	// Only the attempts of this event.
+	EventID string `param:"query,event_id"`
+	// Outcome is the query parameter outcome (not sent when empty).
+	//
+	// Only the attempts of this outcome.
+	Outcome ListWebhookDeliveriesOutcome `param:"query,outcome"`
 }
 
 // ListWebhookDeliveries is listWebhookDeliveries: GET /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/deliveries.
 //
 // List webhook deliveries.
 //
-// Delivery attempts to this subscription, newest first (kept 30 days).
+// Delivery attempts to this subscription, newest first (kept 30 days),
+// optionally only those of one event or one outcome. A filtered page reads a
+// bounded number of records, so it may be short or empty while next_cursor is
+// set.
 func (c *Client) ListWebhookDeliveries(ctx context.Context, req ListWebhookDeliveriesRequest) (PageOf[WebhookDeliveryAttempt], *Response, error) {
 	var out PageOf[WebhookDeliveryAttempt]
 	q := url.Values{}
@@ -3060,6 +3097,12 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, req ListWebhookDeliv
 	}
 	if req.PageAfter != "" {
 		q.Set("page_after", req.PageAfter)
+	}
+	if req.EventID != "" {
+		q.Set("event_id", req.EventID)
+	}
+	if req.Outcome != "" {
+		q.Set("outcome", string(req.Outcome))
 	}
 	res, err := c.do(ctx, call{
 		op:         "listWebhookDeliveries",
@@ -3112,6 +3155,39 @@ func (c *Client) RotateWebhookSubscriptionSecret(ctx context.Context, req Rotate
 	return out, res, err
 }
 
+// TestWebhookSubscriptionRequest is the request of testWebhookSubscription (POST /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/test).
+type TestWebhookSubscriptionRequest struct {
+	// VendorID is the path parameter vendor_id (required).
+	//
+	// The id from the vendor list.
+	VendorID string `param:"path,vendor_id"`
+	// SubscriptionID is the path parameter subscription_id (required).
+	//
+	// Opaque webhook subscription id.
+	SubscriptionID string `param:"path,subscription_id"`
+}
+
+// TestWebhookSubscription is testWebhookSubscription: POST /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/test.
+//
+// Send a test delivery.
+//
+// Sends the subscription one signed delivery of a webhook_subscription.test
+// event now, with the headers and signature of every delivery, whatever its
+// status and event types, and answers with the attempt. No body, or {}. Not
+// retried and not in the delivery log; the event is not kept. Each POST sends
+// again (no Idempotency-Key). Counts as a write.
+func (c *Client) TestWebhookSubscription(ctx context.Context, req TestWebhookSubscriptionRequest) (WebhookSubscriptionTestResult, *Response, error) {
+	var out WebhookSubscriptionTestResult
+	res, err := c.do(ctx, call{
+		op:         "testWebhookSubscription",
+		method:     http.MethodPost,
+		path:       "/vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/test",
+		pathParams: []string{"vendor_id", req.VendorID, "subscription_id", req.SubscriptionID},
+		body:       struct{}{},
+	}, &out)
+	return out, res, err
+}
+
 // ListConflictsStatus is #/paths/~1vendors~1{vendor_id}~1conflicts/get/parameters/status.
 type ListConflictsStatus string
 
@@ -3120,6 +3196,15 @@ const (
 	ListConflictsStatusOpen      ListConflictsStatus = "open"
 	ListConflictsStatusResolved  ListConflictsStatus = "resolved"
 	ListConflictsStatusDismissed ListConflictsStatus = "dismissed"
+)
+
+// ListEventsOrder is #/paths/~1vendors~1{vendor_id}~1events/get/parameters/order.
+type ListEventsOrder string
+
+// The values of ListEventsOrder.
+const (
+	ListEventsOrderDesc ListEventsOrder = "desc"
+	ListEventsOrderAsc  ListEventsOrder = "asc"
 )
 
 // ListExternalOrdersStatus is #/paths/~1vendors~1{vendor_id}~1external-orders/get/parameters/status.
@@ -3186,4 +3271,14 @@ const (
 	ListSyncJobsStatusRunning   ListSyncJobsStatus = "running"
 	ListSyncJobsStatusCompleted ListSyncJobsStatus = "completed"
 	ListSyncJobsStatusFailed    ListSyncJobsStatus = "failed"
+)
+
+// ListWebhookDeliveriesOutcome is #/paths/~1vendors~1{vendor_id}~1webhook-subscriptions~1{subscription_id}~1deliveries/get/parameters/outcome.
+type ListWebhookDeliveriesOutcome string
+
+// The values of ListWebhookDeliveriesOutcome.
+const (
+	ListWebhookDeliveriesOutcomeSucceeded ListWebhookDeliveriesOutcome = "succeeded"
+	ListWebhookDeliveriesOutcomeFailed    ListWebhookDeliveriesOutcome = "failed"
+	ListWebhookDeliveriesOutcomeDead      ListWebhookDeliveriesOutcome = "dead"
 )

@@ -138,7 +138,12 @@ type BulkOperationCompletedEvent struct {
 	CreatedAt time.Time                       `json:"created_at"`
 	Data      BulkOperationCompletedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                              `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *BulkOperationCompletedEventRequest `json:"request"`
 	Resource BulkOperationCompletedEventResource `json:"resource"`
 	Type     string                              `json:"type"`
 	VendorID string                              `json:"vendor_id"`
@@ -147,6 +152,13 @@ type BulkOperationCompletedEvent struct {
 // BulkOperationCompletedEventData is #/components/schemas/BulkOperationCompletedEvent/properties/data.
 type BulkOperationCompletedEventData struct {
 	Status BulkOperationStatus `json:"status"`
+}
+
+// BulkOperationCompletedEventRequest is #/components/schemas/BulkOperationCompletedEvent/properties/request.
+type BulkOperationCompletedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // BulkOperationCompletedEventResource is #/components/schemas/BulkOperationCompletedEvent/properties/resource.
@@ -507,7 +519,12 @@ type ConflictDismissedEvent struct {
 	CreatedAt time.Time                  `json:"created_at"`
 	Data      ConflictDismissedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                         `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConflictDismissedEventRequest `json:"request"`
 	Resource ConflictDismissedEventResource `json:"resource"`
 	Type     string                         `json:"type"`
 	VendorID string                         `json:"vendor_id"`
@@ -520,6 +537,13 @@ type ConflictDismissedEventData struct {
 	Type         ConflictType           `json:"type"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConflictDismissedEventRequest is #/components/schemas/ConflictDismissedEvent/properties/request.
+type ConflictDismissedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConflictDismissedEventResource is #/components/schemas/ConflictDismissedEvent/properties/resource.
@@ -605,7 +629,12 @@ type ConflictOpenedEvent struct {
 	CreatedAt time.Time               `json:"created_at"`
 	Data      ConflictOpenedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                      `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConflictOpenedEventRequest `json:"request"`
 	Resource ConflictOpenedEventResource `json:"resource"`
 	Type     string                      `json:"type"`
 	VendorID string                      `json:"vendor_id"`
@@ -618,6 +647,13 @@ type ConflictOpenedEventData struct {
 	Type         ConflictType           `json:"type"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConflictOpenedEventRequest is #/components/schemas/ConflictOpenedEvent/properties/request.
+type ConflictOpenedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConflictOpenedEventResource is #/components/schemas/ConflictOpenedEvent/properties/resource.
@@ -633,7 +669,12 @@ type ConflictResolvedEvent struct {
 	CreatedAt time.Time                 `json:"created_at"`
 	Data      ConflictResolvedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                        `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConflictResolvedEventRequest `json:"request"`
 	Resource ConflictResolvedEventResource `json:"resource"`
 	Type     string                        `json:"type"`
 	VendorID string                        `json:"vendor_id"`
@@ -646,6 +687,13 @@ type ConflictResolvedEventData struct {
 	Type         ConflictType           `json:"type"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConflictResolvedEventRequest is #/components/schemas/ConflictResolvedEvent/properties/request.
+type ConflictResolvedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConflictResolvedEventResource is #/components/schemas/ConflictResolvedEvent/properties/resource.
@@ -735,7 +783,12 @@ type ConnectionCreatedEvent struct {
 	CreatedAt time.Time                  `json:"created_at"`
 	Data      ConnectionCreatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                         `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConnectionCreatedEventRequest `json:"request"`
 	Resource ConnectionCreatedEventResource `json:"resource"`
 	Type     string                         `json:"type"`
 	VendorID string                         `json:"vendor_id"`
@@ -746,6 +799,13 @@ type ConnectionCreatedEventData struct {
 	Provider ConnectionProvider `json:"provider"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConnectionCreatedEventRequest is #/components/schemas/ConnectionCreatedEvent/properties/request.
+type ConnectionCreatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConnectionCreatedEventResource is #/components/schemas/ConnectionCreatedEvent/properties/resource.
@@ -761,7 +821,12 @@ type ConnectionDisconnectedEvent struct {
 	CreatedAt time.Time                       `json:"created_at"`
 	Data      ConnectionDisconnectedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                              `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConnectionDisconnectedEventRequest `json:"request"`
 	Resource ConnectionDisconnectedEventResource `json:"resource"`
 	Type     string                              `json:"type"`
 	VendorID string                              `json:"vendor_id"`
@@ -772,6 +837,13 @@ type ConnectionDisconnectedEventData struct {
 	Status ConnectionStatus `json:"status"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConnectionDisconnectedEventRequest is #/components/schemas/ConnectionDisconnectedEvent/properties/request.
+type ConnectionDisconnectedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConnectionDisconnectedEventResource is #/components/schemas/ConnectionDisconnectedEvent/properties/resource.
@@ -806,7 +878,12 @@ type ConnectionPausedEvent struct {
 	CreatedAt time.Time                 `json:"created_at"`
 	Data      ConnectionPausedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                        `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConnectionPausedEventRequest `json:"request"`
 	Resource ConnectionPausedEventResource `json:"resource"`
 	Type     string                        `json:"type"`
 	VendorID string                        `json:"vendor_id"`
@@ -817,6 +894,13 @@ type ConnectionPausedEventData struct {
 	Status ConnectionStatus `json:"status"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConnectionPausedEventRequest is #/components/schemas/ConnectionPausedEvent/properties/request.
+type ConnectionPausedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConnectionPausedEventResource is #/components/schemas/ConnectionPausedEvent/properties/resource.
@@ -845,7 +929,12 @@ type ConnectionResumedEvent struct {
 	CreatedAt time.Time                  `json:"created_at"`
 	Data      ConnectionResumedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                         `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConnectionResumedEventRequest `json:"request"`
 	Resource ConnectionResumedEventResource `json:"resource"`
 	Type     string                         `json:"type"`
 	VendorID string                         `json:"vendor_id"`
@@ -856,6 +945,13 @@ type ConnectionResumedEventData struct {
 	Status ConnectionStatus `json:"status"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConnectionResumedEventRequest is #/components/schemas/ConnectionResumedEvent/properties/request.
+type ConnectionResumedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConnectionResumedEventResource is #/components/schemas/ConnectionResumedEvent/properties/resource.
@@ -871,7 +967,12 @@ type ConnectionRolesReplacedEvent struct {
 	CreatedAt time.Time                        `json:"created_at"`
 	Data      ConnectionRolesReplacedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                               `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ConnectionRolesReplacedEventRequest `json:"request"`
 	Resource ConnectionRolesReplacedEventResource `json:"resource"`
 	Type     string                               `json:"type"`
 	VendorID string                               `json:"vendor_id"`
@@ -881,6 +982,13 @@ type ConnectionRolesReplacedEvent struct {
 type ConnectionRolesReplacedEventData struct {
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ConnectionRolesReplacedEventRequest is #/components/schemas/ConnectionRolesReplacedEvent/properties/request.
+type ConnectionRolesReplacedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ConnectionRolesReplacedEventResource is #/components/schemas/ConnectionRolesReplacedEvent/properties/resource.
@@ -1081,7 +1189,7 @@ type ErrorCodeInfo struct {
 // A hint that a resource changed. Kept 90 days. One schema per type: see the
 // mapping.
 //
-// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
+// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, WebhookSubscriptionFailingEvent, WebhookSubscriptionTestEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
 // The fields of EventEnvelope, which every one has, read directly; they are
 // read from the JSON, so set a value with From<type>.
 type Event struct {
@@ -1683,6 +1791,38 @@ func (u Event) AsWebhookSubscriptionDisabledEvent() (WebhookSubscriptionDisabled
 	return v, err
 }
 
+// FromWebhookSubscriptionFailingEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionFailingEvent(v WebhookSubscriptionFailingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionFailingEvent decodes u as a WebhookSubscriptionFailingEvent.
+func (u Event) AsWebhookSubscriptionFailingEvent() (WebhookSubscriptionFailingEvent, error) {
+	var v WebhookSubscriptionFailingEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
+// FromWebhookSubscriptionTestEvent sets u to v.
+func (u *Event) FromWebhookSubscriptionTestEvent(v WebhookSubscriptionTestEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookSubscriptionTestEvent decodes u as a WebhookSubscriptionTestEvent.
+func (u Event) AsWebhookSubscriptionTestEvent() (WebhookSubscriptionTestEvent, error) {
+	var v WebhookSubscriptionTestEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
 // FromEventReplayCompletedEvent sets u to v.
 func (u *Event) FromEventReplayCompletedEvent(v EventReplayCompletedEvent) error {
 	b, err := json.Marshal(v)
@@ -1978,6 +2118,10 @@ func (u Event) Value() (any, error) {
 		return u.AsWebhookSubscriptionDeletedEvent()
 	case "webhook_subscription.disabled":
 		return u.AsWebhookSubscriptionDisabledEvent()
+	case "webhook_subscription.failing":
+		return u.AsWebhookSubscriptionFailingEvent()
+	case "webhook_subscription.test":
+		return u.AsWebhookSubscriptionTestEvent()
 	case "webhook_subscription.updated":
 		return u.AsWebhookSubscriptionUpdatedEvent()
 	}
@@ -1994,10 +2138,22 @@ type EventEnvelope struct {
 	// current state. Its shape depends on type.
 	Data json.RawMessage `json:"data"`
 	// Sorts in creation order.
-	ID       string                `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *EventEnvelopeRequest `json:"request"`
 	Resource EventEnvelopeResource `json:"resource"`
 	Type     EventType             `json:"type"`
 	VendorID string                `json:"vendor_id"`
+}
+
+// EventEnvelopeRequest is #/components/schemas/EventEnvelope/properties/request.
+type EventEnvelopeRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // EventEnvelopeResource is #/components/schemas/EventEnvelope/properties/resource.
@@ -2040,7 +2196,12 @@ type EventReplayCompletedEvent struct {
 	CreatedAt time.Time                     `json:"created_at"`
 	Data      EventReplayCompletedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                            `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *EventReplayCompletedEventRequest `json:"request"`
 	Resource EventReplayCompletedEventResource `json:"resource"`
 	Type     string                            `json:"type"`
 	VendorID string                            `json:"vendor_id"`
@@ -2054,6 +2215,13 @@ type EventReplayCompletedEventData struct {
 	Skipped   int64             `json:"skipped"`
 	Status    EventReplayStatus `json:"status"`
 	Total     int64             `json:"total"`
+}
+
+// EventReplayCompletedEventRequest is #/components/schemas/EventReplayCompletedEvent/properties/request.
+type EventReplayCompletedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // EventReplayCompletedEventResource is #/components/schemas/EventReplayCompletedEvent/properties/resource.
@@ -2113,6 +2281,8 @@ const (
 	EventTypeWebhookSubscriptionUpdated  EventType = "webhook_subscription.updated"
 	EventTypeWebhookSubscriptionDeleted  EventType = "webhook_subscription.deleted"
 	EventTypeWebhookSubscriptionDisabled EventType = "webhook_subscription.disabled"
+	EventTypeWebhookSubscriptionFailing  EventType = "webhook_subscription.failing"
+	EventTypeWebhookSubscriptionTest     EventType = "webhook_subscription.test"
 	EventTypeEventReplayCompleted        EventType = "event_replay.completed"
 	EventTypeStorePairingCreated         EventType = "store_pairing.created"
 	EventTypeStorePairingExchanged       EventType = "store_pairing.exchanged"
@@ -2198,7 +2368,12 @@ type ExternalOrderCancelledEvent struct {
 	CreatedAt time.Time                       `json:"created_at"`
 	Data      ExternalOrderCancelledEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                              `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ExternalOrderCancelledEventRequest `json:"request"`
 	Resource ExternalOrderCancelledEventResource `json:"resource"`
 	Type     string                              `json:"type"`
 	VendorID string                              `json:"vendor_id"`
@@ -2215,6 +2390,13 @@ type ExternalOrderCancelledEventData struct {
 	Version int64 `json:"version"`
 }
 
+// ExternalOrderCancelledEventRequest is #/components/schemas/ExternalOrderCancelledEvent/properties/request.
+type ExternalOrderCancelledEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
 // ExternalOrderCancelledEventResource is #/components/schemas/ExternalOrderCancelledEvent/properties/resource.
 type ExternalOrderCancelledEventResource struct {
 	ID   string `json:"id"`
@@ -2229,7 +2411,12 @@ type ExternalOrderCommittedEvent struct {
 	CreatedAt time.Time                       `json:"created_at"`
 	Data      ExternalOrderCommittedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                              `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ExternalOrderCommittedEventRequest `json:"request"`
 	Resource ExternalOrderCommittedEventResource `json:"resource"`
 	Type     string                              `json:"type"`
 	VendorID string                              `json:"vendor_id"`
@@ -2246,6 +2433,13 @@ type ExternalOrderCommittedEventData struct {
 	Version int64 `json:"version"`
 }
 
+// ExternalOrderCommittedEventRequest is #/components/schemas/ExternalOrderCommittedEvent/properties/request.
+type ExternalOrderCommittedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
 // ExternalOrderCommittedEventResource is #/components/schemas/ExternalOrderCommittedEvent/properties/resource.
 type ExternalOrderCommittedEventResource struct {
 	ID   string `json:"id"`
@@ -2260,7 +2454,12 @@ type ExternalOrderFulfilledEvent struct {
 	CreatedAt time.Time                       `json:"created_at"`
 	Data      ExternalOrderFulfilledEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                              `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ExternalOrderFulfilledEventRequest `json:"request"`
 	Resource ExternalOrderFulfilledEventResource `json:"resource"`
 	Type     string                              `json:"type"`
 	VendorID string                              `json:"vendor_id"`
@@ -2275,6 +2474,13 @@ type ExternalOrderFulfilledEventData struct {
 	Status          ExternalOrderStatus      `json:"status"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ExternalOrderFulfilledEventRequest is #/components/schemas/ExternalOrderFulfilledEvent/properties/request.
+type ExternalOrderFulfilledEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ExternalOrderFulfilledEventResource is #/components/schemas/ExternalOrderFulfilledEvent/properties/resource.
@@ -2321,7 +2527,12 @@ type ExternalOrderImportedEvent struct {
 	CreatedAt time.Time                      `json:"created_at"`
 	Data      ExternalOrderImportedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                             `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ExternalOrderImportedEventRequest `json:"request"`
 	Resource ExternalOrderImportedEventResource `json:"resource"`
 	Type     string                             `json:"type"`
 	VendorID string                             `json:"vendor_id"`
@@ -2336,6 +2547,13 @@ type ExternalOrderImportedEventData struct {
 	Status          ExternalOrderStatus      `json:"status"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ExternalOrderImportedEventRequest is #/components/schemas/ExternalOrderImportedEvent/properties/request.
+type ExternalOrderImportedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ExternalOrderImportedEventResource is #/components/schemas/ExternalOrderImportedEvent/properties/resource.
@@ -2375,7 +2593,12 @@ type ExternalOrderRejectedEvent struct {
 	CreatedAt time.Time                      `json:"created_at"`
 	Data      ExternalOrderRejectedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                             `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ExternalOrderRejectedEventRequest `json:"request"`
 	Resource ExternalOrderRejectedEventResource `json:"resource"`
 	Type     string                             `json:"type"`
 	VendorID string                             `json:"vendor_id"`
@@ -2392,6 +2615,13 @@ type ExternalOrderRejectedEventData struct {
 	Version int64 `json:"version"`
 }
 
+// ExternalOrderRejectedEventRequest is #/components/schemas/ExternalOrderRejectedEvent/properties/request.
+type ExternalOrderRejectedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
 // ExternalOrderRejectedEventResource is #/components/schemas/ExternalOrderRejectedEvent/properties/resource.
 type ExternalOrderRejectedEventResource struct {
 	ID   string `json:"id"`
@@ -2406,7 +2636,12 @@ type ExternalOrderReservedEvent struct {
 	CreatedAt time.Time                      `json:"created_at"`
 	Data      ExternalOrderReservedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                             `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ExternalOrderReservedEventRequest `json:"request"`
 	Resource ExternalOrderReservedEventResource `json:"resource"`
 	Type     string                             `json:"type"`
 	VendorID string                             `json:"vendor_id"`
@@ -2421,6 +2656,13 @@ type ExternalOrderReservedEventData struct {
 	Status          ExternalOrderStatus       `json:"status"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ExternalOrderReservedEventRequest is #/components/schemas/ExternalOrderReservedEvent/properties/request.
+type ExternalOrderReservedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ExternalOrderReservedEventResource is #/components/schemas/ExternalOrderReservedEvent/properties/resource.
@@ -2451,7 +2693,12 @@ type ExternalOrderUnreservableEvent struct {
 	CreatedAt time.Time                          `json:"created_at"`
 	Data      ExternalOrderUnreservableEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                                 `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ExternalOrderUnreservableEventRequest `json:"request"`
 	Resource ExternalOrderUnreservableEventResource `json:"resource"`
 	Type     string                                 `json:"type"`
 	VendorID string                                 `json:"vendor_id"`
@@ -2466,6 +2713,13 @@ type ExternalOrderUnreservableEventData struct {
 	Status          ExternalOrderStatus       `json:"status"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ExternalOrderUnreservableEventRequest is #/components/schemas/ExternalOrderUnreservableEvent/properties/request.
+type ExternalOrderUnreservableEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ExternalOrderUnreservableEventResource is #/components/schemas/ExternalOrderUnreservableEvent/properties/resource.
@@ -2524,7 +2778,12 @@ type InventoryItemAdjustedEvent struct {
 	CreatedAt time.Time                      `json:"created_at"`
 	Data      InventoryItemAdjustedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                             `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *InventoryItemAdjustedEventRequest `json:"request"`
 	Resource InventoryItemAdjustedEventResource `json:"resource"`
 	Type     string                             `json:"type"`
 	VendorID string                             `json:"vendor_id"`
@@ -2535,6 +2794,13 @@ type InventoryItemAdjustedEventData struct {
 	ProductID string `json:"product_id"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// InventoryItemAdjustedEventRequest is #/components/schemas/InventoryItemAdjustedEvent/properties/request.
+type InventoryItemAdjustedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // InventoryItemAdjustedEventResource is #/components/schemas/InventoryItemAdjustedEvent/properties/resource.
@@ -2579,7 +2845,12 @@ type ListingActivatedEvent struct {
 	CreatedAt time.Time                 `json:"created_at"`
 	Data      ListingActivatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                        `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ListingActivatedEventRequest `json:"request"`
 	Resource ListingActivatedEventResource `json:"resource"`
 	Type     string                        `json:"type"`
 	VendorID string                        `json:"vendor_id"`
@@ -2591,6 +2862,13 @@ type ListingActivatedEventData struct {
 	ProductID    string        `json:"product_id"`
 	Status       ListingStatus `json:"status"`
 	Version      int64         `json:"version"`
+}
+
+// ListingActivatedEventRequest is #/components/schemas/ListingActivatedEvent/properties/request.
+type ListingActivatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ListingActivatedEventResource is #/components/schemas/ListingActivatedEvent/properties/resource.
@@ -2617,7 +2895,12 @@ type ListingCreatedEvent struct {
 	CreatedAt time.Time               `json:"created_at"`
 	Data      ListingCreatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                      `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ListingCreatedEventRequest `json:"request"`
 	Resource ListingCreatedEventResource `json:"resource"`
 	Type     string                      `json:"type"`
 	VendorID string                      `json:"vendor_id"`
@@ -2629,6 +2912,13 @@ type ListingCreatedEventData struct {
 	ProductID    string        `json:"product_id"`
 	Status       ListingStatus `json:"status"`
 	Version      int64         `json:"version"`
+}
+
+// ListingCreatedEventRequest is #/components/schemas/ListingCreatedEvent/properties/request.
+type ListingCreatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ListingCreatedEventResource is #/components/schemas/ListingCreatedEvent/properties/resource.
@@ -2645,7 +2935,12 @@ type ListingEndedEvent struct {
 	CreatedAt time.Time             `json:"created_at"`
 	Data      ListingEndedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                    `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ListingEndedEventRequest `json:"request"`
 	Resource ListingEndedEventResource `json:"resource"`
 	Type     string                    `json:"type"`
 	VendorID string                    `json:"vendor_id"`
@@ -2657,6 +2952,13 @@ type ListingEndedEventData struct {
 	ProductID    string        `json:"product_id"`
 	Status       ListingStatus `json:"status"`
 	Version      int64         `json:"version"`
+}
+
+// ListingEndedEventRequest is #/components/schemas/ListingEndedEvent/properties/request.
+type ListingEndedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ListingEndedEventResource is #/components/schemas/ListingEndedEvent/properties/resource.
@@ -2673,7 +2975,12 @@ type ListingPausedEvent struct {
 	CreatedAt time.Time              `json:"created_at"`
 	Data      ListingPausedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                     `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ListingPausedEventRequest `json:"request"`
 	Resource ListingPausedEventResource `json:"resource"`
 	Type     string                     `json:"type"`
 	VendorID string                     `json:"vendor_id"`
@@ -2685,6 +2992,13 @@ type ListingPausedEventData struct {
 	ProductID    string        `json:"product_id"`
 	Status       ListingStatus `json:"status"`
 	Version      int64         `json:"version"`
+}
+
+// ListingPausedEventRequest is #/components/schemas/ListingPausedEvent/properties/request.
+type ListingPausedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ListingPausedEventResource is #/components/schemas/ListingPausedEvent/properties/resource.
@@ -2701,7 +3015,12 @@ type ListingResumedEvent struct {
 	CreatedAt time.Time               `json:"created_at"`
 	Data      ListingResumedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                      `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ListingResumedEventRequest `json:"request"`
 	Resource ListingResumedEventResource `json:"resource"`
 	Type     string                      `json:"type"`
 	VendorID string                      `json:"vendor_id"`
@@ -2713,6 +3032,13 @@ type ListingResumedEventData struct {
 	ProductID    string        `json:"product_id"`
 	Status       ListingStatus `json:"status"`
 	Version      int64         `json:"version"`
+}
+
+// ListingResumedEventRequest is #/components/schemas/ListingResumedEvent/properties/request.
+type ListingResumedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ListingResumedEventResource is #/components/schemas/ListingResumedEvent/properties/resource.
@@ -2755,7 +3081,12 @@ type ListingUpdatedEvent struct {
 	CreatedAt time.Time               `json:"created_at"`
 	Data      ListingUpdatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                      `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ListingUpdatedEventRequest `json:"request"`
 	Resource ListingUpdatedEventResource `json:"resource"`
 	Type     string                      `json:"type"`
 	VendorID string                      `json:"vendor_id"`
@@ -2767,6 +3098,13 @@ type ListingUpdatedEventData struct {
 	ProductID    string        `json:"product_id"`
 	Status       ListingStatus `json:"status"`
 	Version      int64         `json:"version"`
+}
+
+// ListingUpdatedEventRequest is #/components/schemas/ListingUpdatedEvent/properties/request.
+type ListingUpdatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ListingUpdatedEventResource is #/components/schemas/ListingUpdatedEvent/properties/resource.
@@ -2960,7 +3298,12 @@ type ProductArchivedEvent struct {
 	CreatedAt time.Time                `json:"created_at"`
 	Data      ProductArchivedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                       `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ProductArchivedEventRequest `json:"request"`
 	Resource ProductArchivedEventResource `json:"resource"`
 	Type     string                       `json:"type"`
 	VendorID string                       `json:"vendor_id"`
@@ -2971,6 +3314,13 @@ type ProductArchivedEventData struct {
 	// The product's revision after the change.
 	Revision int64         `json:"revision"`
 	Status   ProductStatus `json:"status"`
+}
+
+// ProductArchivedEventRequest is #/components/schemas/ProductArchivedEvent/properties/request.
+type ProductArchivedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ProductArchivedEventResource is #/components/schemas/ProductArchivedEvent/properties/resource.
@@ -3036,7 +3386,12 @@ type ProductCreatedEvent struct {
 	CreatedAt time.Time               `json:"created_at"`
 	Data      ProductCreatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                      `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ProductCreatedEventRequest `json:"request"`
 	Resource ProductCreatedEventResource `json:"resource"`
 	Type     string                      `json:"type"`
 	VendorID string                      `json:"vendor_id"`
@@ -3048,6 +3403,13 @@ type ProductCreatedEventData struct {
 	InventoryItemIDs []string `json:"inventory_item_ids"`
 	// The product's revision after the change.
 	Revision int64 `json:"revision"`
+}
+
+// ProductCreatedEventRequest is #/components/schemas/ProductCreatedEvent/properties/request.
+type ProductCreatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ProductCreatedEventResource is #/components/schemas/ProductCreatedEvent/properties/resource.
@@ -3072,7 +3434,12 @@ type ProductPublishedEvent struct {
 	CreatedAt time.Time                 `json:"created_at"`
 	Data      ProductPublishedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                        `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ProductPublishedEventRequest `json:"request"`
 	Resource ProductPublishedEventResource `json:"resource"`
 	Type     string                        `json:"type"`
 	VendorID string                        `json:"vendor_id"`
@@ -3083,6 +3450,13 @@ type ProductPublishedEventData struct {
 	// The product's revision after the change.
 	Revision int64         `json:"revision"`
 	Status   ProductStatus `json:"status"`
+}
+
+// ProductPublishedEventRequest is #/components/schemas/ProductPublishedEvent/properties/request.
+type ProductPublishedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ProductPublishedEventResource is #/components/schemas/ProductPublishedEvent/properties/resource.
@@ -3098,7 +3472,12 @@ type ProductRestoredEvent struct {
 	CreatedAt time.Time                `json:"created_at"`
 	Data      ProductRestoredEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                       `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ProductRestoredEventRequest `json:"request"`
 	Resource ProductRestoredEventResource `json:"resource"`
 	Type     string                       `json:"type"`
 	VendorID string                       `json:"vendor_id"`
@@ -3109,6 +3488,13 @@ type ProductRestoredEventData struct {
 	// The product's revision after the change.
 	Revision int64         `json:"revision"`
 	Status   ProductStatus `json:"status"`
+}
+
+// ProductRestoredEventRequest is #/components/schemas/ProductRestoredEvent/properties/request.
+type ProductRestoredEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ProductRestoredEventResource is #/components/schemas/ProductRestoredEvent/properties/resource.
@@ -3141,7 +3527,12 @@ type ProductUnpublishedEvent struct {
 	CreatedAt time.Time                   `json:"created_at"`
 	Data      ProductUnpublishedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                          `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ProductUnpublishedEventRequest `json:"request"`
 	Resource ProductUnpublishedEventResource `json:"resource"`
 	Type     string                          `json:"type"`
 	VendorID string                          `json:"vendor_id"`
@@ -3152,6 +3543,13 @@ type ProductUnpublishedEventData struct {
 	// The product's revision after the change.
 	Revision int64         `json:"revision"`
 	Status   ProductStatus `json:"status"`
+}
+
+// ProductUnpublishedEventRequest is #/components/schemas/ProductUnpublishedEvent/properties/request.
+type ProductUnpublishedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ProductUnpublishedEventResource is #/components/schemas/ProductUnpublishedEvent/properties/resource.
@@ -3237,7 +3635,12 @@ type ProductUpdatedEvent struct {
 	CreatedAt time.Time               `json:"created_at"`
 	Data      ProductUpdatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                      `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ProductUpdatedEventRequest `json:"request"`
 	Resource ProductUpdatedEventResource `json:"resource"`
 	Type     string                      `json:"type"`
 	VendorID string                      `json:"vendor_id"`
@@ -3251,6 +3654,13 @@ type ProductUpdatedEventData struct {
 	Revision int64 `json:"revision"`
 	// When variations were retired.
 	VariationIDsRetired []string `json:"variation_ids_retired,omitempty"`
+}
+
+// ProductUpdatedEventRequest is #/components/schemas/ProductUpdatedEvent/properties/request.
+type ProductUpdatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ProductUpdatedEventResource is #/components/schemas/ProductUpdatedEvent/properties/resource.
@@ -3293,7 +3703,12 @@ type ReservationCommittedEvent struct {
 	CreatedAt time.Time                     `json:"created_at"`
 	Data      ReservationCommittedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                            `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ReservationCommittedEventRequest `json:"request"`
 	Resource ReservationCommittedEventResource `json:"resource"`
 	Type     string                            `json:"type"`
 	VendorID string                            `json:"vendor_id"`
@@ -3304,6 +3719,13 @@ type ReservationCommittedEventData struct {
 	InventoryItemID string `json:"inventory_item_id"`
 	Quantity        int64  `json:"quantity"`
 	Version         int64  `json:"version"`
+}
+
+// ReservationCommittedEventRequest is #/components/schemas/ReservationCommittedEvent/properties/request.
+type ReservationCommittedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ReservationCommittedEventResource is #/components/schemas/ReservationCommittedEvent/properties/resource.
@@ -3330,7 +3752,12 @@ type ReservationCreatedEvent struct {
 	CreatedAt time.Time                   `json:"created_at"`
 	Data      ReservationCreatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                          `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ReservationCreatedEventRequest `json:"request"`
 	Resource ReservationCreatedEventResource `json:"resource"`
 	Type     string                          `json:"type"`
 	VendorID string                          `json:"vendor_id"`
@@ -3341,6 +3768,13 @@ type ReservationCreatedEventData struct {
 	InventoryItemID string `json:"inventory_item_id"`
 	Quantity        int64  `json:"quantity"`
 	Version         int64  `json:"version"`
+}
+
+// ReservationCreatedEventRequest is #/components/schemas/ReservationCreatedEvent/properties/request.
+type ReservationCreatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ReservationCreatedEventResource is #/components/schemas/ReservationCreatedEvent/properties/resource.
@@ -3356,7 +3790,12 @@ type ReservationExpiredEvent struct {
 	CreatedAt time.Time                   `json:"created_at"`
 	Data      ReservationExpiredEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                          `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ReservationExpiredEventRequest `json:"request"`
 	Resource ReservationExpiredEventResource `json:"resource"`
 	Type     string                          `json:"type"`
 	VendorID string                          `json:"vendor_id"`
@@ -3367,6 +3806,13 @@ type ReservationExpiredEventData struct {
 	InventoryItemID string `json:"inventory_item_id"`
 	Quantity        int64  `json:"quantity"`
 	Version         int64  `json:"version"`
+}
+
+// ReservationExpiredEventRequest is #/components/schemas/ReservationExpiredEvent/properties/request.
+type ReservationExpiredEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ReservationExpiredEventResource is #/components/schemas/ReservationExpiredEvent/properties/resource.
@@ -3390,7 +3836,12 @@ type ReservationReleasedEvent struct {
 	CreatedAt time.Time                    `json:"created_at"`
 	Data      ReservationReleasedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                           `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ReservationReleasedEventRequest `json:"request"`
 	Resource ReservationReleasedEventResource `json:"resource"`
 	Type     string                           `json:"type"`
 	VendorID string                           `json:"vendor_id"`
@@ -3401,6 +3852,13 @@ type ReservationReleasedEventData struct {
 	InventoryItemID string `json:"inventory_item_id"`
 	Quantity        int64  `json:"quantity"`
 	Version         int64  `json:"version"`
+}
+
+// ReservationReleasedEventRequest is #/components/schemas/ReservationReleasedEvent/properties/request.
+type ReservationReleasedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ReservationReleasedEventResource is #/components/schemas/ReservationReleasedEvent/properties/resource.
@@ -3423,7 +3881,12 @@ type ReservationRenewedEvent struct {
 	CreatedAt time.Time                   `json:"created_at"`
 	Data      ReservationRenewedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                          `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *ReservationRenewedEventRequest `json:"request"`
 	Resource ReservationRenewedEventResource `json:"resource"`
 	Type     string                          `json:"type"`
 	VendorID string                          `json:"vendor_id"`
@@ -3433,6 +3896,13 @@ type ReservationRenewedEvent struct {
 type ReservationRenewedEventData struct {
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// ReservationRenewedEventRequest is #/components/schemas/ReservationRenewedEvent/properties/request.
+type ReservationRenewedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // ReservationRenewedEventResource is #/components/schemas/ReservationRenewedEvent/properties/resource.
@@ -3566,7 +4036,12 @@ type SellerOrderCancelledEvent struct {
 	CreatedAt time.Time                     `json:"created_at"`
 	Data      SellerOrderCancelledEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                            `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *SellerOrderCancelledEventRequest `json:"request"`
 	Resource SellerOrderCancelledEventResource `json:"resource"`
 	Type     string                            `json:"type"`
 	VendorID string                            `json:"vendor_id"`
@@ -3580,6 +4055,13 @@ type SellerOrderCancelledEventData struct {
 	TrackingNumber  *string           `json:"tracking_number"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// SellerOrderCancelledEventRequest is #/components/schemas/SellerOrderCancelledEvent/properties/request.
+type SellerOrderCancelledEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // SellerOrderCancelledEventResource is #/components/schemas/SellerOrderCancelledEvent/properties/resource.
@@ -3611,7 +4093,12 @@ type SellerOrderShippedEvent struct {
 	CreatedAt time.Time                   `json:"created_at"`
 	Data      SellerOrderShippedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                          `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *SellerOrderShippedEventRequest `json:"request"`
 	Resource SellerOrderShippedEventResource `json:"resource"`
 	Type     string                          `json:"type"`
 	VendorID string                          `json:"vendor_id"`
@@ -3625,6 +4112,13 @@ type SellerOrderShippedEventData struct {
 	TrackingNumber  *string           `json:"tracking_number"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// SellerOrderShippedEventRequest is #/components/schemas/SellerOrderShippedEvent/properties/request.
+type SellerOrderShippedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // SellerOrderShippedEventResource is #/components/schemas/SellerOrderShippedEvent/properties/resource.
@@ -3818,7 +4312,12 @@ type StorePairingAcceptedEvent struct {
 	CreatedAt time.Time                     `json:"created_at"`
 	Data      StorePairingAcceptedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                            `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *StorePairingAcceptedEventRequest `json:"request"`
 	Resource StorePairingAcceptedEventResource `json:"resource"`
 	Type     string                            `json:"type"`
 	VendorID string                            `json:"vendor_id"`
@@ -3830,6 +4329,13 @@ type StorePairingAcceptedEventData struct {
 	Preset       StorePairingAcceptPreset `json:"preset"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// StorePairingAcceptedEventRequest is #/components/schemas/StorePairingAcceptedEvent/properties/request.
+type StorePairingAcceptedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // StorePairingAcceptedEventResource is #/components/schemas/StorePairingAcceptedEvent/properties/resource.
@@ -3903,7 +4409,12 @@ type StorePairingCreatedEvent struct {
 	CreatedAt time.Time                    `json:"created_at"`
 	Data      StorePairingCreatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                           `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *StorePairingCreatedEventRequest `json:"request"`
 	Resource StorePairingCreatedEventResource `json:"resource"`
 	Type     string                           `json:"type"`
 	VendorID string                           `json:"vendor_id"`
@@ -3913,6 +4424,13 @@ type StorePairingCreatedEvent struct {
 type StorePairingCreatedEventData struct {
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// StorePairingCreatedEventRequest is #/components/schemas/StorePairingCreatedEvent/properties/request.
+type StorePairingCreatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // StorePairingCreatedEventResource is #/components/schemas/StorePairingCreatedEvent/properties/resource.
@@ -3965,7 +4483,12 @@ type StorePairingDiscoveredEvent struct {
 	CreatedAt time.Time                       `json:"created_at"`
 	Data      StorePairingDiscoveredEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                              `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *StorePairingDiscoveredEventRequest `json:"request"`
 	Resource StorePairingDiscoveredEventResource `json:"resource"`
 	Type     string                              `json:"type"`
 	VendorID string                              `json:"vendor_id"`
@@ -3975,6 +4498,13 @@ type StorePairingDiscoveredEvent struct {
 type StorePairingDiscoveredEventData struct {
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// StorePairingDiscoveredEventRequest is #/components/schemas/StorePairingDiscoveredEvent/properties/request.
+type StorePairingDiscoveredEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // StorePairingDiscoveredEventResource is #/components/schemas/StorePairingDiscoveredEvent/properties/resource.
@@ -4036,7 +4566,12 @@ type StorePairingExchangedEvent struct {
 	CreatedAt time.Time                      `json:"created_at"`
 	Data      StorePairingExchangedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                             `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *StorePairingExchangedEventRequest `json:"request"`
 	Resource StorePairingExchangedEventResource `json:"resource"`
 	Type     string                             `json:"type"`
 	VendorID string                             `json:"vendor_id"`
@@ -4046,6 +4581,13 @@ type StorePairingExchangedEvent struct {
 type StorePairingExchangedEventData struct {
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// StorePairingExchangedEventRequest is #/components/schemas/StorePairingExchangedEvent/properties/request.
+type StorePairingExchangedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // StorePairingExchangedEventResource is #/components/schemas/StorePairingExchangedEvent/properties/resource.
@@ -4164,7 +4706,12 @@ type StorePairingReviewedEvent struct {
 	CreatedAt time.Time                     `json:"created_at"`
 	Data      StorePairingReviewedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                            `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *StorePairingReviewedEventRequest `json:"request"`
 	Resource StorePairingReviewedEventResource `json:"resource"`
 	Type     string                            `json:"type"`
 	VendorID string                            `json:"vendor_id"`
@@ -4175,6 +4722,13 @@ type StorePairingReviewedEventData struct {
 	ConnectionID string `json:"connection_id"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// StorePairingReviewedEventRequest is #/components/schemas/StorePairingReviewedEvent/properties/request.
+type StorePairingReviewedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // StorePairingReviewedEventResource is #/components/schemas/StorePairingReviewedEvent/properties/resource.
@@ -4191,7 +4745,12 @@ type StorePairingRevokedEvent struct {
 	CreatedAt time.Time                    `json:"created_at"`
 	Data      StorePairingRevokedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                           `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *StorePairingRevokedEventRequest `json:"request"`
 	Resource StorePairingRevokedEventResource `json:"resource"`
 	Type     string                           `json:"type"`
 	VendorID string                           `json:"vendor_id"`
@@ -4201,6 +4760,13 @@ type StorePairingRevokedEvent struct {
 type StorePairingRevokedEventData struct {
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// StorePairingRevokedEventRequest is #/components/schemas/StorePairingRevokedEvent/properties/request.
+type StorePairingRevokedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // StorePairingRevokedEventResource is #/components/schemas/StorePairingRevokedEvent/properties/resource.
@@ -4264,7 +4830,12 @@ type SyncJobCompletedEvent struct {
 	CreatedAt time.Time                 `json:"created_at"`
 	Data      SyncJobCompletedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                        `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *SyncJobCompletedEventRequest `json:"request"`
 	Resource SyncJobCompletedEventResource `json:"resource"`
 	Type     string                        `json:"type"`
 	VendorID string                        `json:"vendor_id"`
@@ -4276,6 +4847,13 @@ type SyncJobCompletedEventData struct {
 	Counts       SyncJobCounts `json:"counts"`
 	Kind         SyncJobKind   `json:"kind"`
 	Status       SyncJobStatus `json:"status"`
+}
+
+// SyncJobCompletedEventRequest is #/components/schemas/SyncJobCompletedEvent/properties/request.
+type SyncJobCompletedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // SyncJobCompletedEventResource is #/components/schemas/SyncJobCompletedEvent/properties/resource.
@@ -4604,15 +5182,31 @@ type WebhookDeliveryAttempt struct {
 	EventType     EventType  `json:"event_type"`
 	ID            string     `json:"id"`
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// subscription_failing on the attempt whose failure brought the
+	// subscription's failure streak to 10, when webhook_subscription.failing
+	// was written; null otherwise.
+	Notice *WebhookDeliveryAttemptNotice `json:"notice"`
 	// succeeded: a 2xx answer. failed: another attempt is scheduled at
 	// next_attempt_at. dead: the retry window is over and no attempt follows.
 	Outcome WebhookDeliveryAttemptOutcome `json:"outcome"`
 	// The replay this delivery belongs to; null for the original delivery.
 	ReplayID *string `json:"replay_id"`
+	// The first 1024 bytes of the receiver's answer, as text (bytes that are
+	// not UTF-8 replaced by U+FFFD); null when no response came. Kept as data
+	// only: never followed, never rendered, never interpreted.
+	Response *string `json:"response"`
 	// The receiver's HTTP status; null when no response came.
 	StatusCode     *int64 `json:"status_code"`
 	SubscriptionID string `json:"subscription_id"`
 }
+
+// WebhookDeliveryAttemptNotice is #/components/schemas/WebhookDeliveryAttempt/properties/notice.
+type WebhookDeliveryAttemptNotice string
+
+// The values of WebhookDeliveryAttemptNotice.
+const (
+	WebhookDeliveryAttemptNoticeSubscriptionFailing WebhookDeliveryAttemptNotice = "subscription_failing"
+)
 
 // WebhookDeliveryAttemptOutcome is #/components/schemas/WebhookDeliveryAttempt/properties/outcome.
 type WebhookDeliveryAttemptOutcome string
@@ -4638,6 +5232,10 @@ type WebhookSubscription struct {
 	// Event types to receive: specific types, or "*" alone for every type
 	// (including types added later).
 	EventTypes []string `json:"event_types"`
+	// Failed delivery attempts since the last successful one. At 10 the service
+	// writes webhook_subscription.failing (once per streak), well before it
+	// would disable the subscription; a success ends the streak.
+	FailureStreak int64 `json:"failure_streak"`
 	// Sorts in creation order.
 	ID string `json:"id"`
 	// Only enabled subscriptions receive deliveries. The service disables a
@@ -4683,7 +5281,12 @@ type WebhookSubscriptionCreatedEvent struct {
 	CreatedAt time.Time                           `json:"created_at"`
 	Data      WebhookSubscriptionCreatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                                  `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionCreatedEventRequest `json:"request"`
 	Resource WebhookSubscriptionCreatedEventResource `json:"resource"`
 	Type     string                                  `json:"type"`
 	VendorID string                                  `json:"vendor_id"`
@@ -4693,6 +5296,13 @@ type WebhookSubscriptionCreatedEvent struct {
 type WebhookSubscriptionCreatedEventData struct {
 	// The resource's version after the change.
 	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionCreatedEventRequest is #/components/schemas/WebhookSubscriptionCreatedEvent/properties/request.
+type WebhookSubscriptionCreatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // WebhookSubscriptionCreatedEventResource is #/components/schemas/WebhookSubscriptionCreatedEvent/properties/resource.
@@ -4708,7 +5318,12 @@ type WebhookSubscriptionDeletedEvent struct {
 	CreatedAt time.Time                           `json:"created_at"`
 	Data      WebhookSubscriptionDeletedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                                  `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionDeletedEventRequest `json:"request"`
 	Resource WebhookSubscriptionDeletedEventResource `json:"resource"`
 	Type     string                                  `json:"type"`
 	VendorID string                                  `json:"vendor_id"`
@@ -4718,6 +5333,13 @@ type WebhookSubscriptionDeletedEvent struct {
 type WebhookSubscriptionDeletedEventData struct {
 	// The last version.
 	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionDeletedEventRequest is #/components/schemas/WebhookSubscriptionDeletedEvent/properties/request.
+type WebhookSubscriptionDeletedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
 }
 
 // WebhookSubscriptionDeletedEventResource is #/components/schemas/WebhookSubscriptionDeletedEvent/properties/resource.
@@ -4736,7 +5358,12 @@ type WebhookSubscriptionDisabledEvent struct {
 	// event_id and delivery_id name the delivery that died.
 	Data WebhookSubscriptionDisabledEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                                   `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionDisabledEventRequest `json:"request"`
 	Resource WebhookSubscriptionDisabledEventResource `json:"resource"`
 	Type     string                                   `json:"type"`
 	VendorID string                                   `json:"vendor_id"`
@@ -4759,6 +5386,13 @@ const (
 	WebhookSubscriptionDisabledEventDataReasonDeliveriesFailing WebhookSubscriptionDisabledEventDataReason = "deliveries_failing"
 )
 
+// WebhookSubscriptionDisabledEventRequest is #/components/schemas/WebhookSubscriptionDisabledEvent/properties/request.
+type WebhookSubscriptionDisabledEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
 // WebhookSubscriptionDisabledEventResource is #/components/schemas/WebhookSubscriptionDisabledEvent/properties/resource.
 type WebhookSubscriptionDisabledEventResource struct {
 	ID   string `json:"id"`
@@ -4774,6 +5408,51 @@ const (
 	WebhookSubscriptionDisabledReasonDeliveriesFailing WebhookSubscriptionDisabledReason = "deliveries_failing"
 )
 
+// WebhookSubscriptionFailingEvent is #/components/schemas/WebhookSubscriptionFailingEvent.
+//
+// Written when a subscription's failure streak (failed attempts since its last
+// success) reached 10, once per streak, well before a disable; the failing
+// attempt carries notice subscription_failing in the delivery log.
+type WebhookSubscriptionFailingEvent struct {
+	CreatedAt time.Time                           `json:"created_at"`
+	Data      WebhookSubscriptionFailingEventData `json:"data"`
+	// Sorts in creation order.
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionFailingEventRequest `json:"request"`
+	Resource WebhookSubscriptionFailingEventResource `json:"resource"`
+	Type     string                                  `json:"type"`
+	VendorID string                                  `json:"vendor_id"`
+}
+
+// WebhookSubscriptionFailingEventData is #/components/schemas/WebhookSubscriptionFailingEvent/properties/data.
+type WebhookSubscriptionFailingEventData struct {
+	// That attempt's delivery.
+	DeliveryID string `json:"delivery_id"`
+	// The event of the attempt that reached the streak.
+	EventID string `json:"event_id"`
+	// The streak when it was announced (at least 10).
+	FailureStreak int64 `json:"failure_streak"`
+	// The subscription's version.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionFailingEventRequest is #/components/schemas/WebhookSubscriptionFailingEvent/properties/request.
+type WebhookSubscriptionFailingEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// WebhookSubscriptionFailingEventResource is #/components/schemas/WebhookSubscriptionFailingEvent/properties/resource.
+type WebhookSubscriptionFailingEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
 // WebhookSubscriptionStatus is #/components/schemas/WebhookSubscriptionStatus.
 type WebhookSubscriptionStatus string
 
@@ -4782,6 +5461,65 @@ const (
 	WebhookSubscriptionStatusEnabled  WebhookSubscriptionStatus = "enabled"
 	WebhookSubscriptionStatusDisabled WebhookSubscriptionStatus = "disabled"
 )
+
+// WebhookSubscriptionTestEvent is #/components/schemas/WebhookSubscriptionTestEvent.
+//
+// Written when POST .../webhook-subscriptions/{subscription_id}/test asked for
+// a test delivery: sent to that subscription only, at once, and never kept in
+// the log (GET /events/{event_id} does not find it).
+type WebhookSubscriptionTestEvent struct {
+	CreatedAt time.Time                        `json:"created_at"`
+	Data      WebhookSubscriptionTestEventData `json:"data"`
+	// Sorts in creation order.
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionTestEventRequest `json:"request"`
+	Resource WebhookSubscriptionTestEventResource `json:"resource"`
+	Type     string                               `json:"type"`
+	VendorID string                               `json:"vendor_id"`
+}
+
+// WebhookSubscriptionTestEventData is #/components/schemas/WebhookSubscriptionTestEvent/properties/data.
+type WebhookSubscriptionTestEventData struct {
+	// The subscription's version.
+	Version int64 `json:"version"`
+}
+
+// WebhookSubscriptionTestEventRequest is #/components/schemas/WebhookSubscriptionTestEvent/properties/request.
+type WebhookSubscriptionTestEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// WebhookSubscriptionTestEventResource is #/components/schemas/WebhookSubscriptionTestEvent/properties/resource.
+type WebhookSubscriptionTestEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// WebhookSubscriptionTestResult is #/components/schemas/WebhookSubscriptionTestResult.
+//
+// The one attempt of a test delivery, made while the request waited; not
+// retried, not in the delivery log.
+type WebhookSubscriptionTestResult struct {
+	// The Moku-Delivery-Id header sent.
+	DeliveryID string `json:"delivery_id"`
+	DurationMs int64  `json:"duration_ms"`
+	// Why no response came (refused address, DNS, timeout, connection error);
+	// null when one came.
+	Error *string `json:"error"`
+	// The test event's id (Moku-Event-Id); the event is not kept in the log.
+	EventID  string  `json:"event_id"`
+	Response *string `json:"response"`
+	// The receiver's HTTP status; null when no response came.
+	StatusCode *int64 `json:"status_code"`
+	// The receiver answered 2xx.
+	Succeeded bool `json:"succeeded"`
+}
 
 // WebhookSubscriptionUpdate is #/components/schemas/WebhookSubscriptionUpdate.
 //
@@ -4813,7 +5551,12 @@ type WebhookSubscriptionUpdatedEvent struct {
 	CreatedAt time.Time                           `json:"created_at"`
 	Data      WebhookSubscriptionUpdatedEventData `json:"data"`
 	// Sorts in creation order.
-	ID       string                                  `json:"id"`
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookSubscriptionUpdatedEventRequest `json:"request"`
 	Resource WebhookSubscriptionUpdatedEventResource `json:"resource"`
 	Type     string                                  `json:"type"`
 	VendorID string                                  `json:"vendor_id"`
@@ -4839,6 +5582,13 @@ const (
 	WebhookSubscriptionUpdatedEventDataChangedItemSecret      WebhookSubscriptionUpdatedEventDataChangedItem = "secret"
 )
 
+// WebhookSubscriptionUpdatedEventRequest is #/components/schemas/WebhookSubscriptionUpdatedEvent/properties/request.
+type WebhookSubscriptionUpdatedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
 // WebhookSubscriptionUpdatedEventResource is #/components/schemas/WebhookSubscriptionUpdatedEvent/properties/resource.
 type WebhookSubscriptionUpdatedEventResource struct {
 	ID   string `json:"id"`
@@ -4859,6 +5609,10 @@ type WebhookSubscriptionWithSecret struct {
 	// Event types to receive: specific types, or "*" alone for every type
 	// (including types added later).
 	EventTypes []string `json:"event_types"`
+	// Failed delivery attempts since the last successful one. At 10 the service
+	// writes webhook_subscription.failing (once per streak), well before it
+	// would disable the subscription; a success ends the streak.
+	FailureStreak int64 `json:"failure_streak"`
 	// Sorts in creation order.
 	ID string `json:"id"`
 	// The signing secret, shown only now. Moku-Signature is t=<unix>,v1=<hex

@@ -299,6 +299,12 @@ const (
 	SubscriptionCountAttr = "n"
 	// SuccessesAttr counts a subscription's successful deliveries.
 	SuccessesAttr = "successes"
+	// FailuresAttr counts a subscription's failed attempts since its last
+	// successful one (its failure streak).
+	FailuresAttr = "failures"
+	// FailingAttr is 1 once the current streak has announced itself
+	// (webhook_subscription.failing), 0 otherwise.
+	FailingAttr = "failing"
 )
 
 // AttemptPrefix starts delivery attempt sort keys:

@@ -5,8 +5,11 @@
 package event
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/datamodel"
@@ -61,7 +64,13 @@ const (
 	WebhookSubscriptionUpdated  = "webhook_subscription.updated"
 	WebhookSubscriptionDeleted  = "webhook_subscription.deleted"
 	WebhookSubscriptionDisabled = "webhook_subscription.disabled"
-	EventReplayCompleted        = "event_replay.completed"
+	// WebhookSubscriptionTest is only ever sent by POST .../test, never
+	// written to the log.
+	WebhookSubscriptionTest = "webhook_subscription.test"
+	// WebhookSubscriptionFailing announces a failure streak, once per
+	// streak, well before a disable.
+	WebhookSubscriptionFailing = "webhook_subscription.failing"
+	EventReplayCompleted       = "event_replay.completed"
 
 	BulkOperationCompleted = "bulk_operation.completed"
 
@@ -88,7 +97,7 @@ func Types() []string {
 		ListingCreated, ListingUpdated, ListingActivated, ListingPaused, ListingResumed, ListingEnded,
 		ExternalOrderImported, ExternalOrderReserved, ExternalOrderUnreservable, ExternalOrderCommitted, ExternalOrderCancelled, ExternalOrderRejected, ExternalOrderFulfilled,
 		SellerOrderShipped, SellerOrderCancelled,
-		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, EventReplayCompleted,
+		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, WebhookSubscriptionFailing, WebhookSubscriptionTest, EventReplayCompleted,
 		BulkOperationCompleted,
 		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked,
 		SyncJobCompleted, ConflictOpened, ConflictResolved, ConflictDismissed}
@@ -100,6 +109,14 @@ type Resource struct {
 	ID   string `json:"id"`
 }
 
+// Request names the API request whose transaction wrote an event.
+type Request struct {
+	ID string `json:"id"`
+	// IdempotencyKey is the request's Idempotency-Key; nil when it sent
+	// none.
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
 // Event is one entry of the log.
 type Event struct {
 	ID        string         `json:"id"`
@@ -108,6 +125,9 @@ type Event struct {
 	VendorID  string         `json:"vendor_id"`
 	Resource  Resource       `json:"resource"`
 	Data      map[string]any `json:"data"`
+	// Request is the request that caused the event; nil (null) for what
+	// the service did by itself (an expiry, a worker's step, a delivery).
+	Request *Request `json:"request"`
 }
 
 // New makes an event of typ about a resource.
@@ -128,6 +148,57 @@ func Op(e Event) (store.Op, error) {
 	k := datamodel.EventKey(e.VendorID, e.ID)
 	return store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: data,
 		ExpiresAt: e.CreatedAt.Add(Retention).Unix()}, store.IfAbsent()), nil
+}
+
+// Caused stamps the events among ops with the request ctx serves: its id
+// (ids.RequestID) and Idempotency-Key (ids.IdempotencyKey). Work no
+// request started (no request id in ctx) leaves them as they are, null.
+// Every event a request writes is stamped where its transaction is
+// committed (CausedStore), so no writer can forget it.
+func Caused(ctx context.Context, ops []store.Op) ([]store.Op, error) {
+	rid := ids.RequestID(ctx)
+	if rid == nil {
+		return ops, nil
+	}
+	var out []store.Op
+	for i, op := range ops {
+		if op.Kind != store.OpPut || !strings.HasPrefix(op.Item.SK, datamodel.EventPrefix) {
+			continue
+		}
+		e, err := Decode(op.Item)
+		if err != nil {
+			return nil, err
+		}
+		if e.Request != nil {
+			continue
+		}
+		e.Request = &Request{ID: *rid, IdempotencyKey: ids.IdempotencyKey(ctx)}
+		data, err := store.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("event: encode %s: %w", e.Type, err)
+		}
+		if out == nil {
+			out = slices.Clone(ops)
+		}
+		out[i].Item.Data = data
+	}
+	if out == nil {
+		return ops, nil
+	}
+	return out, nil
+}
+
+// CausedStore is a store whose transactions stamp the events they write
+// with the request their context serves (Caused).
+type CausedStore struct{ store.Store }
+
+// Transact stamps ops' events and commits them.
+func (s CausedStore) Transact(ctx context.Context, ops ...store.Op) error {
+	ops, err := Caused(ctx, ops)
+	if err != nil {
+		return err
+	}
+	return s.Store.Transact(ctx, ops...)
 }
 
 // Decode reads an event item.

@@ -9,6 +9,7 @@ import (
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -39,7 +40,7 @@ func (c *Call) keep(sc idempotency.Scope, operation string, pattern *regexp.Rege
 		return idempotency.Result{}, err
 	}
 	sc.Operation, sc.Key = operation, key
-	return c.s.keeper.Run(c.Ctx, sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
+	return c.s.keeper.Run(ids.WithIdempotencyKey(c.Ctx, key), sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
 }
 
 // writeKept writes a kept mutation's response, marking a replayed original.

@@ -32,6 +32,10 @@ func GoodParam(t *testing.T, p openapi.Parameter) string {
 		v = strings.Repeat("a", 64) + ".webp"
 	case p.Name == "connection_id":
 		v = "conn_x"
+	case p.Name == "type":
+		v = "product.created"
+	case p.Name == "after", p.Name == "event_id" && p.Pattern != "":
+		v = "evt_" + strings.Repeat("0", 26)
 	}
 	if p.Pattern != "" && !regexp.MustCompile(p.Pattern).MatchString(v) {
 		t.Fatalf("%s: no value matching %s: add one to goodParam", p.Name, p.Pattern)

@@ -28,6 +28,7 @@ import (
 	"github.com/moku/sellerapi/shared/cursor"
 	sealed "github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/extorder"
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
@@ -202,6 +203,8 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	// Every event a request's transaction writes names the request.
+	d.Store = event.CausedStore{Store: d.Store}
 	// Handlers write only once the request's rate decision is in, and read
 	// what the request read ahead from that batch.
 	gated := gatedStore{Store: d.Store}

@@ -24,6 +24,7 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 		{Method: http.MethodPatch, Path: one, Operation: "updateWebhookSubscription", Scopes: write, Handle: s.updateWebhookSubscription},
 		{Method: http.MethodDelete, Path: one, Operation: "deleteWebhookSubscription", Scopes: write, Handle: s.deleteWebhookSubscription},
 		{Method: http.MethodPost, Path: one + "/rotate-secret", Operation: "rotateWebhookSubscriptionSecret", Scopes: write, Handle: s.rotateWebhookSecret},
+		{Method: http.MethodPost, Path: one + "/test", Operation: "testWebhookSubscription", Scopes: write, ReadAhead: aheadOf(aheadSubscription), Handle: s.testWebhookSubscription},
 		{Method: http.MethodGet, Path: one + "/deliveries", Operation: "listWebhookDeliveries", Scopes: read, ReadAhead: aheadOf(aheadSubscription), PageAhead: pageDeliveries, Handle: s.listWebhookDeliveries},
 		{Method: http.MethodPost, Path: "/vendors/{vendor_id}/events/{event_id}/replay", Operation: "replayEvent", Scopes: write, Handle: s.replayEvent},
 		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/events/{event_id}/replays/{replay_id}", Operation: "getEventReplay", Scopes: read, Handle: s.getEventReplay},
@@ -106,13 +107,47 @@ func (s *Server) rotateWebhookSecret(c *Call) error {
 	return c.Data(http.StatusOK, v)
 }
 
-func (s *Server) listWebhookDeliveries(c *Call) error {
-	id := c.R.PathValue("subscription_id")
-	pr, err := c.PageParams("webhook-deliveries", id)
+// testWebhookSubscription sends the subscription one signed test delivery
+// now and answers with what the receiver answered. It sends only once the
+// request's rate decision is in (a refused request sends nothing), and
+// gives the delivery its own deadline, not the store work's.
+func (s *Server) testWebhookSubscription(c *Call) error {
+	if err := optionalEmptyBody(c); err != nil {
+		return err
+	}
+	svc := s.webhooks()
+	sub, err := svc.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
 	if err != nil {
 		return err
 	}
-	attempts, last, more, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit)
+	if g := c.gate; g != nil {
+		if err := g.wait(); err != nil {
+			return err
+		}
+	}
+	d := webhook.Deliverer{Clock: s.deps.Clock, Policy: svc.Policy, Log: s.deps.Log}
+	res, err := d.Test(context.WithoutCancel(c.Ctx), sub)
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, res)
+}
+
+func (s *Server) listWebhookDeliveries(c *Call) error {
+	id := c.R.PathValue("subscription_id")
+	q := c.R.URL.Query()
+	f := webhook.AttemptFilter{EventID: q.Get("event_id"), Outcome: q.Get("outcome")}
+	// Without filters the binding is what it was before they existed, so
+	// cursors issued then still work.
+	binding := id
+	if f != (webhook.AttemptFilter{}) {
+		binding += "&event_id=" + f.EventID + "&outcome=" + f.Outcome
+	}
+	pr, err := c.PageParams("webhook-deliveries", binding)
+	if err != nil {
+		return err
+	}
+	attempts, last, more, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,14 @@ func Sortable(prefix string, t time.Time) string {
 	return prefix + "_" + sortable.EncodeToString(b[:])
 }
 
+// SortableFloor is the least id Sortable can make with prefix at t or
+// later: every id made before t's millisecond sorts before it.
+func SortableFloor(prefix string, t time.Time) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
+	return prefix + "_" + sortable.EncodeToString(b[:])
+}
+
 // Issued reports whether id has the shape of an id New or Sortable made
 // with prefix: prefix_ and 26 lowercase base32 characters. Routes use it to
 // answer 404 for any other path id without a read.
@@ -63,6 +71,23 @@ func Issued(prefix, id string) bool {
 }
 
 type requestIDKey struct{}
+
+type idempotencyKeyKey struct{}
+
+// WithIdempotencyKey returns ctx carrying the Idempotency-Key of the
+// request it serves, so that the events it writes can name it.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKeyKey{}, key)
+}
+
+// IdempotencyKey is the Idempotency-Key of the request ctx serves; nil
+// when it sent none.
+func IdempotencyKey(ctx context.Context) *string {
+	if k, ok := ctx.Value(idempotencyKeyKey{}).(string); ok && k != "" {
+		return &k
+	}
+	return nil
+}
 
 // WithRequestID returns ctx carrying the id of the request it serves, so
 // that records a request causes (stock effects) can name it.

@@ -50,3 +50,17 @@ func TestIssued(t *testing.T) {
 		}
 	}
 }
+
+func TestSortableFloorBoundsItsMillisecond(t *testing.T) {
+	at := clocktest.Date(2026, 1, 1, 0, 0, 0)
+	floor := SortableFloor("evt", at)
+	if !Issued("evt", floor) {
+		t.Fatalf("floor %q is not an id's shape", floor)
+	}
+	for i := 0; i < 200; i++ {
+		before, same := Sortable("evt", at.Add(-time.Millisecond)), Sortable("evt", at)
+		if before >= floor || same < floor {
+			t.Fatalf("floor %q: %q before it, %q at it", floor, before, same)
+		}
+	}
+}

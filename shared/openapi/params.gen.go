@@ -181,7 +181,9 @@ func parameters() map[string][]Parameter {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
 			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
-			{Name: "type", In: "query", Enum: []string{"product.created", "product.updated", "product.published", "product.unpublished", "product.archived", "product.restored", "inventory_item.adjusted", "connection.created", "connection.paused", "connection.resumed", "connection.disconnected", "connection.roles_replaced", "reservation.created", "reservation.renewed", "reservation.committed", "reservation.released", "reservation.expired", "bulk_operation.completed", "webhook_subscription.created", "webhook_subscription.updated", "webhook_subscription.deleted", "webhook_subscription.disabled", "event_replay.completed", "store_pairing.created", "store_pairing.exchanged", "store_pairing.discovered", "store_pairing.accepted", "store_pairing.reviewed", "store_pairing.revoked", "listing.created", "listing.updated", "listing.activated", "listing.paused", "listing.resumed", "listing.ended", "external_order.imported", "external_order.reserved", "external_order.unreservable", "external_order.committed", "external_order.cancelled", "external_order.rejected", "external_order.fulfilled", "seller_order.shipped", "seller_order.cancelled", "sync_job.completed", "conflict.opened", "conflict.resolved", "conflict.dismissed"}},
+			{Name: "type", In: "query", MinLength: 1, MaxLength: 2000, Pattern: "^[a-z_]+\\.[a-z_]+(,[a-z_]+\\.[a-z_]+)*$", Description: "Only events of these types: one EventType, or several separated by commas (type=product.created,product.updated); one parameter, never repeated, like every parameter of this API. An unknown type is refused."},
+			{Name: "order", In: "query", Enum: []string{"desc", "asc"}},
+			{Name: "after", In: "query", MinLength: 30, MaxLength: 30, Pattern: "^evt_[a-z0-9]{26}$", Description: "Start after this event in the list's order (newer than it with order=asc, older with desc); it need not exist any more. A page_after cursor, when given, takes over the position."},
 		},
 		"listExternalOrders": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
@@ -246,6 +248,8 @@ func parameters() map[string][]Parameter {
 			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "limit", In: "query", Integer: true, Minimum: ref(1), Maximum: ref(100)},
 			{Name: "page_after", In: "query", MaxLength: 1024, Code: "INVALID_CURSOR"},
+			{Name: "event_id", In: "query", MinLength: 30, MaxLength: 30, Pattern: "^evt_[a-z0-9]{26}$", Description: "Only the attempts of this event."},
+			{Name: "outcome", In: "query", Enum: []string{"succeeded", "failed", "dead"}},
 		},
 		"listWebhookSubscriptions": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
@@ -320,6 +324,10 @@ func parameters() map[string][]Parameter {
 			{Name: "pairing_id", In: "path", Required: true},
 		},
 		"rotateWebhookSubscriptionSecret": {
+			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+		},
+		"testWebhookSubscription": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 		},

@@ -22,6 +22,15 @@ const scanChunk = 100
 // decode errors come back as they are: callers decide how they fail
 // closed.
 func Page[T any](ctx context.Context, s Store, q Query, limit int, decode func(Item) (T, error), keep func(T) bool) (page []T, lastKey string, more bool, err error) {
+	return PageUntil(ctx, s, q, limit, decode, keep, "")
+}
+
+// PageUntil is Page that also ends, with more false, at the first item
+// whose sort key is end or beyond it in q's direction; "" sets no end. An
+// oldest-first list uses it to show nothing newer than a horizon: the
+// items past it are neither returned nor stepped over, so a cursor or a
+// position taken from the page resumes before them.
+func PageUntil[T any](ctx context.Context, s Store, q Query, limit int, decode func(Item) (T, error), keep func(T) bool, end string) (page []T, lastKey string, more bool, err error) {
 	page = []T{}
 	q.Limit = limit + 1
 	scanned := 0
@@ -31,6 +40,9 @@ func Page[T any](ctx context.Context, s Store, q Query, limit int, decode func(I
 			return nil, "", false, err
 		}
 		for _, it := range items {
+			if end != "" && (!q.Desc && it.SK >= end || q.Desc && it.SK <= end) {
+				return page, lastKey, false, nil
+			}
 			v, err := decode(it)
 			if err != nil {
 				return nil, "", false, err

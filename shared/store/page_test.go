@@ -128,3 +128,51 @@ func openSQLite(t *testing.T) *sqlite.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// TestPageUntilStopsAtItsEnd walks records oldest first up to an end that
+// lies inside the prefix, with a filter: nothing at or past the end is
+// returned or stepped over, and the walk resumed from the last key after
+// the end has moved on finds exactly the rest.
+func TestPageUntilStopsAtItsEnd(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLite(t)
+	var ops []store.Op
+	for i := 0; i < 30; i++ {
+		ops = append(ops, store.Put(store.Item{PK: "V", SK: fmt.Sprintf("REC#%02d", i), Version: 1, Data: []byte(strconv.Itoa(i))}, store.Cond{}))
+	}
+	if err := s.Transact(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	decode := func(it store.Item) (int, error) { return strconv.Atoi(string(it.Data)) }
+	keep := func(n int) bool { return n%2 == 0 }
+	walk := func(after, end string, limit int) (got []int, last string) {
+		last = after
+		for pages := 0; ; pages++ {
+			page, l, more, err := store.PageUntil(ctx, s, store.Query{PK: "V", Prefix: "REC#", After: last}, limit, decode, keep, end)
+			if err != nil || pages > 30 {
+				t.Fatal(err, pages)
+			}
+			got = append(got, page...)
+			if l != "" {
+				last = l
+			}
+			if !more {
+				return got, last
+			}
+		}
+	}
+	for _, limit := range []int{1, 3, 50} {
+		got, last := walk("", "REC#15", limit)
+		if fmt.Sprint(got) != "[0 2 4 6 8 10 12 14]" || last != "REC#14" {
+			t.Fatalf("limit %d: walked %v to %q before the end", limit, got, last)
+		}
+		rest, _ := walk(last, "", limit)
+		if fmt.Sprint(rest) != "[16 18 20 22 24 26 28]" {
+			t.Fatalf("limit %d: resumed with %v", limit, rest)
+		}
+	}
+	desc, _, more, err := store.PageUntil(ctx, s, store.Query{PK: "V", Prefix: "REC#", Desc: true}, 50, decode, nil, "REC#27")
+	if err != nil || more || fmt.Sprint(desc) != "[29 28]" {
+		t.Fatalf("newest first to REC#27: %v more=%v err=%v", desc, more, err)
+	}
+}

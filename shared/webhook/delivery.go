@@ -129,19 +129,25 @@ const (
 
 // Attempt is the record of one delivery attempt, readable by the vendor.
 type Attempt struct {
-	ID             string     `json:"id"`
-	SubscriptionID string     `json:"subscription_id"`
-	DeliveryID     string     `json:"delivery_id"`
-	EventID        string     `json:"event_id"`
-	EventType      string     `json:"event_type"`
-	ReplayID       *string    `json:"replay_id"`
-	Attempt        int        `json:"attempt"`
-	AttemptedAt    time.Time  `json:"attempted_at"`
-	DurationMS     int64      `json:"duration_ms"`
-	StatusCode     *int       `json:"status_code"`
-	Error          *string    `json:"error"`
-	Outcome        string     `json:"outcome"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	ID             string    `json:"id"`
+	SubscriptionID string    `json:"subscription_id"`
+	DeliveryID     string    `json:"delivery_id"`
+	EventID        string    `json:"event_id"`
+	EventType      string    `json:"event_type"`
+	ReplayID       *string   `json:"replay_id"`
+	Attempt        int       `json:"attempt"`
+	AttemptedAt    time.Time `json:"attempted_at"`
+	DurationMS     int64     `json:"duration_ms"`
+	StatusCode     *int      `json:"status_code"`
+	// Response is the first ResponseExcerpt bytes of the receiver's
+	// answer, as text; nil when no response came.
+	Response      *string    `json:"response"`
+	Error         *string    `json:"error"`
+	Outcome       string     `json:"outcome"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// Notice is NoticeFailing on the attempt whose failure made the
+	// subscription's streak reach FailingStreak; nil otherwise.
+	Notice *string `json:"notice"`
 }
 
 // Deliverer is the delivery worker, and the rule that starts its work.
@@ -315,11 +321,12 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return d.after(ctx, m, c.Outcome, c.Next)
 	}
 
-	status, duration, postErr := d.post(ctx, sub, ev, m)
+	ans, duration, postErr := d.post(ctx, sub, ev, m)
+	status := ans.status
 	d.noteSpeed(ctx, log, m, look, duration)
 	at := now
 	rec := Attempt{ID: newAttemptID(at), SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
-		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds()}
+		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds(), Response: Excerpt(ans.excerpt, status != 0)}
 	if m.ReplayID != "" {
 		rec.ReplayID = &m.ReplayID
 	}
@@ -339,7 +346,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	default:
 		rec.Outcome = OutcomeDead
 	}
-	if err := d.record(ctx, m, qm.ID, rec); err != nil {
+	if err := d.record(ctx, m, qm.ID, rec, sub); err != nil {
 		return err
 	}
 	if d.MetricsNamespace != "" {
@@ -404,31 +411,38 @@ func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message, look L
 func newAttemptID(t time.Time) string { return ids.Sortable("whatt", t) }
 
 // record stores an attempt, kept AttemptRetention, with its outcome on
-// the attempt's claim and, for a success, the subscription's count of
-// successes (which feeds the disable policy), in one transaction: a
-// message handled again finds the attempt made and counted.
-func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Attempt) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
+// the attempt's claim and the subscription's counters (healthOps: the
+// successes that feed the disable policy, the failure streak) in one
+// transaction: a message handled again finds the attempt made and
+// counted. sub is the subscription as read before the attempt.
+func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Attempt, sub Subscription) error {
 	k := datamodel.AttemptKey(m.VendorID, m.SubscriptionID, rec.ID)
 	claim, err := d.claimItem(m, claim{Owner: owner, Outcome: rec.Outcome, Next: rec.NextAttemptAt})
 	if err != nil {
 		return err
 	}
-	ops := []store.Op{
-		store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: rec.AttemptedAt.Add(AttemptRetention).Unix()}, store.Cond{}),
-		store.Put(claim, store.Cond{}),
+	tries, err := healthOps(d.Clock.Now(), m, rec, sub)
+	if err != nil {
+		return err
 	}
-	if rec.Outcome == OutcomeSucceeded {
-		err := d.Store.Transact(ctx, append(ops, store.Add(datamodel.SubscriptionKey(m.VendorID, m.SubscriptionID), map[string]int64{datamodel.SuccessesAttr: 1}, 0, store.Cond{Exists: true}))...)
-		if !store.IsCondition(err) {
+	for i, t := range tries {
+		rec.Notice = t.notice
+		b, err := json.Marshal(rec)
+		if err != nil {
 			return err
 		}
-		// The subscription was deleted meanwhile: nothing to count.
+		ops := append([]store.Op{
+			store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: rec.AttemptedAt.Add(AttemptRetention).Unix()}, store.Cond{}),
+			store.Put(claim, store.Cond{}),
+		}, t.ops...)
+		err = d.Store.Transact(ctx, ops...)
+		if i == len(tries)-1 || !store.IsCondition(err) {
+			return err
+		}
+		// The counters moved meanwhile, or the subscription was deleted:
+		// the next, humbler try.
 	}
-	return d.Store.Transact(ctx, ops...)
+	return nil
 }
 
 // disableIfFailing disables the subscription of a dead delivery unless a

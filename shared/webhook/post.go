@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/errs"
@@ -17,25 +18,35 @@ import (
 	"github.com/moku/sellerapi/shared/webhook/signature"
 )
 
-// post sends the signed request and reports the response status (0 when
-// none came), how long it took, and what went wrong.
-func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m Message) (int, time.Duration, error) {
+// ResponseExcerpt is how much of a receiver's answer an attempt keeps.
+const ResponseExcerpt = 1024
+
+// answer is what a receiver answered an attempt: its status (0 when no
+// response came) and the first ResponseExcerpt bytes of its body.
+type answer struct {
+	status  int
+	excerpt []byte
+}
+
+// post sends the signed request and reports what the receiver answered
+// (status 0 when no response came), how long it took, and what went wrong.
+func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m Message) (answer, time.Duration, error) {
 	// The address is checked again on every attempt: the policy may be
 	// stricter now than when the subscription was made, and the dialer
 	// checks the address actually connected to.
 	u, err := d.Policy.ParseURL(sub.URL)
 	if err != nil {
-		return 0, 0, err
+		return answer{}, 0, err
 	}
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return 0, 0, err
+		return answer{}, 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, err
+		return answer{}, 0, err
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -51,13 +62,25 @@ func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m
 	start := time.Now()
 	res, err := client.Do(req)
 	if err != nil {
-		return 0, time.Since(start), err
+		return answer{}, time.Since(start), err
 	}
-	// Read a little of the body so the connection can be reused; its
-	// content does not matter.
+	// The first bytes of the answer are kept for the attempt's record (the
+	// vendor reads them as text; nothing here interprets them). A little
+	// more is read so the connection can be reused.
+	excerpt, _ := io.ReadAll(io.LimitReader(res.Body, ResponseExcerpt))
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
-	return res.StatusCode, time.Since(start), nil
+	return answer{status: res.StatusCode, excerpt: excerpt}, time.Since(start), nil
+}
+
+// Excerpt is the text an attempt record shows of an answer's first bytes:
+// invalid UTF-8 replaced, so that it is a JSON string; nil for no answer.
+func Excerpt(b []byte, answered bool) *string {
+	if !answered {
+		return nil
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return &s
 }
 
 // describe turns a transport error into a short, stable message for the

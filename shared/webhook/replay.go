@@ -393,9 +393,22 @@ func (d Deliverer) finishReplay(ctx context.Context, m Message) error {
 // attempts.
 func AttemptsPrefix(subID string) string { return datamodel.AttemptPrefix + subID + "#" }
 
+// AttemptFilter narrows a subscription's delivery log.
+type AttemptFilter struct {
+	// EventID keeps the attempts of this event; "" keeps all.
+	EventID string
+	// Outcome keeps the attempts of this outcome; "" keeps all.
+	Outcome string
+}
+
+func (f AttemptFilter) keep(a Attempt) bool {
+	return (f.EventID == "" || a.EventID == f.EventID) && (f.Outcome == "" || a.Outcome == f.Outcome)
+}
+
 // Attempts reads a page of a subscription's delivery attempts, newest
-// first.
-func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, limit int) (out []Attempt, lastKey string, more bool, err error) {
+// first, after the sort key after, keeping those f accepts (a bounded
+// scan, store.MaxScan records a page, like every filtered list).
+func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, limit int, f AttemptFilter) (out []Attempt, lastKey string, more bool, err error) {
 	if _, err := s.Get(ctx, vendorID, subID); err != nil {
 		return nil, "", false, err
 	}
@@ -403,21 +416,14 @@ func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, li
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after, Limit: limit + 1, Desc: true})
+	decode := func(it store.Item) (Attempt, error) {
+		var a Attempt
+		return a, json.Unmarshal(it.Data, &a)
+	}
+	q := store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after, Desc: true}
+	out, lastKey, more, err = store.Page(ctx, s.Store, q, limit, decode, f.keep)
 	if err != nil {
 		return nil, "", false, errs.Unavailablef(err, "delivery attempts could not be read")
-	}
-	if len(items) > limit {
-		items, more = items[:limit], true
-	}
-	out = make([]Attempt, 0, len(items))
-	for _, it := range items {
-		var a Attempt
-		if err := json.Unmarshal(it.Data, &a); err != nil {
-			return nil, "", false, errs.Unavailablef(err, "delivery attempts could not be read")
-		}
-		out = append(out, a)
-		lastKey = it.SK
 	}
 	return out, lastKey, more, nil
 }

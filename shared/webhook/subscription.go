@@ -63,6 +63,8 @@ type Subscription struct {
 	// item, moved atomically by the workers); the disable policy compares
 	// it with its value when a failing delivery began.
 	Successes int64 `json:"-"`
+	// Failing is 1 when the current failure streak has been announced.
+	Failing int64 `json:"-"`
 }
 
 // View is a subscription as the API shows it: never the secret.
@@ -78,6 +80,10 @@ type View struct {
 	Version        int64      `json:"version"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
+	// FailureStreak counts the failed delivery attempts since the last
+	// successful one (a numeric attribute of the item, moved by the
+	// workers; what the document holds is ignored).
+	FailureStreak int64 `json:"failure_streak"`
 }
 
 // Shown is the part of a subscription the API shows.
@@ -107,6 +113,8 @@ func Decode(it store.Item) (Subscription, error) {
 		return Subscription{}, fmt.Errorf("webhook: decode %s: %w", it.SK, err)
 	}
 	s.Successes = it.Nums[datamodel.SuccessesAttr]
+	s.FailureStreak = max(0, it.Nums[datamodel.FailuresAttr])
+	s.Failing = it.Nums[datamodel.FailingAttr]
 	return s, nil
 }
 
