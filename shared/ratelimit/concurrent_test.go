@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ratelimit"
@@ -46,15 +47,9 @@ func admitAll(t *testing.T, limiters []ratelimit.Limiter) int64 {
 	return admitted.Load()
 }
 
-// TestWindowHoldsUnderConcurrency: goroutines racing for one vendor's
-// window never get more than its limit, on either store; one process with
-// leases gets exactly the limit, and two processes sharing a store get no
-// more than the limit and lose at most a chunk less one each to units
-// leased and unspent.
-func TestWindowHoldsUnderConcurrency(t *testing.T) {
-	const limit = 256 // chunks of up to 32
-	c := clocktest.Fake(2026, 3, 1, 12, 0, 30)
-	stores := map[string]func(t *testing.T) store.Store{
+// stores opens a new store of each kind, on clock c.
+func stores(c *clock.Fake) map[string]func(t *testing.T) store.Store {
+	return map[string]func(t *testing.T) store.Store{
 		"sqlite": func(t *testing.T) store.Store {
 			s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
 			if err != nil {
@@ -68,7 +63,17 @@ func TestWindowHoldsUnderConcurrency(t *testing.T) {
 			return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
 		},
 	}
-	for name, open := range stores {
+}
+
+// TestWindowHoldsUnderConcurrency: goroutines racing for one vendor's
+// window never get more than its limit, on either store; one process with
+// leases gets exactly the limit, and two processes sharing a store get no
+// more than the limit and lose at most a chunk less one each to units
+// leased and unspent.
+func TestWindowHoldsUnderConcurrency(t *testing.T) {
+	const limit = 256 // chunks of up to 32
+	c := clocktest.Fake(2026, 3, 1, 12, 0, 30)
+	for name, open := range stores(c) {
 		t.Run(name+"/unit by unit", func(t *testing.T) {
 			st := open(t)
 			l := ratelimit.Limiter{Store: st, Clock: c, Reads: 40}
@@ -187,20 +192,7 @@ func TestAWindowCostsAFewWrites(t *testing.T) {
 // units left in the lease. On both stores.
 func TestEveryUnitIsAdmittedUnderConcurrency(t *testing.T) {
 	c := clocktest.Fake(2026, 3, 1, 12, 0, 30)
-	for name, open := range map[string]func(t *testing.T) store.Store{
-		"sqlite": func(t *testing.T) store.Store {
-			s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"dynamodb": func(t *testing.T) store.Store {
-			client, table := ddbtest.NewTable(t)
-			return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
-		},
-	} {
+	for name, open := range stores(c) {
 		t.Run(name, func(t *testing.T) {
 			for round := range 5 {
 				// The store's answer comes late, as a network's does: a
