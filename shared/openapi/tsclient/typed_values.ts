@@ -61,11 +61,13 @@ export const updated: Extract<Event, { type: "product.updated" }> = {
   id: "evt_1", type: "product.updated", created_at: "2026-01-02T03:04:05Z", vendor_id: "ven_1",
   resource: { type: "product", id: "prd_1" },
   data: { revision: 2, inventory_item_ids_created: ["inv_prd_1_001"] },
+  request: null,
 };
 export const adjusted: Event = {
   id: "evt_2", type: "inventory_item.adjusted", created_at: "2026-01-02T03:04:05Z", vendor_id: "ven_1",
   resource: { type: "inventory_item", id: "inv_prd_1_000" },
   data: { version: 3, product_id: "prd_1" },
+  request: { id: "req_1", idempotency_key: "adjust-1" },
 };
 export const stock: ConflictOf<"stock_mismatch"> = {
   id: "cfl_1", vendor_id: "ven_1", type: "stock_mismatch", connection_id: "conn_1",
