@@ -25,6 +25,9 @@ type TestResult struct {
 // the log and the attempt is not retried or recorded: the answer is the
 // record. ctx names the request (event.Request) when one asked.
 func (d Deliverer) Test(ctx context.Context, sub Subscription) (TestResult, error) {
+	if err := sub.Open(ctx, d.Secrets); err != nil {
+		return TestResult{}, err
+	}
 	now := d.Clock.Now()
 	ev := event.New(now, sub.VendorID, event.WebhookSubscriptionTest, "webhook_subscription", sub.ID, map[string]any{"version": sub.Version})
 	if rid := ids.RequestID(ctx); rid != nil {
