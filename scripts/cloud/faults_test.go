@@ -165,13 +165,26 @@ func TestFaultsLoseNothing(t *testing.T) {
 			Outcome    string
 		}
 	}
-	tr.want("", 200, "GET", vp+"/webhook-subscriptions/"+sub.Data.ID+"/deliveries?limit=100", nil).json(t, &dl)
+	// A delivery's attempt is recorded once its receiver has answered:
+	// wait for the records of what the receiver got.
 	succeeded := map[string]int{}
-	for _, a := range dl.Data {
-		if a.Outcome == "succeeded" {
-			succeeded[a.DeliveryID]++
+	tr.eventually("every delivery recorded", time.Minute, func() bool {
+		tr.want("", 200, "GET", vp+"/webhook-subscriptions/"+sub.Data.ID+"/deliveries?limit=100", nil).json(t, &dl)
+		succeeded = map[string]int{}
+		for _, a := range dl.Data {
+			if a.Outcome == "succeeded" {
+				succeeded[a.DeliveryID]++
+			}
 		}
-	}
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		for id := range rc.byID {
+			if succeeded[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	rc.mu.Lock()
 	for id, n := range rc.byID {
 		if n != 1 || succeeded[id] != 1 {
