@@ -15,7 +15,7 @@ import (
 // holds across processes; a process refuses a request only when its lease
 // is empty and the store has no unit left, so one process alone admits
 // exactly the limit. A chunk grows with what the process has taken of the
-// window (1, 2, 4, ...), up to an eighth of the limit: a process serving
+// window (1, 1, 2, 4, ...), up to an eighth of the limit: a process serving
 // a vendor now and then takes unit by unit, a busy one halves its writes
 // each time. Several processes (Lambda environments) may each hold up to
 // a chunk less one unused when the window runs out, which the others then
