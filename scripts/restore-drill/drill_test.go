@@ -108,7 +108,7 @@ func dropRestored(t *testing.T, client *ddb.Client, table string) {
 // The drill on DynamoDB Local: the table restored from a scan holds every
 // item, gets the stream, TTL and deletion protection a restore does not
 // carry (reported and read back; point-in-time recovery and tags are
-// reported as not implemented by the emulator), and the admin function's
+// reported as missing from the emulator), and the admin function's
 // store.check reads it as the API would, opening the sealed cursor keys
 // and webhook secret with the stack's key source.
 func TestDrillOnDynamoDBLocal(t *testing.T) {

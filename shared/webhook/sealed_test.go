@@ -21,9 +21,6 @@ import (
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 	"github.com/moku/sellerapi/shared/webhook/signature"
 )
 
@@ -91,20 +88,7 @@ func rawSubscription(t *testing.T, st store.Store, vendorID, id string) []byte {
 // before secrets were sealed still delivers, and is sealed by its next
 // write, with the same secret.
 func TestSigningSecretsAreSealedAtRest(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T, c *clock.Fake) store.Store{
-		"sqlite": func(t *testing.T, c *clock.Fake) store.Store {
-			s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"dynamodb": func(t *testing.T, c *clock.Fake) store.Store {
-			client, table := ddbtest.NewTable(t)
-			return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
-		},
-	} {
+	for name, open := range slotStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
