@@ -11,24 +11,22 @@ import (
 	"github.com/moku/sellerapi/shared/config"
 )
 
-// AccessLogFields are the JSON access log's fields on the stage: API
-// Gateway's request id beside the route, status and latency, so that a
-// line in the access log finds the function's log lines (they carry the
-// same id as apigw_request_id) and the service's req_ id (the response's
-// X-Request-Id, logged by the function).
+// AccessLogFields are the JSON access log's fields on the stage: what the
+// function's own line cannot say (the client's address, the latency API
+// Gateway saw, why an integration failed, and requests refused before any
+// function ran: throttled, or an unknown route) and the ids that join the
+// two: API Gateway's, and Lambda's (the function's lines carry it as
+// lambda_request_id beside the service's req_ id, the response's
+// X-Request-Id). The method, path and size are the function's to log, and
+// CloudWatch stamps the time; a line is about 230 bytes (scripts/bill).
 var AccessLogFields = map[string]string{
-	"apigw_request_id":   "$context.requestId",
-	"route":              "$context.routeKey",
-	"status":             "$context.status",
-	"latency_ms":         "$context.responseLatency",
-	"integration_ms":     "$context.integrationLatency",
-	"integration_status": "$context.integrationStatus",
-	"integration_error":  "$context.integration.error",
-	"ip":                 "$context.identity.sourceIp",
-	"method":             "$context.httpMethod",
-	"path":               "$context.path",
-	"bytes":              "$context.responseLength",
-	"time":               "$context.requestTimeEpoch",
+	"apigw_id":          "$context.requestId",
+	"lambda_request_id": "$context.integration.requestId",
+	"route":             "$context.routeKey",
+	"status":            "$context.status",
+	"latency_ms":        "$context.responseLatency",
+	"ip":                "$context.identity.sourceIp",
+	"integration_error": "$context.integration.error",
 }
 
 // newAPI makes the HTTP API and its one stage, $default: throttled (the

@@ -1291,7 +1291,7 @@ func TestTheStageIsThrottledAndLogged(t *testing.T) {
 	}
 	logs := p["AccessLogSettings"].(map[string]any)
 	b, _ := json.Marshal(logs["Format"])
-	for _, field := range []string{"$context.requestId", "$context.routeKey", "$context.status", "$context.responseLatency"} {
+	for _, field := range []string{"$context.requestId", "$context.integration.requestId", "$context.routeKey", "$context.status", "$context.responseLatency", "$context.identity.sourceIp", "$context.integration.error"} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("access log format %s lacks %s", b, field)
 		}

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/lambdaapi"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/syncjob"
@@ -97,8 +99,24 @@ func benchEnv(b *testing.B, kind apitest.StoreKind, wrap ...func(store.Store) st
 	o := apitest.Options{Store: kind,
 		Config:  func(c *config.Config) { c.RateReads, c.RateWrites = 1<<30, 1<<30 },
 		Observe: cs.observe}
+	if kind == apitest.DynamoDB {
+		// As deployed: transactions priced as AWS bills them, and the
+		// request line as a Lambda function writes it, metrics embedded.
+		o.WrapStore = func(s store.Store) store.Store { return pricedTransactions{s} }
+		o.Config = func(c *config.Config) {
+			c.RateReads, c.RateWrites = 1<<30, 1<<30
+			c.MetricsNamespace = "sellerapi/prod"
+		}
+		o.AppOptions = []app.Option{app.WithLogHandler(lambdaapi.WithRequestIDs)}
+	}
 	if len(wrap) > 0 {
-		o.WrapStore = wrap[0]
+		inner := o.WrapStore
+		o.WrapStore = func(s store.Store) store.Store {
+			if inner != nil {
+				s = inner(s)
+			}
+			return wrap[0](s)
+		}
 	}
 	e := apitest.New(b, o)
 	cs.logs = e.Logs

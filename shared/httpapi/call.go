@@ -84,8 +84,12 @@ func (c *Call) finish() {
 		level = slog.LevelError
 	}
 	// Typed attributes: the request's line is written for every request.
-	attrs := append(c.logAttrs,
-		slog.String("method", c.R.Method), slog.String("path", c.R.URL.Path), slog.String("operation", c.Route.Operation),
+	// The operation names the method; a request that matched none says it.
+	attrs := c.logAttrs
+	if c.Route.Operation == "" {
+		attrs = append(attrs, slog.String("method", c.R.Method))
+	}
+	attrs = append(attrs, slog.String("path", c.R.URL.Path), slog.String("operation", c.Route.Operation),
 		slog.Int("status", c.rec.status), slog.Float64("duration_ms", float64(time.Since(c.start).Microseconds())/1000),
 		slog.Int64("round_trips", c.roundTrips.N()))
 	if ns := c.s.deps.Config.MetricsNamespace; ns != "" {

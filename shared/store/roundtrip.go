@@ -119,11 +119,22 @@ type besideKey struct{}
 // count as calls but not as waits.
 func Beside(ctx context.Context) context.Context { return context.WithValue(ctx, besideKey{}, true) }
 
+type unreportedKey struct{}
+
+// Unreported marks a context whose calls' reported capacity is not
+// recorded, for a caller that prices the calls itself and records that
+// with AddCapacity on its own context (the benchmarks price DynamoDB
+// transactions item by item, as AWS bills them, where DynamoDB Local
+// reports a transaction by the rounded sum of its items' sizes).
+func Unreported(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unreportedKey{}, true)
+}
+
 // AddCapacity records consumed capacity units reported by the backend:
 // read units, then write units.
 func AddCapacity(ctx context.Context, read, write float64) {
 	c := roundTripsOf(ctx)
-	if c == nil {
+	if c == nil || ctx.Value(unreportedKey{}) != nil {
 		return
 	}
 	for _, u := range []struct {

@@ -56,6 +56,9 @@ type Options struct {
 	Config func(*config.Config)
 	// WrapStore lets a test put a faulty or slow store in front of the real one.
 	WrapStore func(store.Store) store.Store
+	// AppOptions are applied after the environment's own (a benchmark logs
+	// as a Lambda function does with app.WithLogHandler).
+	AppOptions []app.Option
 	// Observe receives every finished request (operation, round trips).
 	Observe func(httpapi.Observation)
 	// WebhookResolver fixes what webhook host names resolve to.
@@ -171,8 +174,9 @@ func New(t testing.TB, o Options) *Env {
 		}
 		local = app.WithLocal(l)
 	}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), local,
-		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key"))))
+	opts := append([]app.Option{app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), local,
+		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key")))}, o.AppOptions...)
+	a, err := app.New(ctx, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

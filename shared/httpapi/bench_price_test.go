@@ -1,0 +1,103 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/sqlite"
+)
+
+// pricedTransactions records a DynamoDB transaction's write units as AWS
+// bills them, in place of what DynamoDB Local reports: each item the
+// transaction names (condition checks included) costs twice its size
+// rounded up to 1 KB, its size the larger of the item before and after
+// the write. DynamoDB Local reports twice the items' summed size rounded
+// up once, so five 100-byte puts read as 2 units where AWS bills 10. A
+// lone write, which the adapter sends as a plain PutItem, UpdateItem or
+// DeleteItem, is reported correctly and left as it is. The sizes are read
+// before and after the write outside the request's count of round trips;
+// the benchmark's clients write items of their own, so nothing else moves
+// them in between.
+type pricedTransactions struct {
+	store.Store
+}
+
+func (p pricedTransactions) Transact(ctx context.Context, ops ...store.Op) error {
+	if len(ops) == 1 && ops[0].Kind != store.OpCheck {
+		return p.Store.Transact(ctx, ops...)
+	}
+	keys := make([]store.Key, len(ops))
+	for i, op := range ops {
+		keys[i] = op.Item.Key()
+	}
+	side := context.WithoutCancel(context.Background())
+	before, err := p.Store.GetMany(side, keys)
+	if err != nil {
+		return err
+	}
+	if err := p.Store.Transact(store.Unreported(ctx), ops...); err != nil {
+		return err
+	}
+	after, err := p.Store.GetMany(side, keys)
+	if err != nil {
+		return err
+	}
+	var units float64
+	for i := range ops {
+		size := max(itemSize(before[i]), itemSize(after[i]), 1)
+		units += 2 * float64((size+1023)/1024)
+	}
+	store.AddCapacity(ctx, 0, units)
+	return nil
+}
+
+func itemSize(it store.Item) int {
+	if it.PK == "" {
+		return 0
+	}
+	return store.ItemSize(it)
+}
+
+// TestPricedTransactionsBillEachItem pins the model the bill's write units
+// rest on: each item of a transaction its own rounded kilobytes, twice.
+func TestPricedTransactionsBillEachItem(t *testing.T) {
+	c := clocktest.Fake(2026, 1, 1, 12, 0, 0)
+	raw, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	st := pricedTransactions{raw}
+	item := func(sk string, n int) store.Item {
+		return store.Item{PK: "P", SK: sk, Version: 1, Data: []byte(`"` + strings.Repeat("x", n) + `"`)}
+	}
+	units := func(ops ...store.Op) float64 {
+		ctx, rt := store.WithRoundTrips(t.Context())
+		if err := st.Transact(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+		_, w := rt.Capacity()
+		return w
+	}
+	var five []store.Op
+	for i := range 5 {
+		five = append(five, store.Put(item(fmt.Sprint("small", i), 100), store.IfAbsent()))
+	}
+	if got := units(five...); got != 10 {
+		t.Errorf("five 100-byte puts: %v write units, want 10 (DynamoDB Local says 2)", got)
+	}
+	if got := units(store.Put(item("big", 3000), store.IfAbsent()), store.Check(store.Key{PK: "P", SK: "small0"}, store.Cond{Exists: true})); got != 8 {
+		t.Errorf("a 3 KB put and a check: %v write units, want 6 + 2", got)
+	}
+	// An update costs the larger of the item before and after it.
+	if got := units(store.Add(store.Key{PK: "P", SK: "big"}, map[string]int64{"n": 1}, 0, store.Cond{Exists: true}), store.Delete(store.Key{PK: "P", SK: "small1"}, store.Cond{})); got != 8 {
+		t.Errorf("a counter on a 3 KB item and a delete: %v write units, want 6 + 2", got)
+	}
+	if got := units(store.Put(item("lone", 3000), store.IfAbsent())); got != 0 {
+		t.Errorf("a lone put: %v write units recorded, want the store's own report (none on SQLite)", got)
+	}
+}
