@@ -21,6 +21,7 @@ const (
 	layerHTTP    = "http (shared/httpapi)"
 	layerDomain  = "domain"
 	layerPort    = "port (shared/store, shared/queue, shared/blob)"
+	layerBeside  = "beside the store port (store/roundtrip, store/readahead, store/decoded)"
 	layerAdapter = "adapter (a port's subpackage)"
 	layerBase    = "base (clock, errs, ids, fields, config, openapi, resources, client, webhook/signature)"
 	layerTest    = "test support (a package named *test)"
@@ -28,6 +29,12 @@ const (
 )
 
 var ports = []string{"shared/store", "shared/queue", "shared/blob"}
+
+// besidePorts are what the store's callers keep beside it, which the port
+// itself does not hold: the request's count of round trips and capacity
+// (the adapters report to it), queries started ahead, and decoded
+// documents.
+var besidePorts = []string{"shared/store/roundtrip", "shared/store/readahead", "shared/store/decoded"}
 
 // base are the leaf packages every layer may use: they know no domain.
 var base = []string{"shared/clock", "shared/errs", "shared/ids", "shared/fields", "shared/config",
@@ -59,6 +66,8 @@ func layer(p string) string {
 		return layerHTTP
 	case slices.Contains(ports, p):
 		return layerPort
+	case slices.Contains(besidePorts, p):
+		return layerBeside
 	case under(ports...):
 		return layerAdapter
 	case under(base...):
@@ -69,12 +78,13 @@ func layer(p string) string {
 
 // mayImport is, for each layer, the layers its packages may import.
 var mayImport = map[string][]string{
-	layerMain:    {layerWiring, layerHTTP, layerDomain, layerPort, layerAdapter, layerBase},
-	layerWiring:  {layerWiring, layerHTTP, layerDomain, layerPort, layerAdapter, layerBase},
-	layerHTTP:    {layerHTTP, layerDomain, layerPort, layerBase},
-	layerDomain:  {layerDomain, layerPort, layerBase},
+	layerMain:    {layerWiring, layerHTTP, layerDomain, layerPort, layerBeside, layerAdapter, layerBase},
+	layerWiring:  {layerWiring, layerHTTP, layerDomain, layerPort, layerBeside, layerAdapter, layerBase},
+	layerHTTP:    {layerHTTP, layerDomain, layerPort, layerBeside, layerBase},
+	layerDomain:  {layerDomain, layerPort, layerBeside, layerBase},
 	layerPort:    {layerPort, layerBase},
-	layerAdapter: {layerPort, layerBase},
+	layerBeside:  {layerPort, layerBeside, layerBase},
+	layerAdapter: {layerPort, layerBeside, layerBase},
 	layerBase:    {layerPort, layerBase},
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/decoded"
 )
 
 // tokenPrefix starts every personal access token, so that secret scanners
@@ -83,7 +84,7 @@ type Service struct {
 	Clock clock.Clock
 	// Decoded, when set, keeps the tokens and vendors that requests
 	// presented decoded between requests; every request still reads them
-	// (store.Decoded answers only for the bytes just read).
+	// (decoded.Cache answers only for the bytes just read).
 	Decoded *Decoded
 	// Verified, when set, is the process's set of tokens it authenticated
 	// (see Vouched): a successful authentication adds the token, a refusal
@@ -93,13 +94,13 @@ type Service struct {
 
 // Decoded holds a process's decoded tokens and vendors.
 type Decoded struct {
-	tokens  *store.Decoded[Token]
-	vendors *store.Decoded[account.Vendor]
+	tokens  *decoded.Cache[Token]
+	vendors *decoded.Cache[account.Vendor]
 }
 
 // NewDecoded returns caches of up to n tokens and n vendors.
 func NewDecoded(n int) *Decoded {
-	return &Decoded{tokens: store.NewDecoded[Token](n), vendors: store.NewDecoded[account.Vendor](n)}
+	return &Decoded{tokens: decoded.New[Token](n), vendors: decoded.New[account.Vendor](n)}
 }
 
 func (d *Decoded) token(it store.Item) (Token, error) {
@@ -117,10 +118,10 @@ func (d *Decoded) vendor(it store.Item) (account.Vendor, error) {
 }
 
 // VendorView is the JSON of the view of the vendor stored as it, kept
-// encoded beside its decoding (store.Decoded.View: it answers only for
+// encoded beside its decoding (decoded.Cache.View: it answers only for
 // the item's very bytes). The bytes are shared and must not be modified.
 func (d *Decoded) VendorView(it store.Item) ([]byte, error) {
-	var vendors *store.Decoded[account.Vendor]
+	var vendors *decoded.Cache[account.Vendor]
 	if d != nil {
 		vendors = d.vendors
 	}

@@ -37,7 +37,7 @@ func (s Service) get(ctx context.Context, vendorID, productID string, decode fun
 }
 
 // EncodedViewOf reads a product to answer with its view's JSON, kept encoded in
-// s.Decoded beside the product (store.Decoded.View: it answers only for
+// s.Decoded beside the product (decoded.Cache.View: it answers only for
 // the product's very bytes). The bytes are shared and must not be
 // modified.
 func (s Service) EncodedViewOf(ctx context.Context, vendorID, productID string) ([]byte, error) {

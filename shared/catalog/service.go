@@ -14,6 +14,7 @@ import (
 	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/decoded"
 )
 
 // Service stores products.
@@ -22,8 +23,8 @@ type Service struct {
 	Clock     clock.Clock
 	Authority Authority
 	// Decoded, when set, keeps products decoded between the reads that
-	// only answer with them (ViewOf); see store.Decoded.
-	Decoded *store.Decoded[Product]
+	// only answer with them (ViewOf); see decoded.Cache.
+	Decoded *decoded.Cache[Product]
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }

@@ -13,6 +13,8 @@ import (
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/readahead"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
 
 // admit authenticates, authorizes the path's vendor, checks scopes and
@@ -82,7 +84,7 @@ func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Pri
 // startBeside spends the vendor's window and starts the route's page
 // queries beside the batch read the caller makes next, and returns the
 // route's read-ahead keys for that batch.
-func (s *Server) startBeside(c *Call, rt Route, vendorID string) ([]store.Key, []*store.Pending) {
+func (s *Server) startBeside(c *Call, rt Route, vendorID string) ([]store.Key, []*readahead.Pending) {
 	s.spendRate(c, rt, vendorID)
 	var ahead []store.Key
 	if rt.ReadAhead != nil {
@@ -136,15 +138,15 @@ func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Pri
 // vendor's partition, each at most one page (limit+1 items)
 // long; what they read reaches the handler only after admission, never
 // on a refusal.
-func (s *Server) startPages(c *Call, rt Route) []*store.Pending {
+func (s *Server) startPages(c *Call, rt Route) []*readahead.Pending {
 	if rt.PageAhead == nil {
 		return nil
 	}
-	var pages []*store.Pending
+	var pages []*readahead.Pending
 	pk := datamodel.VendorPartition(c.R.PathValue("vendor_id"))
 	for _, q := range rt.PageAhead(c) {
 		if q.PK == pk && q.Limit <= maxPageLimit+1 {
-			pages = append(pages, store.StartQuery(c.Ctx, s.deps.Store, q))
+			pages = append(pages, readahead.Start(c.Ctx, s.deps.Store, q))
 		}
 	}
 	return pages
@@ -152,7 +154,7 @@ func (s *Server) startPages(c *Call, rt Route) []*store.Pending {
 
 // joinAll marks the admission batch, made beside pages, as ended: it and
 // the page queries are one wait.
-func joinAll(pages []*store.Pending) {
+func joinAll(pages []*readahead.Pending) {
 	for _, p := range pages {
 		p.Join()
 	}
@@ -189,7 +191,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	// or not yet accepted, never spends the seller's window.
 	class := classOf(rt)
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
-		return s.limiter.TakeFrom(store.Beside(ctx), datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
+		return s.limiter.TakeFrom(roundtrip.Beside(ctx), datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
 	})
 	return nil
 }
@@ -229,7 +231,7 @@ func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 		return
 	}
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
-		return s.limiter.Take(store.Beside(ctx), vendorID, class)
+		return s.limiter.Take(roundtrip.Beside(ctx), vendorID, class)
 	})
 }
 

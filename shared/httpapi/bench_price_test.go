@@ -8,6 +8,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
@@ -39,7 +40,7 @@ func (p pricedTransactions) Transact(ctx context.Context, ops ...store.Op) error
 	if err != nil {
 		return err
 	}
-	if err := p.Store.Transact(store.Unreported(ctx), ops...); err != nil {
+	if err := p.Store.Transact(roundtrip.Unreported(ctx), ops...); err != nil {
 		return err
 	}
 	after, err := p.Store.GetMany(side, keys)
@@ -51,7 +52,7 @@ func (p pricedTransactions) Transact(ctx context.Context, ops ...store.Op) error
 		size := max(itemSize(before[i]), itemSize(after[i]), 1)
 		units += 2 * float64((size+1023)/1024)
 	}
-	store.AddCapacity(ctx, 0, units)
+	roundtrip.AddCapacity(ctx, 0, units)
 	return nil
 }
 
@@ -76,7 +77,7 @@ func TestPricedTransactionsBillEachItem(t *testing.T) {
 		return store.Item{PK: "P", SK: sk, Version: 1, Data: []byte(`"` + strings.Repeat("x", n) + `"`)}
 	}
 	units := func(ops ...store.Op) float64 {
-		ctx, rt := store.WithRoundTrips(t.Context())
+		ctx, rt := roundtrip.With(t.Context())
 		if err := st.Transact(ctx, ops...); err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func (r *roundTrips) of(op string) int64 {
 
 // TestRoundTripBudgets pins the sequential store round trips (waits) per
 // operation, as docs/performance.md states them, so that they cannot creep up
-// unnoticed: calls made side by side count once (store.RoundTrips), and the
+// unnoticed: calls made side by side count once (roundtrip.Counter), and the
 // rate window, spent beside the request's batch read, not at all. With a
 // token this process has authenticated before (warm, the steady state), a
 // read waits for 1 (token, vendor and the route's read-ahead keys in one

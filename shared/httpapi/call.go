@@ -16,6 +16,7 @@ import (
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
 
 // Call is one request on its way through a handler.
@@ -40,7 +41,7 @@ type Call struct {
 	log        *slog.Logger
 	cancel     context.CancelFunc
 	start      time.Time
-	roundTrips *store.RoundTrips
+	roundTrips *roundtrip.Counter
 	filters    []string
 	// tokenID is the id the bearer token names, before it is checked:
 	// routes' ReadAhead keys may use it.

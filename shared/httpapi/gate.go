@@ -7,6 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/readahead"
 )
 
 // rateGate is a request's pending rate-window decision and the items read
@@ -28,7 +29,7 @@ type rateGate struct {
 }
 
 // startGate starts take; a take that runs beside the request's own reads
-// marks its context with store.Beside.
+// marks its context with roundtrip.Beside.
 func startGate(ctx context.Context, take func(context.Context) (ratelimit.Status, error)) *rateGate {
 	g := &rateGate{done: make(chan struct{})}
 	go func() {
@@ -70,12 +71,12 @@ type readAhead struct {
 	// pages are the list route's queries started beside the batch
 	// (Route.PageAhead): one answers the request's first query when that
 	// is the identical query, and each answers reads of keys in the range
-	// it covered (store.Pending.Lookup).
-	pages []*store.Pending
+	// it covered (readahead.Pending.Lookup).
+	pages []*readahead.Pending
 }
 
 // set keeps keys, items and pages, which the request owns from then on.
-func (a *readAhead) set(keys []store.Key, items []store.Item, pages []*store.Pending) {
+func (a *readAhead) set(keys []store.Key, items []store.Item, pages []*readahead.Pending) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.keys, a.items = keys, items[:len(keys)]
@@ -83,7 +84,7 @@ func (a *readAhead) set(keys []store.Key, items []store.Item, pages []*store.Pen
 }
 
 // firstQuery returns the query started ahead that is q, if any.
-func (a *readAhead) firstQuery(q store.Query) *store.Pending {
+func (a *readAhead) firstQuery(q store.Query) *readahead.Pending {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, p := range a.pages {

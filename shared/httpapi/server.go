@@ -42,6 +42,8 @@ import (
 	"github.com/moku/sellerapi/shared/sellerorder"
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/decoded"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
@@ -180,7 +182,7 @@ type Server struct {
 }
 
 // decodedDocs is how many tokens, vendors and products a server keeps
-// decoded between requests (store.Decoded): each entry is a document's
+// decoded between requests (decoded.Cache): each entry is a document's
 // bytes, its decoded value and its encoded views, and each cache also
 // holds at most 16 MiB of documents and views.
 const decodedDocs = 4096
@@ -236,7 +238,7 @@ func New(d Deps, groups ...Group) (*Server, error) {
 			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
 			Gate:   media.NewGate(d.Config.MediaDecodeBytes, decodeSlots()), StoreTimeout: d.Config.StoreTimeout, DecodeTimeout: d.Config.MediaDecodeTimeout},
 	}
-	products := store.NewDecoded[catalog.Product](decodedDocs)
+	products := decoded.New[catalog.Product](decodedDocs)
 	s.catalog.Decoded, s.inventory.Products = products, products
 	// Rate-window units are taken in growing chunks (ratelimit.Leases): a
 	// window costs a few store writes, not one a request.
@@ -372,7 +374,7 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 	rid := ids.New("req")
 	w.Header().Set("X-Request-Id", rid)
 	ctx, cancel := context.WithTimeout(r.Context(), s.deps.Config.StoreTimeout)
-	ctx, rts := store.WithRoundTrips(ctx)
+	ctx, rts := roundtrip.With(ctx)
 	ctx = ids.WithRequestID(ctx, rid)
 	rec := &recorder{ResponseWriter: w}
 	c := &Call{

@@ -21,6 +21,7 @@ import (
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/decoded"
 )
 
 // The one location and pool every vendor has.
@@ -108,8 +109,8 @@ type Service struct {
 	Clock     clock.Clock
 	Authority catalog.Authority
 	// Products, when set, keeps products decoded between list pages; see
-	// store.Decoded.
-	Products *store.Decoded[catalog.Product]
+	// decoded.Cache.
+	Products *decoded.Cache[catalog.Product]
 }
 
 func notFound() error { return errs.E(errs.CodeNotFound, "inventory item not found") }
@@ -188,7 +189,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 }
 
 // ListEncoded is List answering each item's JSON view, kept encoded in
-// s.Products beside its product (store.Decoded.View: an encoding answers
+// s.Products beside its product (decoded.Cache.View: an encoding answers
 // only for the product's very bytes and the item's counters), so a page
 // of unchanged items is neither built nor encoded again. The bytes are
 // shared and must not be modified.

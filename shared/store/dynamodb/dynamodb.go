@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
 
 // Store is the DynamoDB store.
@@ -82,11 +83,11 @@ func NewClient(ctx context.Context, optFns ...func(*config.LoadOptions) error) (
 }
 
 // RoundTripCounter is an SDK stack option that counts every HTTP attempt
-// with store.StartRoundTrip, spanning the attempt so that calls made side by
+// with roundtrip.Start, spanning the attempt so that calls made side by
 // side count as one wait. It sits at the end of the Finalize step, after the
 // retry middleware, so that retried attempts count too. It also asks every
 // item operation for its consumed capacity and reports it with
-// store.AddCapacity.
+// roundtrip.AddCapacity.
 func RoundTripCounter() func(*middleware.Stack) error {
 	return func(st *middleware.Stack) error {
 		err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("store.ConsumedCapacity",
@@ -95,7 +96,7 @@ func RoundTripCounter() func(*middleware.Stack) error {
 				out, md, err := next.HandleInitialize(ctx, in)
 				if err == nil {
 					read, write := capacityOf(out.Result)
-					store.AddCapacity(ctx, read, write)
+					roundtrip.AddCapacity(ctx, read, write)
 				}
 				return out, md, err
 			}), middleware.After)
@@ -104,7 +105,7 @@ func RoundTripCounter() func(*middleware.Stack) error {
 		}
 		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("store.RoundTripCounter",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				done := store.StartRoundTrip(ctx)
+				done := roundtrip.Start(ctx)
 				defer done()
 				return next.HandleFinalize(ctx, in)
 			}), middleware.After)

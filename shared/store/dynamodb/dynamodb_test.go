@@ -17,6 +17,7 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 	"github.com/moku/sellerapi/shared/store/storetest"
 )
 
@@ -93,7 +94,7 @@ func TestAddOverExpiredItem(t *testing.T) {
 func TestRoundTripMiddleware(t *testing.T) {
 	c, table := ddbtest.NewTable(t)
 	s := dynamodb.New(c, table, dynamodb.WithClock(clock.System{}.Now))
-	ctx, rt := store.WithRoundTrips(context.Background())
+	ctx, rt := roundtrip.With(context.Background())
 	if _, err := s.Get(ctx, store.Key{PK: "P", SK: "x"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestRoundTripMiddlewareCountsRetries(t *testing.T) {
 		}),
 		APIOptions: []func(*middleware.Stack) error{dynamodb.RoundTripCounter()},
 	})
-	ctx, rt := store.WithRoundTrips(context.Background())
+	ctx, rt := roundtrip.With(context.Background())
 	if _, err := dynamodb.New(client, "t", dynamodb.WithClock(clock.System{}.Now)).Get(ctx, store.Key{PK: "P", SK: "x"}); err == nil {
 		t.Fatal("Get from a closed port succeeded")
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
 
 const cols = `pk, sk, v, d, n, ttl`
@@ -54,7 +55,7 @@ func (s *Store) get(ctx context.Context, tx *sql.Tx, k store.Key) (store.Item, b
 // Get reads one live item, from the store's cache when nothing has been
 // committed since it was read (see cache).
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	defer store.StartRoundTrip(ctx)()
+	defer roundtrip.Start(ctx)()
 	v, err := s.cache.current(ctx)
 	if err != nil {
 		return store.Item{}, err
@@ -82,7 +83,7 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 // were read (see cache). Like DynamoDB's BatchGetItem it is not a
 // snapshot: each item is read live on its own.
 func (s *Store) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
-	defer store.StartRoundTrip(ctx)()
+	defer roundtrip.Start(ctx)()
 	out := make([]store.Item, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -199,7 +200,7 @@ func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }
 
 // Query reads live items of one partition in sort-key order.
 func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
-	defer store.StartRoundTrip(ctx)()
+	defer roundtrip.Start(ctx)()
 	if q.Limit <= 0 {
 		return nil, errors.New("sqlite: query needs a positive limit")
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
 
 // holds evaluates a condition against the live item (ok=false when absent).
@@ -57,7 +58,7 @@ func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 	if err := store.Validate(ops); err != nil {
 		return err
 	}
-	defer store.StartRoundTrip(ctx)()
+	defer roundtrip.Start(ctx)()
 	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return err
@@ -156,7 +157,7 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 	if err := store.ValidAttr(attr); err != nil {
 		return 0, err
 	}
-	defer store.StartRoundTrip(ctx)()
+	defer roundtrip.Start(ctx)()
 	tx, end, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, err

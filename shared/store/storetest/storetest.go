@@ -14,6 +14,7 @@ import (
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
 
 // Clock is a settable clock the suite uses to test expiry.
@@ -230,7 +231,7 @@ func testGetMany(t *testing.T, s store.Store, _ *Clock) {
 }
 
 func testRoundTrips(t *testing.T, s store.Store, _ *Clock) {
-	ctx, rt := store.WithRoundTrips(context.Background())
+	ctx, rt := roundtrip.With(context.Background())
 	_, _ = s.Get(ctx, store.Key{PK: "P", SK: "x"})
 	_ = s.Transact(ctx, store.Put(item("P", "x", 1, `{}`), store.Cond{}))
 	_, _ = s.Query(ctx, store.Query{PK: "P", Limit: 1})

@@ -1,20 +1,25 @@
-package store
+// Package decoded keeps the decoded form of stored documents, and their
+// encoded API views, so that an item read again unchanged is not decoded
+// again.
+package decoded
 
 import (
 	"bytes"
 	"sync"
+
+	"github.com/moku/sellerapi/shared/store"
 )
 
-// Decoded remembers the decoded form of documents so that an item read
+// Cache remembers the decoded form of documents so that an item read
 // again unchanged is not decoded again. An entry answers only for the very
 // version and bytes it was decoded from (compared in full on every hit),
 // so it can never be stale: it saves decoding, never a read. Values it
 // hands out are shared between callers, who must not modify them (nor the
-// slices, maps or pointers inside). A nil *Decoded decodes every time.
-type Decoded[T any] struct {
+// slices, maps or pointers inside). A nil *Cache decodes every time.
+type Cache[T any] struct {
 	mu  sync.Mutex
 	max int
-	m   map[Key]decodedDoc[T]
+	m   map[store.Key]decodedDoc[T]
 	// size is the bytes of documents and views the entries hold; past
 	// maxDecodedBytes entries are evicted, so that a tenant's large
 	// documents or many views cannot grow a process without bound.
@@ -44,7 +49,7 @@ func (e decodedDoc[T]) size() int {
 }
 
 // holds reports whether the entry was decoded from its version and bytes.
-func (e decodedDoc[T]) holds(it Item) bool {
+func (e decodedDoc[T]) holds(it store.Item) bool {
 	return e.version == it.Version && bytes.Equal(e.data, it.Data)
 }
 
@@ -52,15 +57,15 @@ func (e decodedDoc[T]) holds(it Item) bool {
 // (views keyed by counters that change leave old ones behind).
 const maxViews = 256
 
-// NewDecoded returns a cache of at most max documents; past that, each new
+// New returns a cache of at most max documents; past that, each new
 // document evicts an arbitrary one.
-func NewDecoded[T any](max int) *Decoded[T] {
-	return &Decoded[T]{max: max, m: make(map[Key]decodedDoc[T], max)}
+func New[T any](max int) *Cache[T] {
+	return &Cache[T]{max: max, m: make(map[store.Key]decodedDoc[T], max)}
 }
 
 // Decode returns decode(it), from the cache when it holds its version and
 // bytes. Failures are not remembered.
-func (d *Decoded[T]) Decode(it Item, decode func(Item) (T, error)) (T, error) {
+func (d *Cache[T]) Decode(it store.Item, decode func(store.Item) (T, error)) (T, error) {
 	if d == nil {
 		return decode(it)
 	}
@@ -91,7 +96,7 @@ func (d *Decoded[T]) Decode(it Item, decode func(Item) (T, error)) (T, error) {
 }
 
 // evictOne drops an arbitrary entry other than keep. Called with d.mu held.
-func (d *Decoded[T]) evictOne(keep Key) bool {
+func (d *Cache[T]) evictOne(keep store.Key) bool {
 	for old, e := range d.m {
 		if old != keep {
 			d.size -= e.size()
@@ -104,7 +109,7 @@ func (d *Decoded[T]) evictOne(keep Key) bool {
 
 // fit evicts entries other than keep until the cache holds no more than
 // maxDecodedBytes. Called with d.mu held.
-func (d *Decoded[T]) fit(keep Key) {
+func (d *Cache[T]) fit(keep store.Key) {
 	for d.size > maxDecodedBytes && d.evictOne(keep) {
 	}
 }
@@ -116,7 +121,7 @@ func (d *Decoded[T]) fit(keep Key) {
 // counters, say), so that the entry, which answers only for the bytes it
 // was decoded from, can never serve a stale view. The bytes returned are
 // shared and must not be modified. A nil *Decoded encodes every time.
-func (d *Decoded[T]) View(it Item, decode func(Item) (T, error), key any, encode func(T) ([]byte, error)) ([]byte, error) {
+func (d *Cache[T]) View(it store.Item, decode func(store.Item) (T, error), key any, encode func(T) ([]byte, error)) ([]byte, error) {
 	if d == nil {
 		v, err := decode(it)
 		if err != nil {
@@ -160,21 +165,21 @@ func (d *Decoded[T]) View(it Item, decode func(Item) (T, error), key any, encode
 }
 
 // Bytes is how many bytes of documents and views the cache holds.
-func (d *Decoded[T]) Bytes() int {
+func (d *Cache[T]) Bytes() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.size
 }
 
 // Len is how many documents the cache holds.
-func (d *Decoded[T]) Len() int {
+func (d *Cache[T]) Len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.m)
 }
 
 // ViewCount is how many views the document under k holds.
-func (d *Decoded[T]) ViewCount(k Key) int {
+func (d *Cache[T]) ViewCount(k store.Key) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.m[k].views)

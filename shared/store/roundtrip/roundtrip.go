@@ -1,4 +1,7 @@
-package store
+// Package roundtrip counts the backend round trips and capacity units a
+// request spends: the adapters report each call, the HTTP layer reads the
+// count for its budgets, logs and metrics.
+package roundtrip
 
 import (
 	"context"
@@ -7,12 +10,12 @@ import (
 	"sync/atomic"
 )
 
-// RoundTrips counts the backend round trips made on behalf of one request:
+// Counter counts the backend round trips made on behalf of one request:
 // every call (N), and the sequential waits among them (Waits), where calls
 // that overlap in time count as one wait. The DynamoDB adapter counts every
 // HTTP attempt through an SDK middleware; the embedded adapter counts every
 // statement batch it sends to SQLite.
-type RoundTrips struct {
+type Counter struct {
 	n atomic.Int64
 	// read and write are the consumed capacity units reported, in
 	// thousandths.
@@ -24,7 +27,7 @@ type RoundTrips struct {
 }
 
 // N is the count of calls so far.
-func (c *RoundTrips) N() int64 {
+func (c *Counter) N() int64 {
 	if c == nil {
 		return 0
 	}
@@ -32,7 +35,7 @@ func (c *RoundTrips) N() int64 {
 }
 
 // Waits is the count of sequential waits so far.
-func (c *RoundTrips) Waits() int64 {
+func (c *Counter) Waits() int64 {
 	if c == nil {
 		return 0
 	}
@@ -44,7 +47,7 @@ func (c *RoundTrips) Waits() int64 {
 // Capacity is the capacity units the calls consumed, as the backend
 // reported them (zero for the embedded store): read units, then write
 // units.
-func (c *RoundTrips) Capacity() (read, write float64) {
+func (c *Counter) Capacity() (read, write float64) {
 	if c == nil {
 		return 0, 0
 	}
@@ -53,7 +56,7 @@ func (c *RoundTrips) Capacity() (read, write float64) {
 
 // begin enters a call: one that starts while none is in flight is a new
 // wait.
-func (c *RoundTrips) begin() {
+func (c *Counter) begin() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inflight == 0 {
@@ -62,7 +65,7 @@ func (c *RoundTrips) begin() {
 	c.inflight++
 }
 
-func (c *RoundTrips) end() {
+func (c *Counter) end() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inflight--
@@ -70,24 +73,24 @@ func (c *RoundTrips) end() {
 
 type roundTripsKey struct{}
 
-// WithRoundTrips returns a context whose store calls are counted by c.
-func WithRoundTrips(ctx context.Context) (context.Context, *RoundTrips) {
-	c := &RoundTrips{}
+// With returns a context whose store calls are counted by c.
+func With(ctx context.Context) (context.Context, *Counter) {
+	c := &Counter{}
 	return context.WithValue(ctx, roundTripsKey{}, c), c
 }
 
-func roundTripsOf(ctx context.Context) *RoundTrips {
-	c, _ := ctx.Value(roundTripsKey{}).(*RoundTrips)
+func roundTripsOf(ctx context.Context) *Counter {
+	c, _ := ctx.Value(roundTripsKey{}).(*Counter)
 	return c
 }
 
-// CountRoundTrip adds one round trip to the context's counter, if any, as
+// Count adds one round trip to the context's counter, if any, as
 // a call of its own that overlaps nothing.
-func CountRoundTrip(ctx context.Context) { StartRoundTrip(ctx)() }
+func Count(ctx context.Context) { Start(ctx)() }
 
-// StartRoundTrip counts a call that has begun; the function it returns
+// Start counts a call that has begun; the function it returns
 // marks its end. Calls whose spans overlap count as one sequential wait.
-func StartRoundTrip(ctx context.Context) (done func()) {
+func Start(ctx context.Context) (done func()) {
 	c := roundTripsOf(ctx)
 	if c == nil {
 		return func() {}
@@ -100,10 +103,10 @@ func StartRoundTrip(ctx context.Context) (done func()) {
 	return c.end
 }
 
-// holdRoundTrip marks a call as in flight from now without counting it
+// Hold marks a call as in flight from now without counting it
 // (the call counts itself when it starts): calls that begin before the
 // returned function is called overlap it.
-func holdRoundTrip(ctx context.Context) (done func()) {
+func Hold(ctx context.Context) (done func()) {
 	c := roundTripsOf(ctx)
 	if c == nil || ctx.Value(besideKey{}) != nil {
 		return func() {}

@@ -1,11 +1,15 @@
-package store_test
+package readahead_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/readahead"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
+	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 // TestPendingLookupAnswersOnlyItsRange reads keys inside and outside the
@@ -39,8 +43,8 @@ func TestPendingLookupAnswersOnlyItsRange(t *testing.T) {
 		{"down, to the end", store.Query{PK: "P", Prefix: "A#", After: "A#4", Limit: 5, Desc: true},
 			map[string]string{"A#3": found, "A#2": absent, "A#1": found, "A#0": absent, "A#5": no}},
 	} {
-		ctx, rts := store.WithRoundTrips(ctx)
-		p := store.StartQuery(ctx, s, c.q)
+		ctx, rts := roundtrip.With(ctx)
+		p := readahead.Start(ctx, s, c.q)
 		if !p.Answers(c.q) {
 			t.Errorf("%s: does not answer its own query", c.name)
 		}
@@ -79,7 +83,7 @@ type gatedQuery struct {
 }
 
 func (g gatedQuery) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
-	defer store.StartRoundTrip(ctx)()
+	defer roundtrip.Start(ctx)()
 	<-g.release
 	if g.err != nil {
 		return nil, g.err
@@ -91,10 +95,10 @@ func (g gatedQuery) Query(ctx context.Context, q store.Query) ([]store.Item, err
 // started ahead is in flight costs no wait of its own, even when the
 // query's goroutine has not yet begun its call; one made after it does.
 func TestPendingOverlapsTheCallsMadeMeanwhile(t *testing.T) {
-	ctx, rts := store.WithRoundTrips(context.Background())
+	ctx, rts := roundtrip.With(context.Background())
 	s := gatedQuery{release: make(chan struct{})}
-	p := store.StartQuery(ctx, s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
-	store.CountRoundTrip(ctx) // the admission batch, meanwhile
+	p := readahead.Start(ctx, s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
+	roundtrip.Count(ctx) // the admission batch, meanwhile
 	p.Join()
 	close(s.release)
 	items, err := p.Result()
@@ -109,7 +113,7 @@ func TestPendingOverlapsTheCallsMadeMeanwhile(t *testing.T) {
 	if again, _ := p.Result(); again[0].SK != "A#1" {
 		t.Errorf("a caller's change reached the pending result: %v", again)
 	}
-	store.CountRoundTrip(ctx)
+	roundtrip.Count(ctx)
 	if rts.Waits() != 2 {
 		t.Errorf("a call after the query: %d waits, want 2", rts.Waits())
 	}
@@ -120,20 +124,20 @@ func TestPendingOverlapsTheCallsMadeMeanwhile(t *testing.T) {
 // busy scheduler) still overlaps that call until the caller joins it:
 // the count is the request's shape, not the scheduler's timing.
 func TestPendingOverlapsACallMadeAfterItsQueryEnded(t *testing.T) {
-	ctx, rts := store.WithRoundTrips(context.Background())
+	ctx, rts := roundtrip.With(context.Background())
 	s := gatedQuery{release: make(chan struct{})}
 	close(s.release)
-	p := store.StartQuery(ctx, s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
+	p := readahead.Start(ctx, s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
 	if _, err := p.Result(); err != nil {
 		t.Fatal(err)
 	}
-	store.CountRoundTrip(ctx) // the admission batch, after the query ended
+	roundtrip.Count(ctx) // the admission batch, after the query ended
 	p.Join()
 	p.Join() // again: nothing more
 	if rts.N() != 2 || rts.Waits() != 1 {
 		t.Errorf("%d calls, %d waits; want 2 and 1", rts.N(), rts.Waits())
 	}
-	store.CountRoundTrip(ctx)
+	roundtrip.Count(ctx)
 	if rts.Waits() != 2 {
 		t.Errorf("a call after the join: %d waits, want 2", rts.Waits())
 	}
@@ -145,7 +149,7 @@ func TestPendingFailureAnswersNothingByKey(t *testing.T) {
 	boom := errors.New("boom")
 	s := gatedQuery{release: make(chan struct{}), err: boom}
 	close(s.release)
-	p := store.StartQuery(context.Background(), s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
+	p := readahead.Start(context.Background(), s, store.Query{PK: "P", Prefix: "A#", Limit: 2})
 	if _, err := p.Result(); !errors.Is(err, boom) {
 		t.Errorf("result error %v, want %v", err, boom)
 	}
@@ -164,7 +168,7 @@ func TestLookupAnswersACopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := store.Query{PK: "P", Prefix: "A#", Limit: 10}
-	p := store.StartQuery(ctx, s, q)
+	p := readahead.Start(ctx, s, q)
 	got, ok := p.Lookup(it.Key())
 	if !ok || got.Nums["n"] != 1 {
 		t.Fatalf("lookup %+v %v", got, ok)
@@ -176,4 +180,16 @@ func TestLookupAnswersACopy(t *testing.T) {
 	if items, err := p.Result(); err != nil || len(items) != 1 || items[0].Nums["n"] != 1 {
 		t.Errorf("a change to a lookup's item reached the query's answer: %+v %v", items, err)
 	}
+}
+
+// openSQLite opens an embedded store in a temporary directory on the wall
+// clock (nothing these tests read expires), closed when the test ends.
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -1,4 +1,4 @@
-package store_test
+package decoded_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/decoded"
 )
 
 // TestDecodedViewAnswersOnlyForTheSameBytesAndKey: an encoded view is
@@ -28,7 +29,7 @@ func TestDecodedViewAnswersOnlyForTheSameBytesAndKey(t *testing.T) {
 			return json.Marshal(map[string]any{"name": d.Name, "n": n})
 		}
 	}
-	c := store.NewDecoded[doc](2)
+	c := decoded.New[doc](2)
 	it := store.Item{PK: "P", SK: "S", Version: 1, Data: []byte(`{"Name":"a"}`)}
 	want := func(n int, body string, wantEncodes int) {
 		t.Helper()
@@ -54,7 +55,7 @@ func TestDecodedViewAnswersOnlyForTheSameBytesAndKey(t *testing.T) {
 	if d, err := c.Decode(it, decode); err != nil || d.Name != "b" || decodes != 3 {
 		t.Fatalf("decode beside views: %+v %v after %d decodes", d, err, decodes)
 	}
-	var nilCache *store.Decoded[doc]
+	var nilCache *decoded.Cache[doc]
 	if b, err := nilCache.View(it, decode, 1, view(1)); err != nil || string(b) != `{"n":1,"name":"b"}` {
 		t.Fatalf("nil cache: %s %v", b, err)
 	}
@@ -73,7 +74,7 @@ func TestDecodedViewAnswersOnlyForTheSameBytesAndKey(t *testing.T) {
 // TestDecodedViewsStayBounded: a document keeps a bounded number of views
 // however many keys ask for one.
 func TestDecodedViewsStayBounded(t *testing.T) {
-	c := store.NewDecoded[doc](1)
+	c := decoded.New[doc](1)
 	decode := func(it store.Item) (doc, error) { return doc{Name: it.SK}, nil }
 	it := store.Item{PK: "P", SK: "S", Version: 1, Data: []byte(`{}`)}
 	for i := range 10_000 {
@@ -97,7 +98,7 @@ func must(b []byte, err error) []byte {
 // TestDecodedViewsUnderConcurrency: goroutines reading views of documents
 // that change under them each get the view of the bytes they passed.
 func TestDecodedViewsUnderConcurrency(t *testing.T) {
-	c := store.NewDecoded[doc](4)
+	c := decoded.New[doc](4)
 	decode := func(it store.Item) (doc, error) {
 		var d doc
 		err := json.Unmarshal(it.Data, &d)
@@ -131,7 +132,7 @@ func TestDecodedViewsUnderConcurrency(t *testing.T) {
 // reader replaced the document's entry is answered to its caller but not
 // kept for the newer bytes.
 func TestDecodedViewIsNotKeptForANewerDocument(t *testing.T) {
-	c := store.NewDecoded[doc](4)
+	c := decoded.New[doc](4)
 	decode := func(it store.Item) (doc, error) {
 		var d doc
 		err := json.Unmarshal(it.Data, &d)

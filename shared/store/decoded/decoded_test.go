@@ -1,4 +1,4 @@
-package store_test
+package decoded_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/decoded"
 )
 
 type doc struct{ Name string }
@@ -22,7 +23,7 @@ func TestDecodedAnswersOnlyForTheSameBytes(t *testing.T) {
 		err := json.Unmarshal(it.Data, &d)
 		return d, err
 	}
-	c := store.NewDecoded[doc](2)
+	c := decoded.New[doc](2)
 	it := store.Item{PK: "P", SK: "S", Version: 1, Data: []byte(`{"Name":"a"}`)}
 	for range 3 {
 		if d, err := c.Decode(it, decode); err != nil || d.Name != "a" {
@@ -44,19 +45,19 @@ func TestDecodedAnswersOnlyForTheSameBytes(t *testing.T) {
 	if _, err := c.Decode(store.Item{PK: "P", SK: "bad", Data: []byte(`{`)}, decode); err == nil {
 		t.Fatal("a broken document decoded")
 	}
-	var nilCache *store.Decoded[doc]
+	var nilCache *decoded.Cache[doc]
 	if d, err := nilCache.Decode(it, decode); err != nil || d.Name != "z" || calls != 5 {
 		t.Fatalf("nil cache: %+v %v after %d decodes", d, err, calls)
 	}
 	failing := func(store.Item) (doc, error) { return doc{}, errors.New("boom") }
-	if _, err := store.NewDecoded[doc](2).Decode(it, failing); err == nil {
+	if _, err := decoded.New[doc](2).Decode(it, failing); err == nil {
 		t.Fatal("a failure was not returned")
 	}
 }
 
 // TestDecodedStaysBounded: past its size, new documents evict old ones.
 func TestDecodedStaysBounded(t *testing.T) {
-	c := store.NewDecoded[doc](3)
+	c := decoded.New[doc](3)
 	decode := func(it store.Item) (doc, error) { return doc{Name: it.SK}, nil }
 	for i := range 100 {
 		sk := string(rune('a'+i%26)) + string(rune('a'+i/26))
@@ -76,7 +77,7 @@ func TestDecodedStaysBounded(t *testing.T) {
 func TestDecodedHoldsBoundedBytes(t *testing.T) {
 	const limit = 16 << 20
 	decode := func(it store.Item) (doc, error) { return doc{Name: string(it.Data[:1])}, nil }
-	c := store.NewDecoded[doc](4096)
+	c := decoded.New[doc](4096)
 	big := make([]byte, 1<<20)
 	for i := range 64 {
 		it := store.Item{PK: "P", SK: fmt.Sprint("S", i), Version: 1, Data: big}
@@ -93,7 +94,7 @@ func TestDecodedHoldsBoundedBytes(t *testing.T) {
 
 	// Views keyed by counters that keep changing: one document's views
 	// start over at 256, and all of them together stay within the bound.
-	c = store.NewDecoded[doc](4096)
+	c = decoded.New[doc](4096)
 	view := make([]byte, 64<<10)
 	encode := func(doc) ([]byte, error) { return view, nil }
 	for i := range 2000 {
@@ -106,7 +107,7 @@ func TestDecodedHoldsBoundedBytes(t *testing.T) {
 		}
 	}
 	// Rewriting a document drops its views from the count.
-	c = store.NewDecoded[doc](4096)
+	c = decoded.New[doc](4096)
 	it := store.Item{PK: "P", SK: "S", Version: 1, Data: []byte("d")}
 	c.View(it, decode, 1, encode)
 	c.View(it, decode, 2, encode)

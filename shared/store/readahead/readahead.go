@@ -1,4 +1,6 @@
-package store
+// Package readahead runs a store query before its caller asks for it: a
+// list route's page query, started beside the request's admission batch.
+package readahead
 
 import (
 	"context"
@@ -6,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
 
 // Pending is a query started before its caller asks for it: a list
@@ -14,9 +19,9 @@ import (
 // its result to an identical query (Answers, Result) and reads of keys in
 // the range it covered (Lookup), or drops it unread.
 type Pending struct {
-	q     Query
+	q     store.Query
 	done  chan struct{}
-	items []Item
+	items []store.Item
 	err   error
 	// held counts what must end before the query's wait does: the query
 	// itself and the caller's calls beside it (Join).
@@ -25,13 +30,13 @@ type Pending struct {
 	end    func()
 }
 
-// StartQuery runs q on s in a goroutine of its own. The query counts as
+// Start runs q on s in a goroutine of its own. The query counts as
 // a call in flight from now until both it is done and the caller has
 // joined it (Join), so the calls the caller makes in between overlap it
-// (WithRoundTrips): together they are one wait, however the scheduler
+// (roundtrip.With): together they are one wait, however the scheduler
 // orders the query's goroutine and the caller's calls.
-func StartQuery(ctx context.Context, s Store, q Query) *Pending {
-	p := &Pending{q: q, done: make(chan struct{}), end: holdRoundTrip(ctx)}
+func Start(ctx context.Context, s store.Store, q store.Query) *Pending {
+	p := &Pending{q: q, done: make(chan struct{}), end: roundtrip.Hold(ctx)}
 	p.held.Store(2)
 	go func() {
 		defer close(p.done)
@@ -57,11 +62,11 @@ func (p *Pending) release() {
 
 // Answers reports whether q is the very query p runs: same partition,
 // prefix, position, limit and direction.
-func (p *Pending) Answers(q Query) bool { return p != nil && p.q == q }
+func (p *Pending) Answers(q store.Query) bool { return p != nil && p.q == q }
 
-// Result waits for the query and returns what it read, as Store.Query
+// Result waits for the query and returns what it read, as store.Store's Query
 // would have.
-func (p *Pending) Result() ([]Item, error) {
+func (p *Pending) Result() ([]store.Item, error) {
 	<-p.done
 	return slices.Clone(p.items), p.err
 }
@@ -71,27 +76,27 @@ func (p *Pending) Result() ([]Item, error) {
 // item unless it read to the end of the range (fewer items than its
 // limit), so that a key there that p did not return is absent (a zero
 // PK). False when k is outside that range or the query failed.
-func (p *Pending) Lookup(k Key) (Item, bool) {
+func (p *Pending) Lookup(k store.Key) (store.Item, bool) {
 	q := p.q
 	if k.PK != q.PK || !strings.HasPrefix(k.SK, q.Prefix) || q.After != "" && !past(k.SK, q.After, q.Desc) {
-		return Item{}, false
+		return store.Item{}, false
 	}
 	<-p.done
 	if p.err != nil {
-		return Item{}, false
+		return store.Item{}, false
 	}
 	if n := len(p.items); n >= q.Limit && past(k.SK, p.items[n-1].SK, q.Desc) {
-		return Item{}, false
+		return store.Item{}, false
 	}
 	for _, it := range p.items {
 		if it.SK == k.SK {
-			// The caller may change what it gets, as with Store.Get; the
+			// The caller may change what it gets, as with a store's Get; the
 			// same item may also be in Result's answer.
 			it.Nums = maps.Clone(it.Nums)
 			return it, true
 		}
 	}
-	return Item{}, true
+	return store.Item{}, true
 }
 
 // past reports whether sort key sk comes after the key at in the walk's
