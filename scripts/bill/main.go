@@ -45,6 +45,10 @@ const (
 // The deployment's settings and the model's assumptions.
 const (
 	memoryMB = 512 // an API function's memory (infra/stack, Definition.Memory)
+	// fullCoreMB is the memory at which Lambda gives a function one whole
+	// vCPU; below it the CPU share is memory/fullCoreMB, so a request's
+	// CPU time stretches by its inverse.
+	fullCoreMB = 1769
 	// roundTripMS is one DynamoDB round trip from Lambda in-region; the
 	// emulator's latency on this machine says nothing of it, so the model
 	// bills each sequential wait this long plus the measured CPU.
@@ -190,9 +194,17 @@ type cost struct {
 
 func (c cost) total() float64 { return c.dynamo + c.gateway + c.lambda + c.logs + c.xray }
 
+// billedMS is a request's billed Lambda duration at a memory size: its
+// sequential store waits, and its measured CPU (a whole core's) stretched
+// by the share of a core that memory buys, rounded up to the millisecond.
+func billedMS(o op, mb int) float64 {
+	share := min(1, float64(mb)/fullCoreMB)
+	return math.Ceil(o.m["waits/op"]*roundTripMS + o.m["cpu-us/op"]/1000/share)
+}
+
 func price(o op, windowWRU float64) cost {
 	rru, wru := o.m["rru/op"], o.m["wru/op"]+windowWRU
-	ms := math.Ceil(o.m["waits/op"]*roundTripMS + o.m["cpu-us/op"]/1000)
+	ms := billedMS(o, memoryMB)
 	logBytes := logBytes(o.m["log-B/op"])
 	return cost{
 		rru: rru, wru: wru,
@@ -208,7 +220,7 @@ func print(w io.Writer, ops []op, window map[ratelimit.Class]float64) {
 	sort.Slice(ops, func(i, j int) bool { return ops[i].name < ops[j].name })
 	fmt.Fprintf(w, "The bill per million requests, in US dollars (%s)\n", pricesAsOf)
 	fmt.Fprintf(w, "Rate window at the default allowances: %.2f write units a read, %.2f a write for a vendor using its whole window; 1 for a vendor's lone request.\n", window[ratelimit.Read], window[ratelimit.Write])
-	fmt.Fprintf(w, "Lambda billed as %d MB for (sequential waits x %.0f ms + measured CPU); logs: the request line as measured + %d B (Lambda's request id, the access log line, the platform's start and report lines); X-Ray: %.0f%% traced.\n", memoryMB, roundTripMS, int(logBytes(0)), traced*100)
+	fmt.Fprintf(w, "Lambda billed as %d MB for (sequential waits x %.0f ms + measured CPU at that size's share of a core); logs: the request line as measured + %d B (Lambda's request id, the access log line, the platform's start and report lines); X-Ray: %.0f%% traced.\n", memoryMB, roundTripMS, int(logBytes(0)), traced*100)
 	fmt.Fprintln(w, "Write units: each item of a transaction priced as AWS bills it (twice its size in KB, rounded up, per item), where DynamoDB Local reports the items' summed size.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| operation | read units | write units | DynamoDB | API Gateway | Lambda | Logs | X-Ray | all of AWS |")
@@ -237,4 +249,27 @@ func print(w io.Writer, ops []op, window map[ratelimit.Class]float64) {
 			sum.rru/weight, sum.wru/weight, sum.dynamo/weight, sum.gateway/weight, sum.lambda/weight, sum.logs/weight, sum.xray/weight, sum.total()/weight)
 	}
 	fmt.Fprintln(w, "\nNot in the figures: the background work an event starts (stream router, webhook deliveries, SQS), and free tiers.")
+	if weight > 0 {
+		memoryChoice(w, ops)
+	}
+}
+
+// memoryChoice prints what the mix's requests would take and cost in
+// Lambda at each memory size: the CPU share a size buys against the
+// GB-seconds it bills.
+func memoryChoice(w io.Writer, ops []op) {
+	fmt.Fprintln(w, "\nLambda memory for the API functions, the mix (CPU measured on a whole core, stretched by the share each size buys):")
+	fmt.Fprintln(w, "| memory MB | mean billed ms | slowest op billed ms | Lambda $ per million |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, mb := range []int{256, 512, 1024, 1769} {
+		var mean, slowest, weight float64
+		for _, o := range ops {
+			ms := billedMS(o, mb)
+			mean += mix[o.name] * ms
+			weight += mix[o.name]
+			slowest = max(slowest, ms)
+		}
+		mean /= weight
+		fmt.Fprintf(w, "| %d | %.1f | %.0f | %.2f |\n", mb, mean, slowest, lambdaRequest+1e6*mean/1000*float64(mb)/1024*lambdaGBSecond)
+	}
 }
