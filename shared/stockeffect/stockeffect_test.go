@@ -13,19 +13,13 @@ import (
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/store/sqlite/sqlitetest"
 )
 
 const vendorID = "ven_1"
 
 func openStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	c := clocktest.Fake(2026, 11, 9, 17, 0, 0)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return sqlitetest.Open(t, clocktest.Fake(2026, 11, 9, 17, 0, 0).Now)
 }
 
 // TestOpComputesAfter: after = before + deltas, and the effect is named by

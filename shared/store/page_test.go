@@ -8,7 +8,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/store/sqlite/sqlitetest"
 )
 
 // TestPageWalksAFilteredPrefixOnce walks every third record in pages of
@@ -16,7 +16,7 @@ import (
 // last page says there is no more.
 func TestPageWalksAFilteredPrefixOnce(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLite(t)
+	s := sqlitetest.Open(t, clock.System{}.Now)
 	var ops []store.Op
 	for i := 0; i < 40; i++ {
 		ops = append(ops, store.Put(store.Item{PK: "V", SK: fmt.Sprintf("REC#%02d", i), Version: 1, Data: []byte(strconv.Itoa(i))}, store.Cond{}))
@@ -69,7 +69,7 @@ func (c *countingStore) Query(ctx context.Context, q store.Query) ([]store.Item,
 // walk still ends, and the one match at the far end is found.
 func TestPageScanIsBounded(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLite(t)
+	s := sqlitetest.Open(t, clock.System{}.Now)
 	const n = 2400
 	for i := 0; i < n; i += store.MaxTransactOps {
 		var ops []store.Op
@@ -117,25 +117,13 @@ func TestPageScanIsBounded(t *testing.T) {
 	}
 }
 
-// openSQLite opens an embedded store in a temporary directory, on the wall
-// clock (nothing these tests read expires), closed when the test ends.
-func openSQLite(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 // TestPageUntilStopsAtItsEnd walks records oldest first up to an end that
 // lies inside the prefix, with a filter: nothing at or past the end is
 // returned or stepped over, and the walk resumed from the last key after
 // the end has moved on finds exactly the rest.
 func TestPageUntilStopsAtItsEnd(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLite(t)
+	s := sqlitetest.Open(t, clock.System{}.Now)
 	var ops []store.Op
 	for i := 0; i < 30; i++ {
 		ops = append(ops, store.Put(store.Item{PK: "V", SK: fmt.Sprintf("REC#%02d", i), Version: 1, Data: []byte(strconv.Itoa(i))}, store.Cond{}))

@@ -9,7 +9,7 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/readahead"
 	"github.com/moku/sellerapi/shared/store/roundtrip"
-	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/store/sqlite/sqlitetest"
 )
 
 // TestPendingLookupAnswersOnlyItsRange reads keys inside and outside the
@@ -18,7 +18,7 @@ import (
 // query read or absent; outside, it is not answered.
 func TestPendingLookupAnswersOnlyItsRange(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLite(t)
+	s := sqlitetest.Open(t, clock.System{}.Now)
 	var ops []store.Op
 	for _, sk := range []string{"A#1", "A#3", "A#5", "A#7", "B#4"} {
 		ops = append(ops, store.Put(store.Item{PK: "P", SK: sk, Version: 1, Data: []byte(`{}`)}, store.IfAbsent()))
@@ -162,7 +162,7 @@ func TestPendingFailureAnswersNothingByKey(t *testing.T) {
 // neither the query's answer nor the next lookup, as with Store.Get.
 func TestLookupAnswersACopy(t *testing.T) {
 	ctx := context.Background()
-	s := openSQLite(t)
+	s := sqlitetest.Open(t, clock.System{}.Now)
 	it := store.Item{PK: "P", SK: "A#1", Version: 1, Data: []byte(`{}`), Nums: map[string]int64{"n": 1}}
 	if err := s.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
 		t.Fatal(err)
@@ -180,16 +180,4 @@ func TestLookupAnswersACopy(t *testing.T) {
 	if items, err := p.Result(); err != nil || len(items) != 1 || items[0].Nums["n"] != 1 {
 		t.Errorf("a change to a lookup's item reached the query's answer: %+v %v", items, err)
 	}
-}
-
-// openSQLite opens an embedded store in a temporary directory on the wall
-// clock (nothing these tests read expires), closed when the test ends.
-func openSQLite(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clock.System{}.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
