@@ -264,6 +264,8 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	}
 	products := store.NewDecoded[catalog.Product](decodedDocs)
 	s.catalog.Decoded, s.inventory.Products = products, products
+	// An adjustment's refused claim of authority is recorded (inventory.Fence).
+	s.inventory.Connections, s.inventory.Conflicts = s.connections, s.conflicts
 	// Rate-window units are taken in growing chunks (ratelimit.Leases): a
 	// window costs a few store writes, not one a request.
 	s.limiter.Leases = ratelimit.NewLeases()
