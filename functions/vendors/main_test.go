@@ -93,6 +93,20 @@ func TestUnknownPathIsProblem(t *testing.T) {
 	lt.WantProblem(t, f.invoke(t, f.event(t, "unknown-path.json")), http.StatusNotFound)
 }
 
+// The vendors function is behind the $default route: a method no route of
+// a path takes comes to it, from any group's path, and it answers as the
+// path's own function would (405 with the path's Allow), not 404.
+func TestWrongMethodOfAnotherGroupsPathIs405(t *testing.T) {
+	f := sqliteFixture(t)
+	resp := f.invoke(t, f.event(t, "wrong-method-elsewhere.json"))
+	if p := lt.WantProblem(t, resp, http.StatusMethodNotAllowed); p.Code != "METHOD_NOT_ALLOWED" {
+		t.Errorf("code %s", p.Code)
+	}
+	if got := lt.Header(resp, "Allow"); got != "GET, POST" {
+		t.Errorf("Allow = %q, want the products collection's GET, POST", got)
+	}
+}
+
 func TestListVendorsWithoutValidToken(t *testing.T) {
 	f := sqliteFixture(t)
 	for _, tc := range []struct {

@@ -115,7 +115,7 @@ func (s *Stack) smoke(d Definition, fn string) (deployhook.Smoke, error) {
 	switch {
 	case d.isAPI(fn):
 		for _, r := range s.Routes {
-			if r.Function != fn || r.Public || r.Method == "ANY" || r.Key == DefaultRoute {
+			if r.Function != fn || r.Public || r.Key == DefaultRoute {
 				continue
 			}
 			return deployhook.Smoke{Kind: deployhook.KindAPI, Method: r.Method, Path: pathParam.ReplaceAllString(r.Path, "smoke")}, nil

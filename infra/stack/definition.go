@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/resources"
@@ -346,6 +347,9 @@ func (d Definition) check() error {
 			}
 		}
 	}
+	if err := d.catchAllKnowsThePaths(); err != nil {
+		return err
+	}
 	if d.Throttle.Rate <= 0 || d.Throttle.Burst <= 0 || d.PublicThrottle.Rate <= 0 || d.PublicThrottle.Burst <= 0 {
 		return errors.New("stack: the stage and public throttles need a positive rate and burst")
 	}
@@ -390,6 +394,38 @@ func (d Definition) check() error {
 				return fmt.Errorf("stack: no package for function %s (%v): run make build", fn, err)
 			}
 		}
+	}
+	return nil
+}
+
+// catchAllKnowsThePaths checks that the groups behind the API serve
+// exactly the routes of app.AllGroups, whose paths every API function
+// knows (app.Mounted): the catch-all answers a method a path does not take
+// 405 with the path's Allow only for those, so a path deployed beyond them
+// would answer 404, and one of them not deployed 405.
+func (d Definition) catchAllKnowsThePaths() error {
+	table := func(groups ...httpapi.Group) ([]string, error) {
+		srv, err := httpapi.New(httpapi.Deps{Config: config.Default(), CursorKey: make([]byte, 32)}, groups...)
+		if err != nil {
+			return nil, fmt.Errorf("stack: %w", err)
+		}
+		var keys []string
+		for _, r := range srv.Routes() {
+			keys = append(keys, r.Method+" "+r.Path)
+		}
+		slices.Sort(keys)
+		return keys, nil
+	}
+	deployed, err := table(d.groups()...)
+	if err != nil {
+		return err
+	}
+	known, err := table(app.AllGroups()...)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(deployed, known) {
+		return fmt.Errorf("stack: the API's groups serve %d routes, app.AllGroups %d: the catch-all knows the paths of app.AllGroups only", len(deployed), len(known))
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func TestRoutesRefuseWhatAPIGatewayCannotRoute(t *testing.T) {
 	for _, r := range rs {
 		keys = append(keys, r.Key+"→"+r.Function)
 	}
-	if got := strings.Join(keys, " "); got != "GET /v1/v→vendors POST /v1/v→vendors ANY /v1/v→vendors $default→vendors" {
+	if got := strings.Join(keys, " "); got != "GET /v1/v→vendors POST /v1/v→vendors $default→vendors" {
 		t.Errorf("routes = %s", got)
 	}
 }
@@ -77,6 +77,10 @@ func TestDefinitionChecks(t *testing.T) {
 		{"duplicate function", func(d *Definition) { d.Admin = "vendors" }, "used twice"},
 		{"odd rate", func(d *Definition) { d.Scheduled = []Scheduled{{Name: "s", Every: 90 * time.Second}} }, "whole number of minutes"},
 		{"domain without certificate", func(d *Definition) { d.Domain = &Domain{Name: "api.example.com"} }, "certificate"},
+		{"a group the catch-all does not know", func(d *Definition) {
+			d.API = append(d.API, API{Group: group("extra", httpapi.Route{Method: http.MethodGet, Path: "/extra"})})
+		}, "catch-all knows"},
+		{"a group the catch-all knows left out", func(d *Definition) { d.API = d.API[1:] }, "catch-all knows"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := ok

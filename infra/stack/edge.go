@@ -107,7 +107,7 @@ func EdgeRules(cfg config.Config, routes []Route, l EdgeLimits) ([]EdgeRule, err
 	}
 	var exchange []PathMatch
 	for _, r := range routes {
-		if r.Throttle == ratelimit.Exchange && r.Method != "ANY" {
+		if r.Throttle == ratelimit.Exchange {
 			exchange = append(exchange, PathMatch{Path: r.Path})
 		}
 	}

@@ -295,6 +295,12 @@ func walk(t *testing.T, s *shape) []string {
 	tr.want("get vendor", 200, "GET", vp, nil)
 	tr.want("unknown path", 404, "GET", "/nowhere", nil)
 	tr.want("wrong method", 405, "DELETE", vp, nil)
+	// A method no route of another group's path takes: in the deployed
+	// shape it goes through $default to the vendors function, which
+	// answers as the products function would.
+	if r := tr.want("wrong method elsewhere", 405, "PUT", vp+"/products", nil); r.Header.Get("Allow") != "GET, POST" {
+		t.Fatalf("wrong method elsewhere: Allow %q, want GET, POST", r.Header.Get("Allow"))
+	}
 
 	// webhooks: a subscription to every event, delivered by the
 	// webhook-worker from the stream router's messages.

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 
 	"github.com/moku/sellerapi/shared/blob"
 	"github.com/moku/sellerapi/shared/clock"
@@ -160,13 +161,22 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 	return a, nil
 }
 
-// Handler builds the HTTP handler serving groups.
+// Handler builds the HTTP handler serving groups (and knowing every
+// group's paths, Mounted).
 func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Server, error) {
 	cursors, err := a.CursorKeys().Live(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver}, groups...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver}, Mounted(groups...)...)
+}
+
+// Mounted is what a process serving groups mounts: the groups, and every
+// other group's paths (httpapi.Elsewhere). API Gateway sends a method no
+// route of a path takes to the $default route's function, which so
+// answers it 405 with the path's Allow, as the path's own function would.
+func Mounted(groups ...httpapi.Group) []httpapi.Group {
+	return append(slices.Clip(groups), httpapi.Elsewhere(AllGroups()...))
 }
 
 // CursorKeys is the keyring of the page cursors' keys in the app's store.

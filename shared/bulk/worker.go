@@ -8,6 +8,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
@@ -63,8 +64,9 @@ func NewWorker(st store.Store, c clock.Clock, writes int, q queue.Sender, log *s
 	}
 	tokens := auth.Service{Store: st, Clock: c}
 	return Worker{
-		Limiter:   ratelimit.Limiter{Store: st, Clock: c, Writes: writes},
-		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
+		Limiter: ratelimit.Limiter{Store: st, Clock: c, Writes: writes},
+		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st},
+			Connections: connection.Service{Store: st, Clock: c}, Conflicts: conflict.Service{Store: st, Clock: c}},
 		jobs: jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, MaxAttempts: MaxAttempts,
 			Exhausted: func(n int) error {
 				return errs.Ef(errs.CodeServiceUnavailable,
@@ -136,7 +138,13 @@ func (w Worker) step(ctx context.Context, s *state, i int) error {
 }
 
 // reject stores record i as failed, with the verdict's code and detail.
+// A record that claimed a connection which does not master the Stock Pool
+// is recorded as that connection's conflict, as a single adjustment's
+// refusal is (inventory.Service.Fence), and its detail names it.
 func (w Worker) reject(ctx context.Context, s *state, i int, cause error) error {
+	r := s.Job.Records[i]
+	cause = w.Inventory.Fence(ctx, s.Job.VendorID, r.InventoryItemID, r.Body.adjustment(),
+		conflict.Source{Type: conflict.SourceBulkOperation, ID: s.Job.ID}, cause)
 	e := errs.As(cause)
 	return w.jobs.Write(ctx, s, func(n *Job) {
 		n.Records[i].Status, n.Records[i].Code, n.Records[i].Detail = RecordFailed, new(string(e.Code)), new(e.Detail)

@@ -29,8 +29,9 @@ type AuthorityFenceConflict struct {
 	Resolution   json.RawMessage                    `json:"resolution"`
 	Resource     AuthorityFenceConflictResource     `json:"resource"`
 	ServiceValue AuthorityFenceConflictServiceValue `json:"service_value"`
-	// What found the conflict: a sync job, an external order's import, or a
-	// refused request (id: its request id).
+	// What found the conflict: a sync job, an external order's import, a
+	// refused request (id: its request id) or a bulk operation's refused record
+	// (id: the bulk operation's id).
 	Source    AuthorityFenceConflictSource `json:"source"`
 	Status    AuthorityFenceConflictStatus `json:"status"`
 	Type      string                       `json:"type"`
@@ -81,6 +82,7 @@ const (
 	AuthorityFenceConflictSourceTypeSyncJob       AuthorityFenceConflictSourceType = "sync_job"
 	AuthorityFenceConflictSourceTypeExternalOrder AuthorityFenceConflictSourceType = "external_order"
 	AuthorityFenceConflictSourceTypeRequest       AuthorityFenceConflictSourceType = "request"
+	AuthorityFenceConflictSourceTypeBulkOperation AuthorityFenceConflictSourceType = "bulk_operation"
 )
 
 // AuthorityFenceConflictStatus is #/components/schemas/AuthorityFenceConflict/properties/status.
@@ -272,8 +274,9 @@ type CatalogMismatchConflict struct {
 	Resolution   json.RawMessage                     `json:"resolution"`
 	Resource     CatalogMismatchConflictResource     `json:"resource"`
 	ServiceValue CatalogMismatchConflictServiceValue `json:"service_value"`
-	// What found the conflict: a sync job, an external order's import, or a
-	// refused request (id: its request id).
+	// What found the conflict: a sync job, an external order's import, a
+	// refused request (id: its request id) or a bulk operation's refused record
+	// (id: the bulk operation's id).
 	Source    CatalogMismatchConflictSource `json:"source"`
 	Status    CatalogMismatchConflictStatus `json:"status"`
 	Type      string                        `json:"type"`
@@ -342,6 +345,7 @@ const (
 	CatalogMismatchConflictSourceTypeSyncJob       CatalogMismatchConflictSourceType = "sync_job"
 	CatalogMismatchConflictSourceTypeExternalOrder CatalogMismatchConflictSourceType = "external_order"
 	CatalogMismatchConflictSourceTypeRequest       CatalogMismatchConflictSourceType = "request"
+	CatalogMismatchConflictSourceTypeBulkOperation CatalogMismatchConflictSourceType = "bulk_operation"
 )
 
 // CatalogMismatchConflictStatus is #/components/schemas/CatalogMismatchConflict/properties/status.
@@ -569,8 +573,9 @@ type ConflictFields struct {
 	Resource   ConflictFieldsResource `json:"resource"`
 	// What the service holds (an object whose fields depend on the type).
 	ServiceValue json.RawMessage `json:"service_value"`
-	// What found the conflict: a sync job, an external order's import, or a
-	// refused request (id: its request id).
+	// What found the conflict: a sync job, an external order's import, a
+	// refused request (id: its request id) or a bulk operation's refused record
+	// (id: the bulk operation's id).
 	Source    ConflictFieldsSource `json:"source"`
 	Status    ConflictFieldsStatus `json:"status"`
 	Type      ConflictType         `json:"type"`
@@ -609,6 +614,7 @@ const (
 	ConflictFieldsSourceTypeSyncJob       ConflictFieldsSourceType = "sync_job"
 	ConflictFieldsSourceTypeExternalOrder ConflictFieldsSourceType = "external_order"
 	ConflictFieldsSourceTypeRequest       ConflictFieldsSourceType = "request"
+	ConflictFieldsSourceTypeBulkOperation ConflictFieldsSourceType = "bulk_operation"
 )
 
 // ConflictFieldsStatus is #/components/schemas/ConflictFields/properties/status.
@@ -1037,8 +1043,9 @@ type DuplicateExternalIdConflict struct {
 	Resolution   json.RawMessage                         `json:"resolution"`
 	Resource     DuplicateExternalIdConflictResource     `json:"resource"`
 	ServiceValue DuplicateExternalIdConflictServiceValue `json:"service_value"`
-	// What found the conflict: a sync job, an external order's import, or a
-	// refused request (id: its request id).
+	// What found the conflict: a sync job, an external order's import, a
+	// refused request (id: its request id) or a bulk operation's refused record
+	// (id: the bulk operation's id).
 	Source    DuplicateExternalIdConflictSource `json:"source"`
 	Status    DuplicateExternalIdConflictStatus `json:"status"`
 	Type      string                            `json:"type"`
@@ -1089,6 +1096,7 @@ const (
 	DuplicateExternalIdConflictSourceTypeSyncJob       DuplicateExternalIdConflictSourceType = "sync_job"
 	DuplicateExternalIdConflictSourceTypeExternalOrder DuplicateExternalIdConflictSourceType = "external_order"
 	DuplicateExternalIdConflictSourceTypeRequest       DuplicateExternalIdConflictSourceType = "request"
+	DuplicateExternalIdConflictSourceTypeBulkOperation DuplicateExternalIdConflictSourceType = "bulk_operation"
 )
 
 // DuplicateExternalIdConflictStatus is #/components/schemas/DuplicateExternalIdConflict/properties/status.
@@ -3177,8 +3185,9 @@ type PriceMismatchConflict struct {
 	Resolution   json.RawMessage                   `json:"resolution"`
 	Resource     PriceMismatchConflictResource     `json:"resource"`
 	ServiceValue PriceMismatchConflictServiceValue `json:"service_value"`
-	// What found the conflict: a sync job, an external order's import, or a
-	// refused request (id: its request id).
+	// What found the conflict: a sync job, an external order's import, a
+	// refused request (id: its request id) or a bulk operation's refused record
+	// (id: the bulk operation's id).
 	Source    PriceMismatchConflictSource `json:"source"`
 	Status    PriceMismatchConflictStatus `json:"status"`
 	Type      string                      `json:"type"`
@@ -3229,6 +3238,7 @@ const (
 	PriceMismatchConflictSourceTypeSyncJob       PriceMismatchConflictSourceType = "sync_job"
 	PriceMismatchConflictSourceTypeExternalOrder PriceMismatchConflictSourceType = "external_order"
 	PriceMismatchConflictSourceTypeRequest       PriceMismatchConflictSourceType = "request"
+	PriceMismatchConflictSourceTypeBulkOperation PriceMismatchConflictSourceType = "bulk_operation"
 )
 
 // PriceMismatchConflictStatus is #/components/schemas/PriceMismatchConflict/properties/status.
@@ -4218,8 +4228,9 @@ type StockMismatchConflict struct {
 	Resolution   json.RawMessage                   `json:"resolution"`
 	Resource     StockMismatchConflictResource     `json:"resource"`
 	ServiceValue StockMismatchConflictServiceValue `json:"service_value"`
-	// What found the conflict: a sync job, an external order's import, or a
-	// refused request (id: its request id).
+	// What found the conflict: a sync job, an external order's import, a
+	// refused request (id: its request id) or a bulk operation's refused record
+	// (id: the bulk operation's id).
 	Source    StockMismatchConflictSource `json:"source"`
 	Status    StockMismatchConflictStatus `json:"status"`
 	Type      string                      `json:"type"`
@@ -4270,6 +4281,7 @@ const (
 	StockMismatchConflictSourceTypeSyncJob       StockMismatchConflictSourceType = "sync_job"
 	StockMismatchConflictSourceTypeExternalOrder StockMismatchConflictSourceType = "external_order"
 	StockMismatchConflictSourceTypeRequest       StockMismatchConflictSourceType = "request"
+	StockMismatchConflictSourceTypeBulkOperation StockMismatchConflictSourceType = "bulk_operation"
 )
 
 // StockMismatchConflictStatus is #/components/schemas/StockMismatchConflict/properties/status.
@@ -5035,8 +5047,9 @@ type UnreservableExternalOrderConflict struct {
 	Resolution   json.RawMessage                               `json:"resolution"`
 	Resource     UnreservableExternalOrderConflictResource     `json:"resource"`
 	ServiceValue UnreservableExternalOrderConflictServiceValue `json:"service_value"`
-	// What found the conflict: a sync job, an external order's import, or a
-	// refused request (id: its request id).
+	// What found the conflict: a sync job, an external order's import, a
+	// refused request (id: its request id) or a bulk operation's refused record
+	// (id: the bulk operation's id).
 	Source    UnreservableExternalOrderConflictSource `json:"source"`
 	Status    UnreservableExternalOrderConflictStatus `json:"status"`
 	Type      string                                  `json:"type"`
@@ -5105,6 +5118,7 @@ const (
 	UnreservableExternalOrderConflictSourceTypeSyncJob       UnreservableExternalOrderConflictSourceType = "sync_job"
 	UnreservableExternalOrderConflictSourceTypeExternalOrder UnreservableExternalOrderConflictSourceType = "external_order"
 	UnreservableExternalOrderConflictSourceTypeRequest       UnreservableExternalOrderConflictSourceType = "request"
+	UnreservableExternalOrderConflictSourceTypeBulkOperation UnreservableExternalOrderConflictSourceType = "bulk_operation"
 )
 
 // UnreservableExternalOrderConflictStatus is #/components/schemas/UnreservableExternalOrderConflict/properties/status.

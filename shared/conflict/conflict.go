@@ -81,6 +81,9 @@ const (
 	SourceExternalOrder = "external_order"
 	// SourceRequest is a refused request; the id is its request id.
 	SourceRequest = "request"
+	// SourceBulkOperation is a bulk operation's refused record; the id is
+	// the bulk operation's.
+	SourceBulkOperation = "bulk_operation"
 )
 
 // Actor is who closed a conflict: a token, or the service itself when the

@@ -58,41 +58,14 @@ func (s *Server) adjustInventory(c *Call) error {
 	err = c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, answer(http.StatusOK, func(ctx context.Context) (store.Prepared[inventory.Item], error) {
 		return s.inventory.PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
 	}))
-	if errs.As(err).Code == errs.CodeAuthorityMismatch && a.Authority != nil {
-		return s.fenceConflict(c.Ctx, c.Principal.Vendor.ID, *a.Authority, id, a, err)
-	}
-	return err
-}
-
-// fenceConflict records an adjustment refused because it claimed a
-// connection that does not master the Stock Pool, a connector writing
-// stock as if it were the source, as an authority_fence conflict of that
-// connection (one open per connection and item), and names it in the 409.
-// A claim of an unknown connection is only a wrong request: nothing is
-// recorded, and neither is anything when the conflict cannot be.
-func (s *Server) fenceConflict(ctx context.Context, vendorID, claimed, itemID string, a inventory.Adjustment, refusal error) error {
-	m, err := s.deps.Authority.Masters(ctx, vendorID)
-	if err != nil || m.Inventory != nil && *m.Inventory == claimed {
-		return refusal
-	}
-	if _, _, _, err := s.connections.Get(ctx, vendorID, claimed); err != nil {
-		return refusal
+	if err == nil {
+		return nil
 	}
 	source := conflict.Source{Type: conflict.SourceRequest}
-	if rid := ids.RequestID(ctx); rid != nil {
+	if rid := ids.RequestID(c.Ctx); rid != nil {
 		source.ID = *rid
 	}
-	id, err := s.conflicts.Record(ctx, vendorID, conflict.Draft{Type: conflict.TypeAuthorityFence, ConnectionID: &claimed,
-		Resource:     conflict.Resource{Type: conflict.ResourceInventoryItem, ID: itemID},
-		ServiceValue: map[string]any{"inventory_master_connection_id": m.Inventory},
-		ChannelValue: map[string]any{"authority_connection_id": claimed, "target_on_hand": a.TargetOnHand},
-		Detail:       "the connection wrote stock as the Stock Pool's source, which it is not; its connector needs the current vendor authority",
-		Source:       source})
-	if err != nil {
-		return refusal
-	}
-	e := errs.As(refusal)
-	return errs.Ef(e.Code, "%s; recorded as conflict %s", e.Detail, id)
+	return s.inventory.Fence(c.Ctx, c.Principal.Vendor.ID, id, a, source, err)
 }
 
 func (s *Server) listStockEffects(c *Call) error {

@@ -133,6 +133,9 @@ type Route struct {
 	// parameters, set by New; nil for an operation the document does not
 	// list.
 	params *paramChecks
+	// elsewhere marks a route of a group another process serves
+	// (Elsewhere): its path is known, its operation not served here.
+	elsewhere bool
 }
 
 // Credential is a kind of bearer credential.
@@ -150,6 +153,29 @@ const (
 type Group struct {
 	Name   string
 	Routes func(*Server) []Route
+}
+
+// Elsewhere is the group of the routes that groups serve in other
+// processes: a server that mounts it serves none of them but knows their
+// paths. At such a path it answers a method none of the path's routes
+// takes 405 with Allow, as the path's own server does, and a method one
+// of them takes 404, as any path it does not serve (the path's own
+// server, not this one, answers that). The routes of groups the server
+// also mounts are its own. Every API Lambda mounts it with every group
+// (app.Mounted), so that the one behind API Gateway's $default route
+// answers a wrong method at any path as the path's function would, with
+// no route per path to send it there (docs/decisions.md, "Wrong methods
+// through the catch-all").
+func Elsewhere(groups ...Group) Group {
+	return Group{Name: "elsewhere", Routes: func(s *Server) []Route {
+		var out []Route
+		for _, g := range groups {
+			for _, r := range g.Routes(s) {
+				out = append(out, Route{Method: r.Method, Path: r.Path, elsewhere: true})
+			}
+		}
+		return out
+	}}
 }
 
 // Server serves the mounted groups.
@@ -240,18 +266,26 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	}
 	products := decoded.New[catalog.Product](decodedDocs)
 	s.catalog.Decoded, s.inventory.Products = products, products
+	// An adjustment's refused claim of authority is recorded (inventory.Fence).
+	s.inventory.Connections, s.inventory.Conflicts = s.connections, s.conflicts
 	// Rate-window units are taken in growing chunks (ratelimit.Leases): a
 	// window costs a few store writes, not one a request.
 	s.limiter.Leases = ratelimit.NewLeases()
 	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
 	var routes []Route
+	served := map[string]bool{} // "METHOD path" of the mounted operations
 	for _, g := range groups {
-		routes = append(routes, g.Routes(s)...)
+		for _, r := range g.Routes(s) {
+			routes = append(routes, r)
+			if !r.elsewhere {
+				served[r.Method+" "+r.Path] = true
+			}
+		}
 	}
 	// The document's checks of the mounted operations' parameters.
 	table, mounted := openapi.Parameters(), map[string][]openapi.Parameter{}
 	for _, r := range routes {
-		if p, ok := table[r.Operation]; ok {
+		if p, ok := table[r.Operation]; ok && !r.elsewhere {
 			mounted[r.Operation] = p
 		}
 	}
@@ -262,29 +296,37 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	byPath := map[string][]Route{}
 	var paths []string
 	for _, r := range routes {
+		if r.elsewhere && served[r.Method+" "+r.Path] {
+			continue
+		}
 		r.params = checks[r.Operation]
 		if _, ok := byPath[r.Path]; !ok {
 			paths = append(paths, r.Path)
 		}
 		byPath[r.Path] = append(byPath[r.Path], r)
-		s.routes = append(s.routes, r)
+		if !r.elsewhere {
+			s.routes = append(s.routes, r)
+		}
 	}
 	for _, p := range paths {
 		s.mux.Handle(s.basePath+p, s.dispatch(byPath[p]))
 	}
-	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := s.newCall(w, r, Route{})
-		defer c.finish()
-		c.fail(errs.E(errs.CodeNotFound, "No operation exists at this path."))
-	}))
+	s.mux.Handle("/", http.HandlerFunc(s.notFound))
 	return s, nil
+}
+
+// notFound answers a request for no operation this server serves.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	c := s.newCall(w, r, Route{})
+	defer c.finish()
+	c.fail(errs.E(errs.CodeNotFound, "No operation exists at this path."))
 }
 
 // MediaDecodes reports the process's image decodes: the memory and slots
 // they hold, how many wait, and the high-water marks.
 func (s *Server) MediaDecodes() media.GateStats { return s.media.Gate.Stats() }
 
-// Routes lists the mounted routes.
+// Routes lists the mounted routes (not those of Elsewhere).
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
 // ServeHTTP serves a request. A path that is not in canonical form (".",
@@ -325,6 +367,10 @@ func (s *Server) dispatch(routes []Route) http.Handler {
 	sort.Strings(allow)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, rt := range routes {
+			if rt.Method == r.Method && rt.elsewhere {
+				s.notFound(w, r)
+				return
+			}
 			if rt.Method == r.Method {
 				s.serve(w, r, rt)
 				return

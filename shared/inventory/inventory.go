@@ -15,6 +15,8 @@ import (
 
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
+	"github.com/moku/sellerapi/shared/conflict"
+	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
@@ -108,6 +110,10 @@ type Service struct {
 	Store     store.Store
 	Clock     clock.Clock
 	Authority catalog.Authority
+	// Connections and Conflicts record a refused claim of authority
+	// (Fence); a service that applies no connection's claim needs neither.
+	Connections connection.Service
+	Conflicts   conflict.Service
 	// Products, when set, keeps products decoded between list pages; see
 	// decoded.Cache.
 	Products *decoded.Cache[catalog.Product]
