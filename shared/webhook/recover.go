@@ -250,6 +250,15 @@ func (r Replayer) recover(ctx context.Context, job replayJob, receives int) erro
 		if rc.Status != ReplayQueued && rc.Status != ReplayRunning {
 			return nil
 		}
+		if wait := rc.Until.Add(event.Settle).Sub(r.Clock.Now()); rc.Status == ReplayQueued && wait > 0 {
+			// Early (a queue that did not keep the delay): not before until
+			// is settled.
+			b, err := recoveryJob(rc, after)
+			if err != nil {
+				return err
+			}
+			return r.Queue.Send(ctx, queue.EventReplays, b, min(wait, queue.MaxDelay))
+		}
 		if rc.Cursor != after || it.Nums[datamodel.ReplayPendingAttr] > 0 {
 			if receives > 1 {
 				return recoveries{r.Store, r.Clock, r.Queue}.nudge(ctx, it, rc, true)
@@ -290,7 +299,10 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v Recove
 			reason = RecoveryStoppedDeleted
 		}
 		rc.Status, rc.Reason, rc.CompletedAt, rc.InFlight = ReplayFailed, &reason, &now, nil
-		return nil, false, r.commitPage(ctx, it, rc, v, nil)
+		if err := r.commitPage(ctx, it, rc, v, nil); err != nil && !store.IsCondition(err) {
+			return nil, false, err
+		}
+		return nil, false, nil
 	}
 	start := rc.Cursor
 	if start == "" {
