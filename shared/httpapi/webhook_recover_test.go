@@ -565,3 +565,39 @@ func TestWebhookReenableWithRecovery(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookRecoveryLocalPipeline: the local server's own pipeline
+// routes a recovery, holds it until its window's end is settled, and
+// runs it to the end.
+func TestWebhookRecoveryLocalPipeline(t *testing.T) {
+	e := webhookEnv(t, apitest.SQLite, true)
+	rc := newReceiver(t, e)
+	sub := rc.subscribe(event.ProductCreated)
+	since := e.Clock.Now()
+	var missed []string
+	for i := range 3 {
+		missed = append(missed, appendEvent(t, e, e.Clock.Now(), event.ProductCreated, i+1))
+		e.Clock.Advance(time.Second)
+	}
+	r := postRecover(e, e.Token, sub.Data.ID, "recover-local-1", map[string]any{"since": since.Format(time.RFC3339Nano)})
+	var acc recoveryBody
+	r.JSON(t, &acc)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", r.Status, r.Body)
+	}
+	// The fan-out delivers the events meanwhile: the recovery, which
+	// waits for until to settle, finds them delivered.
+	whDrain(t, e)
+	if g := getRecovery(t, e, sub.Data.ID, acc.Data.ID); g.Data.Status != "queued" {
+		t.Fatalf("started before until settled: %+v", g.Data)
+	}
+	e.Clock.Advance(event.Settle)
+	whDrain(t, e)
+	g := getRecovery(t, e, sub.Data.ID, acc.Data.ID)
+	if g.Data.Status != "completed" || g.Data.Total != 3 || g.Data.Skipped != 3 || g.Data.Delivered != 0 || len(recoveryEvents(t, e)) != 1 {
+		t.Fatalf("recovery: %+v", g.Data)
+	}
+	if got := receivedIDs(rc); !slices.Equal(got, missed) {
+		t.Fatalf("received %v, want %v once each", got, missed)
+	}
+}
