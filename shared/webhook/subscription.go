@@ -4,7 +4,8 @@
 // the delivery worker (signed POST, retries with backoff for about three
 // days, attempt records, disabling an endpoint that keeps failing), the
 // address checks that keep deliveries off private networks (at creation
-// and again on the socket at dial time), and replays of past events.
+// and again on the socket at dial time), replays of past events, and
+// recoveries of what a subscription missed (recover.go).
 //
 // The receivers' half, verifying a delivery's signature, is the
 // dependency-free subpackage signature.
