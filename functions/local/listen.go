@@ -68,8 +68,16 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	printJSON := fs.Bool("print-json", false, "print each event's JSON body")
 	after := fs.String("after", "", "first print the log's events of these types after this event id, oldest first (what a connector that stopped there missed)")
 	test := fs.Bool("test", false, "once subscribed, ask the service for a test delivery (webhook_subscription.test) and print its answer")
+	recoverSince := fs.String("recover-since", "", "once subscribed, ask the service to recover the log's events of these types since then (RFC 3339, or a duration ago such as 2h): delivered here, signed, oldest first")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var since time.Time
+	if *recoverSince != "" {
+		var err error
+		if since, err = sinceOf(*recoverSince, time.Now()); err != nil {
+			return err
+		}
 	}
 	c, vendorID, err := api.open(ctx)
 	if err != nil {
@@ -138,6 +146,17 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "Test delivery %s: %s in %d ms\n", res.EventID, testOutcome(res), res.DurationMs)
 		mu.Unlock()
 	}
+	if *recoverSince != "" {
+		rcv, _, err := c.RecoverWebhookSubscription(ctx, client.RecoverWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.ID,
+			Body: client.WebhookRecoveryCreate{Since: since}})
+		if err != nil {
+			return fmt.Errorf("recover since %s: %w", since.Format(time.RFC3339), err)
+		}
+		mu.Lock()
+		fmt.Fprintf(stdout, "Recovery %s queued: the events since %s arrive here oldest first, once %s is a minute old.\n", rcv.ID,
+			rcv.Since.Format(time.RFC3339), rcv.Until.Format(time.RFC3339))
+		mu.Unlock()
+	}
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -173,6 +192,18 @@ func catchUp(ctx context.Context, c *client.Client, vendorID, after string, type
 	fmt.Fprintf(stdout, "Caught up: %d events in the log after %s.\n", n, after)
 	mu.Unlock()
 	return nil
+}
+
+// sinceOf reads --recover-since: an RFC 3339 time, or a duration before now.
+func sinceOf(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("--recover-since %q: give an RFC 3339 time or a positive duration such as 2h", v)
+	}
+	return now.Add(-d), nil
 }
 
 // testOutcome says what a test delivery got.

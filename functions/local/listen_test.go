@@ -163,7 +163,9 @@ func TestTriggerRefusesUnknownTypes(t *testing.T) {
 // subscribed, which arrives verified and whose answer it prints; --after
 // first reads the log oldest first after an event id (here nothing has
 // settled yet: events show there a minute after they happen) and refuses
-// an id that is not one.
+// an id that is not one; --recover-since asks for a recovery through the
+// new subscription (which starts a minute later: its deliveries are the
+// service's tests').
 func TestListenTestAndCatchUp(t *testing.T) {
 	base, _, token := serveForTest(t)
 	ctx, stop := context.WithCancel(context.Background())
@@ -171,11 +173,12 @@ func TestListenTestAndCatchUp(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"listen", "--base", base, "--token", token, "--events", "product.created", "--test",
-			"--after", "evt_00000000000000000000000000"}, &out, io.Discard)
+			"--after", "evt_00000000000000000000000000", "--recover-since", "2h"}, &out, io.Discard)
 	}()
 	want := regexp.MustCompile(`Test delivery (evt_\S+): answered 200 in \d+ ms`)
+	recovery := regexp.MustCompile(`Recovery rcv_\S+ queued: the events since \S+ arrive here oldest first`)
 	var m []string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && m == nil; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && (m == nil || !recovery.MatchString(out.String())); time.Sleep(20 * time.Millisecond) {
 		m = want.FindStringSubmatch(out.String())
 	}
 	stop()
@@ -183,10 +186,14 @@ func TestListenTestAndCatchUp(t *testing.T) {
 		t.Fatalf("listen: %v", err)
 	}
 	if m == nil || !strings.Contains(out.String(), "--> webhook_subscription.test ["+m[1]+"]") || !strings.Contains(out.String(), "signature verified") ||
-		!strings.Contains(out.String(), "Caught up: 0 events in the log after evt_00000000000000000000000000.") {
+		!strings.Contains(out.String(), "Caught up: 0 events in the log after evt_00000000000000000000000000.") || !recovery.MatchString(out.String()) {
 		t.Fatalf("listen printed %q", out.String())
 	}
-	err := run(context.Background(), []string{"listen", "--base", base, "--token", token, "--after", "evt_nope"}, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"listen", "--base", base, "--token", token, "--recover-since", "yesterday"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "recover-since") {
+		t.Fatalf("listen --recover-since yesterday: %v", err)
+	}
+	err = run(context.Background(), []string{"listen", "--base", base, "--token", token, "--after", "evt_nope"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "after") {
 		t.Fatalf("listen --after evt_nope: %v", err)
 	}

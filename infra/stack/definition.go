@@ -264,11 +264,15 @@ func Default(stage string) Definition {
 			// all environments of both lanes (slot items in the table).
 			// The slow lane is a queue of its own with a mapping of its own,
 			// so that its batches, which last as long as their slowest
-			// receiver, never hold the fresh lane's pollers.
-			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-lane"}, Timeout: 5 * time.Minute, MaxConcurrency: 20, Secrets: true,
+			// receiver, never hold the fresh lane's pollers. It sends a
+			// recovery on to its next page (replay-worker).
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-lane", "replay-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20, Secrets: true,
 				Lanes: []Lane{{Name: "webhook-slow-lane", QueueURLEnv: config.EnvQueueURLWebhookSlowLane}}},
-			// Fans a replay out into deliveries.
-			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker"}, BatchSize: 1},
+			// Fans a replay out into deliveries; runs a recovery page by page,
+			// its deliveries in the slow lane, each page sent on by the
+			// delivery that settles the page before it (webhook/recover.go),
+			// hence the webhook worker's sending here.
+			{Name: "replay-worker", QueueURLEnv: config.EnvQueueURLEventReplays, SendsTo: []string{"webhook-worker", "webhook-slow-lane", "replay-worker"}, BatchSize: 1},
 			// Paces a job by sending it again after the vendor's window.
 			{Name: "bulk-worker", QueueURLEnv: config.EnvQueueURLBulkOperations, SendsTo: []string{"bulk-worker"}, BatchSize: 1, Timeout: 5 * time.Minute},
 			// Projects committed moku external orders into seller orders.

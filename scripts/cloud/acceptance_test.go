@@ -307,6 +307,17 @@ func walk(t *testing.T, s *shape) []string {
 	rc := newReceiver(t)
 	tr.want("subscribe", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": rc.URL, "event_types": []string{"*"}}, idem("sub-1")...)
 	tr.want("list subscriptions", 200, "GET", vp+"/webhook-subscriptions", nil)
+	// a second subscription, off while the tour makes its changes: its
+	// re-enable recovers them (the replay-worker and the slow lane).
+	off := newReceiver(t)
+	var offSub struct {
+		Data struct {
+			ID        string
+			CreatedAt string `json:"created_at"`
+		}
+	}
+	tr.want("subscribe another", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": off.URL, "event_types": []string{"*"}}, idem("sub-2")...).json(t, &offSub)
+	tr.want("disable it", 200, "PATCH", vp+"/webhook-subscriptions/"+offSub.Data.ID, map[string]any{"expected_version": 1, "status": "disabled"})
 
 	// products and inventory.
 	product := map[string]any{
@@ -393,6 +404,12 @@ func walk(t *testing.T, s *shape) []string {
 	}
 	tr.want("replay", 202, "POST", vp+"/events/"+ev+"/replay", map[string]any{}, idem("replay-1")...).json(t, &rp)
 	tr.eventually("replay delivered", time.Minute, func() bool { return rc.count(ev) >= 2 })
+	var reenabled struct {
+		Data struct{ Recovery struct{ ID string } }
+	}
+	tr.want("re-enable with recover_since", 200, "PATCH", vp+"/webhook-subscriptions/"+offSub.Data.ID,
+		map[string]any{"expected_version": 2, "status": "enabled", "recover_since": offSub.Data.CreatedAt}).json(t, &reenabled)
+	recovery := vp + "/webhook-subscriptions/" + offSub.Data.ID + "/recoveries/" + reenabled.Data.Recovery.ID
 
 	// media through the media function (the S3 stand-in on the cloud).
 	sum := sha256.Sum256(png)
@@ -411,6 +428,17 @@ func walk(t *testing.T, s *shape) []string {
 		var r struct{ Data struct{ Status string } }
 		tr.want("", 200, "GET", vp+"/inventory-reservations/"+held.Data.ID, nil).json(t, &r)
 		return r.Data.Status == "expired"
+	})
+
+	// the recovery (started a minute after the re-enable) has sent the
+	// second subscription what it missed.
+	tr.eventually("recovery completed", 2*time.Minute, func() bool {
+		var r struct{ Data struct{ Status string } }
+		tr.want("", 200, "GET", recovery, nil).json(t, &r)
+		off.mu.Lock()
+		got := len(off.got)
+		off.mu.Unlock()
+		return r.Data.Status == "completed" && got > 0
 	})
 
 	// token revoke through the admin command line.

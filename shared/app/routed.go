@@ -11,14 +11,14 @@ import (
 )
 
 // Routed are the sort-key prefixes of the items whose insertion starts
-// background work: events (webhook fan-out, seller orders), replays, bulk
-// operations and sync jobs. Every other change (products, stock, rate
+// background work: events (webhook fan-out, seller orders), replays,
+// webhook recoveries, bulk operations and sync jobs. Every other change (products, stock, rate
 // windows, receipts, updates and TTL deletions) routes nothing. The router
 // shows its rules only these, locally and in AWS, where the stream-router
 // mapping's event filter is built from the same list so that the other
 // changes do not invoke it at all.
 func Routed() []string {
-	return []string{datamodel.EventPrefix, datamodel.ReplayPrefix, datamodel.BulkPrefix, datamodel.SyncJobPrefix}
+	return []string{datamodel.EventPrefix, datamodel.ReplayPrefix, datamodel.RecoveryPrefix, datamodel.BulkPrefix, datamodel.SyncJobPrefix}
 }
 
 // router is the stream router over works' rules.

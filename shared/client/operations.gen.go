@@ -3041,9 +3041,10 @@ type UpdateWebhookSubscriptionRequest struct {
 // current.
 //
 // A stale expected_version is 409 WEBHOOK_SUBSCRIPTION_VERSION_CONFLICT. status
-// enabled re-enables a disabled subscription.
-func (c *Client) UpdateWebhookSubscription(ctx context.Context, req UpdateWebhookSubscriptionRequest) (WebhookSubscription, *Response, error) {
-	var out WebhookSubscription
+// enabled re-enables a disabled subscription. With recover_since, the re-enable
+// also starts a recovery of what the subscription missed.
+func (c *Client) UpdateWebhookSubscription(ctx context.Context, req UpdateWebhookSubscriptionRequest) (WebhookSubscriptionUpdated, *Response, error) {
+	var out WebhookSubscriptionUpdated
 	res, err := c.do(ctx, call{
 		op:         "updateWebhookSubscription",
 		method:     http.MethodPatch,
@@ -3123,6 +3124,89 @@ func (c *Client) AllWebhookDeliveries(ctx context.Context, req ListWebhookDelive
 		p, _, err := c.ListWebhookDeliveries(ctx, req)
 		return p, err
 	})
+}
+
+// RecoverWebhookSubscriptionRequest is the request of recoverWebhookSubscription (POST /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/recover).
+type RecoverWebhookSubscriptionRequest struct {
+	// VendorID is the path parameter vendor_id (required).
+	//
+	// The id from the vendor list.
+	VendorID string `param:"path,vendor_id"`
+	// SubscriptionID is the path parameter subscription_id (required).
+	//
+	// Opaque webhook subscription id.
+	SubscriptionID string `param:"path,subscription_id"`
+	// IdempotencyKey is the header parameter Idempotency-Key: empty, the client
+	// makes one for the call, the same on its retries; give one to make a later
+	// repeat of the whole call a replay.
+	//
+	// Unique per token, operation and logical mutation; an exact replay returns
+	// the original result for at least 30 days.
+	IdempotencyKey string `param:"header,Idempotency-Key"`
+	// Body is the request body.
+	Body WebhookRecoveryCreate `param:"body"`
+}
+
+// RecoverWebhookSubscription is recoverWebhookSubscription: POST /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/recover.
+//
+// Deliver to the subscription, oldest first, every event of its types in
+// [since, until) it has not received successfully; 202 once the recovery is
+// stored.
+//
+// One asynchronous job, one write of the vendor's window however many events it
+// sends. Events its delivery log shows delivered (a successful attempt, kept 30
+// days) are skipped; each other event of the subscription's current types in
+// the window is sent once, with a new Moku-Delivery-Id and the original
+// Moku-Event-Id, retried for up to 1 hour, and never disables the subscription.
+// Events older than the delivery log (30 days) cannot be told delivered and are
+// sent again: receivers dedupe by event id. until defaults to now; the job
+// starts once until is a minute old (events committed late are in it). A
+// disabled subscription is refused (409 WEBHOOK_SUBSCRIPTION_STATE_CONFLICT):
+// re-enable it with recover_since. A subscription disabled or deleted while the
+// recovery runs stops it (status failed, reason). webhook_recovery.completed is
+// written at the end.
+func (c *Client) RecoverWebhookSubscription(ctx context.Context, req RecoverWebhookSubscriptionRequest) (WebhookRecovery, *Response, error) {
+	var out WebhookRecovery
+	res, err := c.do(ctx, call{
+		op:             "recoverWebhookSubscription",
+		method:         http.MethodPost,
+		path:           "/vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/recover",
+		pathParams:     []string{"vendor_id", req.VendorID, "subscription_id", req.SubscriptionID},
+		idempotencyKey: req.IdempotencyKey,
+		body:           req.Body,
+		idempotent:     true,
+	}, &out)
+	return out, res, err
+}
+
+// GetWebhookRecoveryRequest is the request of getWebhookRecovery (GET /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/recoveries/{recovery_id}).
+type GetWebhookRecoveryRequest struct {
+	// VendorID is the path parameter vendor_id (required).
+	//
+	// The id from the vendor list.
+	VendorID string `param:"path,vendor_id"`
+	// SubscriptionID is the path parameter subscription_id (required).
+	//
+	// Opaque webhook subscription id.
+	SubscriptionID string `param:"path,subscription_id"`
+	// RecoveryID is the path parameter recovery_id (required).
+	RecoveryID string `param:"path,recovery_id"`
+}
+
+// GetWebhookRecovery is getWebhookRecovery: GET /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/recoveries/{recovery_id}.
+//
+// Read a recovery: its status and counters.
+//
+// Recoveries are kept 30 days.
+func (c *Client) GetWebhookRecovery(ctx context.Context, req GetWebhookRecoveryRequest) (WebhookRecovery, *Response, error) {
+	var out WebhookRecovery
+	res, err := c.do(ctx, call{
+		op:         "getWebhookRecovery",
+		method:     http.MethodGet,
+		path:       "/vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/recoveries/{recovery_id}",
+		pathParams: []string{"vendor_id", req.VendorID, "subscription_id", req.SubscriptionID, "recovery_id", req.RecoveryID},
+	}, &out)
+	return out, res, err
 }
 
 // RotateWebhookSubscriptionSecretRequest is the request of rotateWebhookSubscriptionSecret (POST /vendors/{vendor_id}/webhook-subscriptions/{subscription_id}/rotate-secret).

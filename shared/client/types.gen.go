@@ -1163,6 +1163,7 @@ const (
 	ErrorCodeWebhookURLNotAllowed               ErrorCode = "WEBHOOK_URL_NOT_ALLOWED"
 	ErrorCodeWebhookSubscriptionLimit           ErrorCode = "WEBHOOK_SUBSCRIPTION_LIMIT"
 	ErrorCodeWebhookSubscriptionVersionConflict ErrorCode = "WEBHOOK_SUBSCRIPTION_VERSION_CONFLICT"
+	ErrorCodeWebhookSubscriptionStateConflict   ErrorCode = "WEBHOOK_SUBSCRIPTION_STATE_CONFLICT"
 	ErrorCodePairingCodeInvalid                 ErrorCode = "PAIRING_CODE_INVALID"
 	ErrorCodePairingCodeUsed                    ErrorCode = "PAIRING_CODE_USED"
 	ErrorCodePairingCodeExpired                 ErrorCode = "PAIRING_CODE_EXPIRED"
@@ -1197,7 +1198,7 @@ type ErrorCodeInfo struct {
 // A hint that a resource changed. Kept 90 days. One schema per type: see the
 // mapping.
 //
-// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, WebhookSubscriptionFailingEvent, WebhookSubscriptionTestEvent, EventReplayCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
+// It is one of ProductCreatedEvent, ProductUpdatedEvent, ProductPublishedEvent, ProductUnpublishedEvent, ProductArchivedEvent, ProductRestoredEvent, InventoryItemAdjustedEvent, ConnectionCreatedEvent, ConnectionPausedEvent, ConnectionResumedEvent, ConnectionDisconnectedEvent, ConnectionRolesReplacedEvent, ReservationCreatedEvent, ReservationRenewedEvent, ReservationCommittedEvent, ReservationReleasedEvent, ReservationExpiredEvent, ListingCreatedEvent, ListingUpdatedEvent, ListingActivatedEvent, ListingPausedEvent, ListingResumedEvent, ListingEndedEvent, ExternalOrderImportedEvent, ExternalOrderReservedEvent, ExternalOrderUnreservableEvent, ExternalOrderCommittedEvent, ExternalOrderCancelledEvent, ExternalOrderRejectedEvent, ExternalOrderFulfilledEvent, SellerOrderShippedEvent, SellerOrderCancelledEvent, WebhookSubscriptionCreatedEvent, WebhookSubscriptionUpdatedEvent, WebhookSubscriptionDeletedEvent, WebhookSubscriptionDisabledEvent, WebhookSubscriptionFailingEvent, WebhookSubscriptionTestEvent, EventReplayCompletedEvent, WebhookRecoveryCompletedEvent, BulkOperationCompletedEvent, StorePairingCreatedEvent, StorePairingExchangedEvent, StorePairingDiscoveredEvent, StorePairingAcceptedEvent, StorePairingReviewedEvent, StorePairingRevokedEvent, SyncJobCompletedEvent, ConflictOpenedEvent, ConflictResolvedEvent, ConflictDismissedEvent: set it with From<type>, read it with As<type>.
 // The fields of EventEnvelope, which every one has, read directly; they are
 // read from the JSON, so set a value with From<type>.
 type Event struct {
@@ -1847,6 +1848,22 @@ func (u Event) AsEventReplayCompletedEvent() (EventReplayCompletedEvent, error) 
 	return v, err
 }
 
+// FromWebhookRecoveryCompletedEvent sets u to v.
+func (u *Event) FromWebhookRecoveryCompletedEvent(v WebhookRecoveryCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return u.UnmarshalJSON(b)
+}
+
+// AsWebhookRecoveryCompletedEvent decodes u as a WebhookRecoveryCompletedEvent.
+func (u Event) AsWebhookRecoveryCompletedEvent() (WebhookRecoveryCompletedEvent, error) {
+	var v WebhookRecoveryCompletedEvent
+	err := json.Unmarshal(u.raw, &v)
+	return v, err
+}
+
 // FromBulkOperationCompletedEvent sets u to v.
 func (u *Event) FromBulkOperationCompletedEvent(v BulkOperationCompletedEvent) error {
 	b, err := json.Marshal(v)
@@ -2120,6 +2137,8 @@ func (u Event) Value() (any, error) {
 		return u.AsStorePairingRevokedEvent()
 	case "sync_job.completed":
 		return u.AsSyncJobCompletedEvent()
+	case "webhook_recovery.completed":
+		return u.AsWebhookRecoveryCompletedEvent()
 	case "webhook_subscription.created":
 		return u.AsWebhookSubscriptionCreatedEvent()
 	case "webhook_subscription.deleted":
@@ -2292,6 +2311,7 @@ const (
 	EventTypeWebhookSubscriptionFailing  EventType = "webhook_subscription.failing"
 	EventTypeWebhookSubscriptionTest     EventType = "webhook_subscription.test"
 	EventTypeEventReplayCompleted        EventType = "event_replay.completed"
+	EventTypeWebhookRecoveryCompleted    EventType = "webhook_recovery.completed"
 	EventTypeStorePairingCreated         EventType = "store_pairing.created"
 	EventTypeStorePairingExchanged       EventType = "store_pairing.exchanged"
 	EventTypeStorePairingDiscovered      EventType = "store_pairing.discovered"
@@ -5203,6 +5223,8 @@ type WebhookDeliveryAttempt struct {
 	// succeeded: a 2xx answer. failed: another attempt is scheduled at
 	// next_attempt_at. dead: the retry window is over and no attempt follows.
 	Outcome WebhookDeliveryAttemptOutcome `json:"outcome"`
+	// The recovery this delivery belongs to; null otherwise.
+	RecoveryID *string `json:"recovery_id"`
 	// The replay this delivery belongs to; null for the original delivery.
 	ReplayID *string `json:"replay_id"`
 	// The first 1024 bytes of the receiver's answer, as text (bytes that are
@@ -5230,6 +5252,116 @@ const (
 	WebhookDeliveryAttemptOutcomeSucceeded WebhookDeliveryAttemptOutcome = "succeeded"
 	WebhookDeliveryAttemptOutcomeFailed    WebhookDeliveryAttemptOutcome = "failed"
 	WebhookDeliveryAttemptOutcomeDead      WebhookDeliveryAttemptOutcome = "dead"
+)
+
+// WebhookRecovery is #/components/schemas/WebhookRecovery.
+//
+// A recovery of one subscription. It reads the event log a page (100 events) at
+// a time and has at most a page of deliveries in flight; it is done when
+// delivered + failed + skipped = total and status is completed or failed. Kept
+// 30 days.
+type WebhookRecovery struct {
+	CompletedAt *time.Time `json:"completed_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	// Events delivered by the recovery.
+	Delivered int64 `json:"delivered"`
+	// Events whose delivery failed for the replay retry window (1 hour).
+	Failed int64 `json:"failed"`
+	// rcv_…, sorts in creation order.
+	ID string `json:"id"`
+	// Why a recovery stopped before its window's end; null otherwise.
+	Reason *WebhookRecoveryReason `json:"reason"`
+	Since  time.Time              `json:"since"`
+	// Events delivered before (skipped), or dropped when their delivery came up
+	// (the subscription disabled, deleted, or no longer receiving the type).
+	Skipped   int64      `json:"skipped"`
+	StartedAt *time.Time `json:"started_at"`
+	// queued → running → completed or failed. failed: nothing was delivered
+	// and something failed, or the subscription was disabled or deleted
+	// meanwhile (reason).
+	Status         WebhookRecoveryStatus `json:"status"`
+	SubscriptionID string                `json:"subscription_id"`
+	// Events of the window and the subscription's types found so far; final
+	// once completed or failed.
+	Total int64 `json:"total"`
+	// The window's end (now when the request gave none).
+	Until    time.Time `json:"until"`
+	VendorID string    `json:"vendor_id"`
+}
+
+// WebhookRecoveryCompletedEvent is #/components/schemas/WebhookRecoveryCompletedEvent.
+//
+// Written when a recovery reached completed or failed; read it at
+// /webhook-subscriptions/{subscription_id}/recoveries/{recovery_id}.
+type WebhookRecoveryCompletedEvent struct {
+	CreatedAt time.Time                         `json:"created_at"`
+	Data      WebhookRecoveryCompletedEventData `json:"data"`
+	// Sorts in creation order.
+	ID string `json:"id"`
+	// The API request whose transaction wrote the event: its X-Request-Id and
+	// the Idempotency-Key it sent (null when it sent none). null for what the
+	// service did by itself (a reservation's expiry, a job's completion, a
+	// delivery's outcome) and for events written before this field existed.
+	Request  *WebhookRecoveryCompletedEventRequest `json:"request"`
+	Resource WebhookRecoveryCompletedEventResource `json:"resource"`
+	Type     string                                `json:"type"`
+	VendorID string                                `json:"vendor_id"`
+}
+
+// WebhookRecoveryCompletedEventData is #/components/schemas/WebhookRecoveryCompletedEvent/properties/data.
+type WebhookRecoveryCompletedEventData struct {
+	Delivered      int64                  `json:"delivered"`
+	Failed         int64                  `json:"failed"`
+	Reason         *WebhookRecoveryReason `json:"reason"`
+	Since          time.Time              `json:"since"`
+	Skipped        int64                  `json:"skipped"`
+	Status         WebhookRecoveryStatus  `json:"status"`
+	SubscriptionID string                 `json:"subscription_id"`
+	Total          int64                  `json:"total"`
+	Until          time.Time              `json:"until"`
+}
+
+// WebhookRecoveryCompletedEventRequest is #/components/schemas/WebhookRecoveryCompletedEvent/properties/request.
+type WebhookRecoveryCompletedEventRequest struct {
+	// The X-Request-Id of the request.
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// WebhookRecoveryCompletedEventResource is #/components/schemas/WebhookRecoveryCompletedEvent/properties/resource.
+type WebhookRecoveryCompletedEventResource struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// WebhookRecoveryCreate is #/components/schemas/WebhookRecoveryCreate.
+//
+// The window [since, until) of event times.
+type WebhookRecoveryCreate struct {
+	// RFC 3339; no older than the event log's retention (90 days).
+	Since time.Time `json:"since"`
+	// RFC 3339, after since, not in the future; null or absent: now.
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// WebhookRecoveryReason is #/components/schemas/WebhookRecovery/properties/reason.
+type WebhookRecoveryReason string
+
+// The values of WebhookRecoveryReason.
+const (
+	WebhookRecoveryReasonSubscriptionDisabled WebhookRecoveryReason = "subscription_disabled"
+	WebhookRecoveryReasonSubscriptionDeleted  WebhookRecoveryReason = "subscription_deleted"
+)
+
+// WebhookRecoveryStatus is #/components/schemas/WebhookRecovery/properties/status.
+type WebhookRecoveryStatus string
+
+// The values of WebhookRecoveryStatus.
+const (
+	WebhookRecoveryStatusQueued    WebhookRecoveryStatus = "queued"
+	WebhookRecoveryStatusRunning   WebhookRecoveryStatus = "running"
+	WebhookRecoveryStatusCompleted WebhookRecoveryStatus = "completed"
+	WebhookRecoveryStatusFailed    WebhookRecoveryStatus = "failed"
 )
 
 // WebhookSubscription is #/components/schemas/WebhookSubscription.
@@ -5545,8 +5677,14 @@ type WebhookSubscriptionUpdate struct {
 	// (including types added later).
 	EventTypes      []string `json:"event_types,omitempty"`
 	ExpectedVersion int64    `json:"expected_version"`
+	// Only with status enabled, re-enabling a disabled subscription: in the
+	// same write, a recovery from then to now (as POST .../recover with since)
+	// starts, shown as recovery in the answer. On an enabled subscription: 409
+	// WEBHOOK_SUBSCRIPTION_STATE_CONFLICT.
+	RecoverSince *time.Time `json:"recover_since,omitempty"`
 	// enabled re-enables a subscription the service disabled; deliveries missed
-	// meanwhile are not re-sent (replay them).
+	// meanwhile are re-sent only with recover_since (or POST .../recover, or
+	// replay them).
 	Status *WebhookSubscriptionStatus `json:"status,omitempty"`
 	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
 	// name or a canonical public IP literal; no user info, no fragment.
@@ -5556,6 +5694,47 @@ type WebhookSubscriptionUpdate struct {
 	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
 	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
 	URL *string `json:"url,omitempty"`
+}
+
+// WebhookSubscriptionUpdated is #/components/schemas/WebhookSubscriptionUpdated.
+//
+// The subscription (as WebhookSubscription), and the recovery recover_since
+// started.
+type WebhookSubscriptionUpdated struct {
+	CreatedAt   time.Time  `json:"created_at"`
+	Description *string    `json:"description"`
+	DisabledAt  *time.Time `json:"disabled_at"`
+	// Why the subscription is disabled: by the vendor, or because deliveries
+	// kept failing; null while enabled.
+	DisabledReason *WebhookSubscriptionDisabledReason `json:"disabled_reason"`
+	// Event types to receive: specific types, or "*" alone for every type
+	// (including types added later).
+	EventTypes []string `json:"event_types"`
+	// Failed delivery attempts since the last successful one. At 10 the service
+	// writes webhook_subscription.failing (once per streak), well before it
+	// would disable the subscription; a success ends the streak.
+	FailureStreak int64 `json:"failure_streak"`
+	// Sorts in creation order.
+	ID string `json:"id"`
+	// The recovery a re-enable with recover_since started; absent otherwise.
+	Recovery *WebhookRecovery `json:"recovery,omitempty"`
+	// Only enabled subscriptions receive deliveries. The service disables a
+	// subscription when one delivery has failed for 3 days and no delivery to
+	// it succeeded meanwhile (event webhook_subscription.disabled); PATCH
+	// status enabled re-enables it.
+	Status    WebhookSubscriptionStatus `json:"status"`
+	UpdatedAt time.Time                 `json:"updated_at"`
+	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
+	// name or a canonical public IP literal; no user info, no fragment.
+	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
+	// multicast and other non-public addresses are refused, for literals and
+	// for names that resolve to them (checked again on every connection).
+	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
+	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
+	URL      string `json:"url"`
+	VendorID string `json:"vendor_id"`
+	// Used as expected_version on PATCH.
+	Version int64 `json:"version"`
 }
 
 // WebhookSubscriptionUpdatedEvent is #/components/schemas/WebhookSubscriptionUpdatedEvent.

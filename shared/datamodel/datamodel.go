@@ -349,6 +349,29 @@ const (
 	ReplayPendingAttr   = "pending"
 )
 
+// RecoveryPrefix starts webhook recovery sort keys:
+// WHRCV#<subscription id>#<recovery id>.
+const RecoveryPrefix = "WHRCV#"
+
+// RecoveryKey is a webhook recovery's key. Its counters are the replay's
+// (ReplayTotalAttr and the others).
+func RecoveryKey(vendorID, subscriptionID, recoveryID string) store.Key {
+	return store.Key{PK: VendorPartition(vendorID), SK: RecoveryPrefix + subscriptionID + "#" + recoveryID}
+}
+
+// RecoveryEventKey records the outcome of one event of a recovery, so
+// that it is counted once however often its message is handled.
+func RecoveryEventKey(vendorID, recoveryID, eventID string) store.Key {
+	return store.Key{PK: VendorPartition(vendorID), SK: "WHRCVEVT#" + recoveryID + "#" + eventID}
+}
+
+// DeliveredKey marks that an event was delivered successfully to a
+// subscription (written with the attempt that succeeded, kept as long as
+// the attempt): what a recovery skips.
+func DeliveredKey(vendorID, subscriptionID, eventID string) store.Key {
+	return store.Key{PK: VendorPartition(vendorID), SK: "WHOK#" + subscriptionID + "#" + eventID}
+}
+
 // PairingPrefix starts store pairing sort keys in the vendor partition.
 const PairingPrefix = "PAIRING#"
 

@@ -65,6 +65,7 @@ const (
 	CodeWebhookURLNotAllowed       Code = "WEBHOOK_URL_NOT_ALLOWED"
 	CodeWebhookSubscriptionLimit   Code = "WEBHOOK_SUBSCRIPTION_LIMIT"
 	CodeWebhookSubscriptionVersion Code = "WEBHOOK_SUBSCRIPTION_VERSION_CONFLICT"
+	CodeWebhookSubscriptionState   Code = "WEBHOOK_SUBSCRIPTION_STATE_CONFLICT"
 
 	CodePairingCodeInvalid Code = "PAIRING_CODE_INVALID"
 	CodePairingCodeUsed    Code = "PAIRING_CODE_USED"
@@ -149,6 +150,7 @@ var catalog = map[Code]Info{
 	CodeWebhookURLNotAllowed:       {CodeWebhookURLNotAllowed, Invalid, "Webhook URL not allowed"},
 	CodeWebhookSubscriptionLimit:   {CodeWebhookSubscriptionLimit, Conflict, "Webhook subscription limit reached"},
 	CodeWebhookSubscriptionVersion: {CodeWebhookSubscriptionVersion, Conflict, "Webhook subscription version conflict"},
+	CodeWebhookSubscriptionState:   {CodeWebhookSubscriptionState, Conflict, "Webhook subscription state conflict"},
 
 	CodePairingCodeInvalid: {CodePairingCodeInvalid, Invalid, "Pairing code not valid"},
 	CodePairingCodeUsed:    {CodePairingCodeUsed, Conflict, "Pairing code already used"},

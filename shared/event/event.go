@@ -71,6 +71,8 @@ const (
 	// streak, well before a disable.
 	WebhookSubscriptionFailing = "webhook_subscription.failing"
 	EventReplayCompleted       = "event_replay.completed"
+	// WebhookRecoveryCompleted ends a recovery (POST .../recover).
+	WebhookRecoveryCompleted = "webhook_recovery.completed"
 
 	BulkOperationCompleted = "bulk_operation.completed"
 
@@ -97,7 +99,7 @@ func Types() []string {
 		ListingCreated, ListingUpdated, ListingActivated, ListingPaused, ListingResumed, ListingEnded,
 		ExternalOrderImported, ExternalOrderReserved, ExternalOrderUnreservable, ExternalOrderCommitted, ExternalOrderCancelled, ExternalOrderRejected, ExternalOrderFulfilled,
 		SellerOrderShipped, SellerOrderCancelled,
-		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, WebhookSubscriptionFailing, WebhookSubscriptionTest, EventReplayCompleted,
+		WebhookSubscriptionCreated, WebhookSubscriptionUpdated, WebhookSubscriptionDeleted, WebhookSubscriptionDisabled, WebhookSubscriptionFailing, WebhookSubscriptionTest, EventReplayCompleted, WebhookRecoveryCompleted,
 		BulkOperationCompleted,
 		StorePairingCreated, StorePairingExchanged, StorePairingDiscovered, StorePairingAccepted, StorePairingReviewed, StorePairingRevoked,
 		SyncJobCompleted, ConflictOpened, ConflictResolved, ConflictDismissed}

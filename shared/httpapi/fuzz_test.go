@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -64,7 +65,15 @@ var bodyParsers = map[string]func([]byte) error{
 	},
 	"webhooks.update": func(b []byte) error { _, err := webhook.ParseUpdate(b, webhook.Policy{}); return err },
 	"webhooks.replay": func(b []byte) error { _, err := webhook.ParseReplay(b); return err },
-	"strict":          func(b []byte) error { return DecodeStrict(b, &struct{ A, B string }{}) },
+	"webhooks.recover": func(b []byte) error {
+		in, err := webhook.ParseRecover(b)
+		if err != nil {
+			return err
+		}
+		_, err = webhook.CheckWindow("since", in.Since, in.Until, time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+		return err
+	},
+	"strict": func(b []byte) error { return DecodeStrict(b, &struct{ A, B string }{}) },
 }
 
 // FuzzJSONBodies drives every group's body decoder with the bytes a client
@@ -92,6 +101,9 @@ func FuzzJSONBodies(f *testing.F) {
 		`{"code":"ABCD-EFGH"}`,
 		`{"reason":"fixed","resolution":"resolved"}`,
 		`{"carrier":"UPS","tracking_number":"1Z","expected_version":2}`,
+		`{"since":"2026-03-04T08:00:00Z","until":"2026-03-04T10:00:00.5+01:00"}`,
+		`{"since":"2025-12-01T00:00:00Z","until":null}`,
+		`{"expected_version":2,"status":"enabled","recover_since":"2026-03-04T08:00:00Z"}`,
 		`[]`, `null`, `{}`, `{"a":{"b":{"c":[1,2,{"d":"e"}]}}}`, `{"a":1e999}`, `{"a":-0}`, `  {"a" : "b" }  `,
 	} {
 		f.Add([]byte(seed))

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/fields"
+	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/webhook"
 )
 
@@ -33,6 +36,28 @@ func (s *Server) replayEvent(c *Call) error {
 
 func (s *Server) getEventReplay(c *Call) error {
 	v, err := s.webhooks().GetReplay(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"), c.R.PathValue("replay_id"))
+	if err != nil {
+		return err
+	}
+	return c.Data(http.StatusOK, v)
+}
+
+// recoverWebhookSubscription stores a queued recovery of the subscription
+// under the request's Idempotency-Key and answers 202 at once; the
+// pipeline runs it on the replay worker (webhook/recover.go).
+func (s *Server) recoverWebhookSubscription(c *Call) error {
+	body, in, err := parsed(c, 0, webhook.ParseRecover)
+	if err != nil {
+		return err
+	}
+	svc := s.webhooks()
+	return c.Mutate("webhook_subscriptions.recover", idempotency.ConnectionKeyPattern, body, answer(http.StatusAccepted, func(ctx context.Context) (store.Prepared[webhook.RecoveryView], error) {
+		return svc.PrepareRecover(ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), in)
+	}))
+}
+
+func (s *Server) getWebhookRecovery(c *Call) error {
+	v, err := s.webhooks().GetRecovery(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), c.R.PathValue("recovery_id"))
 	if err != nil {
 		return err
 	}

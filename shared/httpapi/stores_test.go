@@ -56,6 +56,9 @@ var onDynamoDB = map[string]string{
 	"TestStockEffectPerMovement":                         "stock effects routed from the stream",
 	"TestReservationExpiryShardsAndSurvivesABrokenEntry": "expiry's sharded index queries",
 	"TestStorePairingFlow":                               "pairing codes looked up by their own key",
+	"TestWebhookRecovery":                                "a recovery's pages, counters and delivered marks on the table",
+	"TestWebhookReenableWithRecovery":                    "a recovery stored in the re-enable's transaction",
+	"TestWebhookRecoveryRefusals":                        "a recovery's idempotency, rate and refusals on the table",
 }
 
 // forEachStore runs a scenario on the embedded store, and on DynamoDB Local

@@ -12,7 +12,7 @@ import (
 )
 
 // Webhooks is the Webhooks group: subscriptions, their delivery attempts,
-// and replays of events (replays.go).
+// their recoveries, and replays of events (replays.go).
 var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 	read, write := []auth.Scope{auth.WebhooksRead}, []auth.Scope{auth.WebhooksWrite}
 	base := "/vendors/{vendor_id}/webhook-subscriptions"
@@ -25,6 +25,8 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 		{Method: http.MethodDelete, Path: one, Operation: "deleteWebhookSubscription", Scopes: write, Handle: s.deleteWebhookSubscription},
 		{Method: http.MethodPost, Path: one + "/rotate-secret", Operation: "rotateWebhookSubscriptionSecret", Scopes: write, Handle: s.rotateWebhookSecret},
 		{Method: http.MethodPost, Path: one + "/test", Operation: "testWebhookSubscription", Scopes: write, ReadAhead: aheadOf(aheadSubscription), Handle: s.testWebhookSubscription},
+		{Method: http.MethodPost, Path: one + "/recover", Operation: "recoverWebhookSubscription", Scopes: write, Handle: s.recoverWebhookSubscription},
+		{Method: http.MethodGet, Path: one + "/recoveries/{recovery_id}", Operation: "getWebhookRecovery", Scopes: read, Handle: s.getWebhookRecovery},
 		{Method: http.MethodGet, Path: one + "/deliveries", Operation: "listWebhookDeliveries", Scopes: read, ReadAhead: aheadOf(aheadSubscription), PageAhead: pageDeliveries, Handle: s.listWebhookDeliveries},
 		{Method: http.MethodPost, Path: "/vendors/{vendor_id}/events/{event_id}/replay", Operation: "replayEvent", Scopes: write, Handle: s.replayEvent},
 		{Method: http.MethodGet, Path: "/vendors/{vendor_id}/events/{event_id}/replays/{replay_id}", Operation: "getEventReplay", Scopes: read, Handle: s.getEventReplay},

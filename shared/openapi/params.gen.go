@@ -156,6 +156,11 @@ func parameters() map[string][]Parameter {
 		"getVendorAuthority": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 		},
+		"getWebhookRecovery": {
+			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+			{Name: "recovery_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+		},
 		"getWebhookSubscription": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
@@ -275,6 +280,10 @@ func parameters() map[string][]Parameter {
 		"putMedia": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 			{Name: "sha256", In: "path", Required: true, Pattern: "^[0-9a-f]{64}$", Code: "INVALID_MEDIA", Description: "The lowercase hex SHA-256 of the request body, the original bytes as uploaded."},
+		},
+		"recoverWebhookSubscription": {
+			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
+			{Name: "subscription_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},
 		},
 		"rejectExternalOrder": {
 			{Name: "vendor_id", In: "path", Required: true, MinLength: 1, MaxLength: 128},

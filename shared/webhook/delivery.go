@@ -72,6 +72,8 @@ type Message struct {
 	DeliveryID     string `json:"delivery_id"`
 	// ReplayID is set on the deliveries of a replay.
 	ReplayID string `json:"replay_id,omitempty"`
+	// RecoveryID is set on the deliveries of a recovery (recover.go).
+	RecoveryID string `json:"recovery_id,omitempty"`
 	// Attempt is the attempt this message makes, from 1.
 	Attempt int `json:"attempt"`
 	// CreatedAt starts the retry window.
@@ -97,7 +99,7 @@ func DeliveryID(eventID, subscriptionID, replayID string) string {
 }
 
 func (m Message) window() time.Duration {
-	if m.ReplayID != "" {
+	if m.ReplayID != "" || m.RecoveryID != "" {
 		return ReplayRetryWindow
 	}
 	return RetryWindow
@@ -135,6 +137,7 @@ type Attempt struct {
 	EventID        string    `json:"event_id"`
 	EventType      string    `json:"event_type"`
 	ReplayID       *string   `json:"replay_id"`
+	RecoveryID     *string   `json:"recovery_id"`
 	Attempt        int       `json:"attempt"`
 	AttemptedAt    time.Time `json:"attempted_at"`
 	DurationMS     int64     `json:"duration_ms"`
@@ -330,6 +333,9 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	if m.ReplayID != "" {
 		rec.ReplayID = &m.ReplayID
 	}
+	if m.RecoveryID != "" {
+		rec.RecoveryID = &m.RecoveryID
+	}
 	if status != 0 {
 		rec.StatusCode = &status
 	}
@@ -380,7 +386,7 @@ func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *t
 		retry.Attempt, retry.NotBefore, retry.Lane = m.Attempt+1, *next, LaneSlow
 		return d.send(ctx, retry, next.Sub(d.Clock.Now()))
 	}
-	if m.ReplayID != "" {
+	if m.ReplayID != "" || m.RecoveryID != "" {
 		return d.replayOutcome(ctx, m, replayFailed)
 	}
 	return d.disableIfFailing(ctx, m)
@@ -411,9 +417,9 @@ func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message, look L
 func newAttemptID(t time.Time) string { return ids.Sortable("whatt", t) }
 
 // record stores an attempt, kept AttemptRetention, with its outcome on
-// the attempt's claim and the subscription's counters (healthOps: the
-// successes that feed the disable policy, the failure streak) in one
-// transaction: a message handled again finds the attempt made and
+// the attempt's claim, the subscription's counters (healthOps: the
+// successes that feed the disable policy, the failure streak) and, for a
+// success, the event's delivered mark, in one transaction: a message handled again finds the attempt made and
 // counted. sub is the subscription as read before the attempt.
 func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Attempt, sub Subscription) error {
 	k := datamodel.AttemptKey(m.VendorID, m.SubscriptionID, rec.ID)
@@ -425,6 +431,7 @@ func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Atte
 	if err != nil {
 		return err
 	}
+	expires := rec.AttemptedAt.Add(AttemptRetention).Unix()
 	for i, t := range tries {
 		rec.Notice = t.notice
 		b, err := json.Marshal(rec)
@@ -432,9 +439,14 @@ func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Atte
 			return err
 		}
 		ops := append([]store.Op{
-			store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: rec.AttemptedAt.Add(AttemptRetention).Unix()}, store.Cond{}),
+			store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: expires}, store.Cond{}),
 			store.Put(claim, store.Cond{}),
 		}, t.ops...)
+		if rec.Outcome == OutcomeSucceeded {
+			// What a recovery skips (recover.go: delivered).
+			dk := datamodel.DeliveredKey(m.VendorID, m.SubscriptionID, m.EventID)
+			ops = append(ops, store.Put(store.Item{PK: dk.PK, SK: dk.SK, Version: 1, Data: []byte(`{}`), ExpiresAt: expires}, store.Cond{}))
+		}
 		err = d.Store.Transact(ctx, ops...)
 		if i == len(tries)-1 || !store.IsCondition(err) {
 			return err

@@ -3,6 +3,7 @@ package webhook
 import (
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/fields"
@@ -47,6 +48,9 @@ type UpdateInput struct {
 	Description     *string
 	DescriptionSet  bool
 	Status          *string
+	// RecoverSince, sent with status enabled, starts a recovery of the
+	// re-enabled subscription from then to now (recover.go).
+	RecoverSince *time.Time
 }
 
 // ParseUpdate reads a PATCH body.
@@ -64,6 +68,10 @@ func ParseUpdate(body []byte, p Policy) (UpdateInput, error) {
 	in.DescriptionSet = o.Has("description")
 	in.Description, _ = o.StringPtr("description", fields.OptionalNullable, descriptionRule)
 	in.Status, _ = o.StringPtr("status", fields.Optional, fields.StringRule{OneOf: []string{StatusEnabled, StatusDisabled}})
+	in.RecoverSince = o.Time("recover_since", fields.OptionalNullable)
+	if in.RecoverSince != nil && (in.Status == nil || *in.Status != StatusEnabled) {
+		o.Fail("recover_since", "is taken only with \"status\": \"enabled\", when re-enabling; POST .../recover recovers an enabled subscription")
+	}
 	if err := o.Err(); err != nil {
 		return UpdateInput{}, err
 	}

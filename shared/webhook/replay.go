@@ -127,11 +127,18 @@ func (s Service) GetReplay(ctx context.Context, vendorID, eventID, replayID stri
 	return v, nil
 }
 
-// replayJob is the message that starts a replay.
+// replayJob is the message that starts a replay, or runs a page of a
+// recovery (Kind jobRecovery, recover.go).
 type replayJob struct {
+	Kind     string `json:"kind,omitempty"`
 	VendorID string `json:"vendor_id"`
-	EventID  string `json:"event_id"`
-	ReplayID string `json:"replay_id"`
+	EventID  string `json:"event_id,omitempty"`
+	ReplayID string `json:"replay_id,omitempty"`
+	// SubscriptionID and RecoveryID name a recovery; After is the cursor
+	// of the page the message runs.
+	SubscriptionID string `json:"subscription_id,omitempty"`
+	RecoveryID     string `json:"recovery_id,omitempty"`
+	After          string `json:"after,omitempty"`
 }
 
 // Replayer is the replay worker, and the rule that starts its work.
@@ -149,9 +156,27 @@ func (r Replayer) log() *slog.Logger {
 	return r.Log
 }
 
-// Rule starts each new replay: one message on the replay queue.
+// Rule starts each new replay and recovery: one message on the replay
+// queue. A recovery's waits until its window's end is event.Settle old,
+// so that every event stamped before it has committed (event.Settle).
 func (r Replayer) Rule(ctx context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, datamodel.ReplayPrefix) {
+	if c.Kind != store.Inserted || c.New == nil {
+		return nil, nil
+	}
+	if strings.HasPrefix(c.Key.SK, datamodel.RecoveryPrefix) {
+		rc, _, err := decodeRecovery(*c.New)
+		if err != nil {
+			r.log().ErrorContext(ctx, "recovery: unreadable recovery", "key", c.Key.SK, "error", err)
+			return nil, nil
+		}
+		b, err := recoveryJob(rc, "")
+		if err != nil {
+			return nil, err
+		}
+		wait := min(max(rc.Until.Add(event.Settle).Sub(r.Clock.Now()), 0), queue.MaxDelay)
+		return []pipeline.Outgoing{{Queue: queue.EventReplays, Body: b, Delay: wait}}, nil
+	}
+	if !strings.HasPrefix(c.Key.SK, datamodel.ReplayPrefix) {
 		return nil, nil
 	}
 	rp, _, err := decodeReplay(*c.New)
@@ -173,8 +198,11 @@ func (r Replayer) Rule(ctx context.Context, c store.Change) ([]pipeline.Outgoing
 // crash, a running replay re-queues the destinations not yet accounted for.
 func (r Replayer) Handle(ctx context.Context, qm queue.Message) error {
 	var job replayJob
-	if err := json.Unmarshal(qm.Body, &job); err != nil || job.ReplayID == "" {
+	if err := json.Unmarshal(qm.Body, &job); err != nil || (job.ReplayID == "" && job.RecoveryID == "") {
 		return fmt.Errorf("replay: unreadable message %s: %v", qm.ID, err)
+	}
+	if job.Kind == jobRecovery {
+		return r.recover(ctx, job, qm.Receives)
 	}
 	k := datamodel.ReplayKey(job.VendorID, job.EventID, job.ReplayID)
 	it, err := r.Store.Get(ctx, k)
@@ -325,6 +353,9 @@ const (
 // created in the same transaction as the counters) and completes the
 // replay when it was the last. It does nothing for ordinary deliveries.
 func (d Deliverer) replayOutcome(ctx context.Context, m Message, outcome string) error {
+	if m.RecoveryID != "" {
+		return d.recoveryOutcome(ctx, m, outcome)
+	}
 	if m.ReplayID == "" {
 		return nil
 	}

@@ -4,7 +4,8 @@
 // the delivery worker (signed POST, retries with backoff for about three
 // days, attempt records, disabling an endpoint that keeps failing), the
 // address checks that keep deliveries off private networks (at creation
-// and again on the socket at dial time), and replays of past events.
+// and again on the socket at dial time), replays of past events, and
+// recoveries of what a subscription missed (recover.go).
 //
 // The receivers' half, verifying a delivery's signature, is the
 // dependency-free subpackage signature.
@@ -286,22 +287,47 @@ func versionConflict(current int64) error {
 	return errs.Ef(errs.CodeWebhookSubscriptionVersion, "expected_version: the subscription is at version %d; read it again and retry", current)
 }
 
+// Updated is the answer to a PATCH: the subscription, and the recovery a
+// re-enable with recover_since started.
+type Updated struct {
+	View
+	Recovery *RecoveryView `json:"recovery,omitempty"`
+}
+
 // Update applies a PATCH: the fields sent replace the current ones,
 // provided expected_version is current. Enabling a disabled subscription
-// clears its disabled reason; an update that changes nothing is a no-op.
-func (s Service) Update(ctx context.Context, vendorID, id string, in UpdateInput) (View, error) {
+// clears its disabled reason, and with recover_since stores a recovery
+// from then to now in the same transaction; an update that changes
+// nothing is a no-op.
+func (s Service) Update(ctx context.Context, vendorID, id string, in UpdateInput) (Updated, error) {
 	sub, err := s.Get(ctx, vendorID, id)
 	if err != nil {
-		return View{}, err
+		return Updated{}, err
 	}
 	if in.ExpectedVersion != sub.Version {
-		return View{}, versionConflict(sub.Version)
+		return Updated{}, versionConflict(sub.Version)
 	}
 	now := s.Clock.Now()
+	var extra []store.Op
+	var recovery *RecoveryView
+	if in.RecoverSince != nil {
+		if sub.Status == StatusEnabled {
+			return Updated{}, errs.Ef(errs.CodeWebhookSubscriptionState, "webhook subscription %s is enabled already: recover_since starts a recovery only when re-enabling; use POST .../recover", sub.ID)
+		}
+		end, err := CheckWindow("recover_since", *in.RecoverSince, nil, now)
+		if err != nil {
+			return Updated{}, err
+		}
+		v, put, err := newRecovery(now, sub, *in.RecoverSince, end)
+		if err != nil {
+			return Updated{}, err
+		}
+		extra, recovery = []store.Op{put}, &v
+	}
 	var changed []string
 	if in.URL != nil && *in.URL != sub.URL {
 		if _, err := s.Policy.CheckURL(ctx, *in.URL); err != nil {
-			return View{}, err
+			return Updated{}, err
 		}
 		sub.URL = *in.URL
 		changed = append(changed, "url")
@@ -325,14 +351,14 @@ func (s Service) Update(ctx context.Context, vendorID, id string, in UpdateInput
 		changed = append(changed, "status")
 	}
 	if len(changed) == 0 {
-		return sub.View(), nil
+		return Updated{View: sub.View()}, nil
 	}
 	sub.Version++
 	sub.UpdatedAt = now
-	if err := s.write(ctx, sub, in.ExpectedVersion, event.WebhookSubscriptionUpdated, map[string]any{"version": sub.Version, "changed": changed}); err != nil {
-		return View{}, err
+	if err := s.write(ctx, sub, in.ExpectedVersion, event.WebhookSubscriptionUpdated, map[string]any{"version": sub.Version, "changed": changed}, extra...); err != nil {
+		return Updated{}, err
 	}
-	return sub.View(), nil
+	return Updated{View: sub.View(), Recovery: recovery}, nil
 }
 
 func equalPtr(a, b *string) bool {
@@ -342,9 +368,10 @@ func equalPtr(a, b *string) bool {
 	return *a == *b
 }
 
-// write stores a changed subscription with its event, conditioned on the
-// version it was read at; numeric attributes (the success count) are kept.
-func (s Service) write(ctx context.Context, sub Subscription, prev int64, typ string, data map[string]any) error {
+// write stores a changed subscription with its event (and extra
+// operations), conditioned on the version it was read at; numeric
+// attributes (the success count) are kept.
+func (s Service) write(ctx context.Context, sub Subscription, prev int64, typ string, data map[string]any, extra ...store.Op) error {
 	doc, err := encode(ctx, s.Secrets, sub)
 	if err != nil {
 		return err
@@ -353,7 +380,8 @@ func (s Service) write(ctx context.Context, sub Subscription, prev int64, typ st
 	if err != nil {
 		return err
 	}
-	err = s.Store.Transact(ctx, store.Update(datamodel.SubscriptionKey(sub.VendorID, sub.ID), doc, sub.Version, nil, store.IfVersion(prev)), ev)
+	ops := append([]store.Op{store.Update(datamodel.SubscriptionKey(sub.VendorID, sub.ID), doc, sub.Version, nil, store.IfVersion(prev)), ev}, extra...)
+	err = s.Store.Transact(ctx, ops...)
 	if store.IsCondition(err) {
 		cur, gerr := s.Get(ctx, sub.VendorID, sub.ID)
 		if gerr != nil {
