@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
@@ -125,12 +126,20 @@ func (s SQS) SendToQueue(ctx context.Context, m webhook.AWSMessage) (string, err
 	}
 	region, endpoint := webhook.QueueEndpoint(q)
 	creds := s.Roles.For(m.VendorID)
+	if endpoint != "" {
+		// An emulator on loopback: it needs no credentials, and gets none
+		// of ours.
+		creds = credentials.NewStaticCredentialsProvider("local", "local", "")
+	}
 	out, err := s.API.SendMessage(ctx, in, func(o *sqs.Options) {
 		if region != "" {
 			o.Region = region
 		}
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
+			if o.Region == "" {
+				o.Region = "us-east-1"
+			}
 		}
 		if creds != nil {
 			o.Credentials = creds
