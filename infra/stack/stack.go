@@ -111,6 +111,9 @@ type Stack struct {
 	EdgeSecret    awssecretsmanager.Secret
 	edgeSecretRef *string
 	obs           *observer
+	// deliverers are the functions that make webhook deliveries: they may
+	// assume the delivery role (delivery.go).
+	deliverers []awslambda.Function
 }
 
 // New adds the stage's stack to scope.
@@ -227,6 +230,9 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		if a.Media {
 			s.grantMedia(f)
 		}
+		if a.Delivers {
+			s.deliverers = append(s.deliverers, f)
+		}
 	}
 	s.route(d, routes)
 
@@ -239,6 +245,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	if d.StreamRouter != "" {
 		s.workers(d, fn)
 	}
+	s.deliveryRole(s.deliverers)
 	if err := s.deployHook(d); err != nil {
 		return nil, err
 	}
