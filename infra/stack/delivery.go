@@ -35,6 +35,10 @@ var (
 	AssumeDeliveryActions = []string{"sts:AssumeRole", "sts:TagSession"}
 )
 
+// DeliveryRoleName is the delivery role's name, sellerapi-<stage>-webhook-delivery:
+// the role a seller's bus or queue policy names (docs/operations.md).
+func (s *Stack) DeliveryRoleName() string { return s.Names.Stack() + "-webhook-delivery" }
+
 // deliveryRole adds the delivery role, trusted by the roles of the
 // functions in fns, and tells them its ARN (config.EnvWebhookRoleARN).
 func (s *Stack) deliveryRole(fns []awslambda.Function) {
@@ -53,6 +57,9 @@ func (s *Stack) deliveryRole(fns []awslambda.Function) {
 		}))
 	}
 	role := awsiam.NewRole(s.Stack, jsii.String("WebhookDeliveryRole"), &awsiam.RoleProps{
+		// A name of our choosing: sellers' policies name this role's ARN,
+		// which must not change when the stack is updated.
+		RoleName:    jsii.String(s.DeliveryRoleName()),
 		Description: jsii.String("Webhook deliveries to sellers' EventBridge buses and SQS queues, assumed per vendor with the session tag " + awsdest.VendorTag),
 		AssumedBy:   awsiam.NewCompositePrincipal(principals...),
 		InlinePolicies: &map[string]awsiam.PolicyDocument{
@@ -66,6 +73,7 @@ func (s *Stack) deliveryRole(fns []awslambda.Function) {
 		Principals: &principals,
 		Conditions: &map[string]any{"StringLike": map[string]any{"aws:RequestTag/" + awsdest.VendorTag: "?*"}},
 	}))
+	s.deliveryRoleARN = role.RoleArn()
 	for _, f := range fns {
 		f.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("WebhookDeliveryRole"),

@@ -40,7 +40,7 @@ func deliveryRoleID(tb testing.TB, t tmpl) string {
 func TestTheWebhookDeliveryRole(t *testing.T) {
 	id := deliveryRoleID(t, prod)
 	p := prod.res[id].Properties
-	if p["ManagedPolicyArns"] != nil || p["PermissionsBoundary"] != nil {
+	if p["RoleName"] != "sellerapi-prod-webhook-delivery" || p["ManagedPolicyArns"] != nil || p["PermissionsBoundary"] != nil {
 		t.Errorf("delivery role: %v", p)
 	}
 	if got := prod.statements(t, id); len(got) != 0 {

@@ -114,6 +114,8 @@ type Stack struct {
 	// deliverers are the functions that make webhook deliveries: they may
 	// assume the delivery role (delivery.go).
 	deliverers []awslambda.Function
+	// deliveryRoleARN is the delivery role's, once made.
+	deliveryRoleARN *string
 }
 
 // New adds the stage's stack to scope.
@@ -335,6 +337,9 @@ func (s *Stack) outputs(admin awslambda.Function, topic awssns.Topic) {
 	out("MediaBucketName", "The media bucket", s.Bucket.BucketName())
 	out("AdminFunctionName", "aws lambda invoke --function-name this", admin.FunctionName())
 	out("AlarmTopicArn", "Subscribe to receive the alarms", topic.TopicArn())
+	if s.deliveryRoleARN != nil {
+		out("WebhookDeliveryRoleArn", "The role sellers' EventBridge buses and SQS queues admit (docs/operations.md)", s.deliveryRoleARN)
+	}
 }
 
 // functionMaker makes a function with the stage's environment, extra

@@ -1163,7 +1163,7 @@ func TestOnlyMediaFunctionsMayUseTheBucket(t *testing.T) {
 }
 
 func TestOutputs(t *testing.T) {
-	for _, o := range []string{"BaseUrl", "TableName", "MediaBucketName", "AdminFunctionName", "AlarmTopicArn"} {
+	for _, o := range []string{"BaseUrl", "TableName", "MediaBucketName", "AdminFunctionName", "AlarmTopicArn", "WebhookDeliveryRoleArn"} {
 		if _, ok := prod.out[o]; !ok {
 			t.Errorf("no output %s", o)
 		}
