@@ -125,7 +125,8 @@ func checkSQSDelivery(t *testing.T, e *apitest.Env, m sqstypes.Message, secret s
 // the real path (HTTP create, the write, the router, the worker), one
 // message per event: the body an HTTPS delivery POSTs, the headers as
 // message attributes, a signature that verifies. The delivery log records
-// the queue's message id; a test delivery lands in the queue too.
+// the queue's message id; a replay and a test delivery land in the queue
+// too.
 func TestWebhookSQSDestination(t *testing.T) {
 	c := sqstest.Client(t)
 	q := emulatorQueue(t, c)
@@ -153,6 +154,28 @@ func TestWebhookSQSDestination(t *testing.T) {
 	e.Get(subsPath(e)+"/"+sub.Data.ID+"/deliveries").JSON(t, &page)
 	if want := `{"MessageId":"` + aws.ToString(msgs[0].MessageId) + `"}`; page.Data[0]["response"] != want {
 		t.Fatalf("response %v, want %s", page.Data[0]["response"], want)
+	}
+
+	// A replay is another delivery of the same event to the queue.
+	evID := ev["id"].(string)
+	r := postReplay(e, evID, map[string]any{})
+	var rb replayBody
+	r.JSON(t, &rb)
+	if r.Status != 202 {
+		t.Fatalf("replay: %d %s", r.Status, r.Body)
+	}
+	whDrain(t, e)
+	whDrain(t, e)
+	msgs = receiveAll(t, c, q)
+	if len(msgs) != 1 {
+		t.Fatalf("after the replay the queue holds %d messages, want 1", len(msgs))
+	}
+	if got := checkSQSDelivery(t, e, msgs[0], sub.Data.Secret); !reflect.DeepEqual(got, ev) ||
+		aws.ToString(msgs[0].MessageAttributes["Moku-Delivery-Id"].StringValue) != webhook.DeliveryID(evID, sub.Data.ID, rb.Data.ReplayID) {
+		t.Fatalf("replayed message: %v %v", got, msgs[0].MessageAttributes)
+	}
+	if g := getReplay(t, e, evID, rb.Data.ReplayID); g.Data.Delivered != 1 || g.Data.Failed != 0 {
+		t.Fatalf("replay: %+v", g.Data)
 	}
 
 	res := postTest(e, e.Token, sub.Data.ID)
