@@ -1,10 +1,13 @@
-// Package webhook delivers the vendor's events to the HTTPS endpoints it
-// subscribes: subscriptions and their signing secrets, the rule that fans
-// each new event out to one delivery message per matching subscription,
-// the delivery worker (signed POST, retries with backoff for about three
-// days, attempt records, disabling an endpoint that keeps failing), the
-// address checks that keep deliveries off private networks (at creation
-// and again on the socket at dial time), and replays of past events.
+// Package webhook delivers the vendor's events to the destinations it
+// subscribes (HTTPS endpoints, and its own EventBridge buses and SQS
+// queues: destination.go, aws.go): subscriptions and their signing
+// secrets, the rule that fans each new event out to one delivery message
+// per matching subscription, the delivery worker (signed POST or AWS
+// call, retries with backoff for about three days, attempt records,
+// disabling a destination that keeps failing), the address checks that
+// keep deliveries off private networks (at creation and again on the
+// socket at dial time), and replays of past events. The AWS clients are
+// the subpackage awsdest, behind the interfaces of Senders.
 //
 // The receivers' half, verifying a delivery's signature, is the
 // dependency-free subpackage signature.
@@ -50,7 +53,7 @@ const (
 	DisabledByFailures = "deliveries_failing"
 )
 
-// Subscription is an endpoint and the event types it receives. Its
+// Subscription is a destination and the event types it receives. Its
 // signing secret is kept with it, sealed (package envelope: Sealed), and
 // shown only on creation and rotation. Secret is the secret in the clear:
 // in memory once opened (Open), and in the items of a store written before
