@@ -53,7 +53,8 @@ type EventBridgeAPI interface {
 
 // Roles gives each vendor's deliveries the credentials of the delivery
 // role (RoleARN) assumed with the session tag VendorTag set to the
-// vendor's id, each kept (and renewed before it expires) per vendor.
+// vendor's id, each kept per vendor for the hour it lasts (a role assumed
+// by a role lasts at most that) and renewed a minute before it ends.
 // A nil Roles, or one without RoleARN, gives none: the client's own
 // credentials are used (local runs against an emulator).
 type Roles struct {
@@ -82,7 +83,10 @@ func (r *Roles) For(vendorID string) aws.CredentialsProvider {
 		o.RoleSessionName = sessionName(vendorID)
 		o.Tags = []ststypes.Tag{{Key: aws.String(VendorTag), Value: aws.String(vendorID)}}
 		o.Duration = time.Hour
-	}))
+	}), func(o *aws.CredentialsCacheOptions) {
+		// Renewed a minute early: an attempt may take RequestTimeout.
+		o.ExpiryWindow = time.Minute
+	})
 	r.creds[vendorID] = p
 	return p
 }
