@@ -122,7 +122,7 @@ func startLatencyServer(b *testing.B, items int) *latencyServer {
 	go recv.Serve(ln)
 	b.Cleanup(func() { recv.Close() })
 	if _, _, err := s.c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: s.vendor, Body: client.WebhookSubscriptionCreate{
-		URL: "http://" + ln.Addr().String() + "/hook", EventTypes: []string{"inventory_item.adjusted"}}}); err != nil {
+		URL: new("http://" + ln.Addr().String() + "/hook"), EventTypes: []string{"inventory_item.adjusted"}}}); err != nil {
 		b.Fatal(err)
 	}
 	for i := range items {

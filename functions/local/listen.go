@@ -91,7 +91,7 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	types := strings.Split(*events, ",")
 	desc := "local listen " + ln.Addr().String()
 	sub, _, err := c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: vendorID,
-		Body: client.WebhookSubscriptionCreate{URL: "http://" + ln.Addr().String() + "/", EventTypes: types, Description: &desc}})
+		Body: client.WebhookSubscriptionCreate{URL: new("http://" + ln.Addr().String() + "/"), EventTypes: types, Description: &desc}})
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
 	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/webhook/awsdest"
 )
 
 // open wires the app on the store cfg names, logging to logTo. With
@@ -65,7 +66,15 @@ func open(ctx context.Context, cfg config.Config, logTo io.Writer, background bo
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithBlob(b), app.WithMediaEncoder(canonical.Encode), app.WithClock(c), app.WithLogOutput(logTo), awsapp.Pending(), local)
+	// Deliveries to AWS destinations: an SQS emulator's queue (a loopback
+	// URL, under --allow-private-webhooks) or the developer's own account.
+	senders, err := awsdest.New(ctx, cfg.WebhookRoleARN)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithBlob(b), app.WithMediaEncoder(canonical.Encode), app.WithClock(c), app.WithLogOutput(logTo), awsapp.Pending(), local,
+		app.WithWebhookSenders(senders))
 	if err != nil {
 		st.Close()
 		return nil, err

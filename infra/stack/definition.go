@@ -110,6 +110,9 @@ type API struct {
 	// Memory is the function's memory in MB (default 512); Lambda gives
 	// CPU in proportion to it.
 	Memory int
+	// Delivers: the function makes webhook deliveries (the test delivery),
+	// so it may assume the delivery role of AWS destinations (delivery.go).
+	Delivers bool
 }
 
 // Domain is a custom domain for the API, with an ACM certificate for it in
@@ -156,6 +159,9 @@ type Worker struct {
 	// Secrets: the worker opens envelope-encrypted secrets (webhook
 	// signing secrets), so it may use the stage key (keys.go).
 	Secrets bool
+	// Delivers: the worker makes webhook deliveries, so it may assume the
+	// delivery role of AWS destinations (delivery.go).
+	Delivers bool
 	// OldestAlarm is the age of the oldest waiting message that raises the
 	// queue's alarm (default 15 minutes). Work that waits by design (a
 	// webhook retry delayed by SQS) is not visible and does not age.
@@ -233,7 +239,7 @@ func Default(stage string) Definition {
 			{Group: httpapi.ExternalOrders},
 			{Group: httpapi.SellerOrders},
 			{Group: httpapi.Events},
-			{Group: httpapi.Webhooks},
+			{Group: httpapi.Webhooks, Delivers: true},
 			{Group: httpapi.SyncJobs},
 			{Group: httpapi.BulkOperations},
 			{Group: httpapi.Conflicts},
@@ -266,7 +272,7 @@ func Default(stage string) Definition {
 			// so that its batches, which last as long as their slowest
 			// receiver, never hold the fresh lane's pollers. It sends a
 			// recovery on to its next page (replay-worker).
-			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-lane", "replay-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20, Secrets: true,
+			{Name: "webhook-worker", QueueURLEnv: config.EnvQueueURLWebhookDeliveries, SendsTo: []string{"webhook-worker", "webhook-slow-lane", "replay-worker"}, Timeout: 5 * time.Minute, MaxConcurrency: 20, Secrets: true, Delivers: true,
 				Lanes: []Lane{{Name: "webhook-slow-lane", QueueURLEnv: config.EnvQueueURLWebhookSlowLane}}},
 			// Fans a replay out into deliveries; runs a recovery page by page,
 			// its deliveries in the slow lane, each page sent on by the
@@ -463,6 +469,13 @@ func (d Definition) memory(fn string) int {
 // isAPI tells whether fn serves an operation group behind the API.
 func (d Definition) isAPI(fn string) bool {
 	return slices.ContainsFunc(d.API, func(a API) bool { return a.Group.Name == fn })
+}
+
+// delivers tells whether fn makes webhook deliveries (API.Delivers,
+// Worker.Delivers).
+func (d Definition) delivers(fn string) bool {
+	return slices.ContainsFunc(d.API, func(a API) bool { return a.Group.Name == fn && a.Delivers }) ||
+		slices.ContainsFunc(d.Workers, func(w Worker) bool { return w.Name == fn && w.Delivers })
 }
 
 // exclusive tells whether fn is a scheduled function that must not overlap

@@ -111,6 +111,11 @@ type Stack struct {
 	EdgeSecret    awssecretsmanager.Secret
 	edgeSecretRef *string
 	obs           *observer
+	// deliverers are the functions that make webhook deliveries: they may
+	// assume the delivery role (delivery.go).
+	deliverers []awslambda.Function
+	// deliveryRoleARN is the delivery role's, once made.
+	deliveryRoleARN *string
 }
 
 // New adds the stage's stack to scope.
@@ -227,6 +232,9 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 		if a.Media {
 			s.grantMedia(f)
 		}
+		if a.Delivers {
+			s.deliverers = append(s.deliverers, f)
+		}
 	}
 	s.route(d, routes)
 
@@ -239,6 +247,7 @@ func New(scope constructs.Construct, d Definition, props *awscdk.StackProps) (*S
 	if d.StreamRouter != "" {
 		s.workers(d, fn)
 	}
+	s.deliveryRole(s.deliverers)
 	if err := s.deployHook(d); err != nil {
 		return nil, err
 	}
@@ -328,6 +337,9 @@ func (s *Stack) outputs(admin awslambda.Function, topic awssns.Topic) {
 	out("MediaBucketName", "The media bucket", s.Bucket.BucketName())
 	out("AdminFunctionName", "aws lambda invoke --function-name this", admin.FunctionName())
 	out("AlarmTopicArn", "Subscribe to receive the alarms", topic.TopicArn())
+	if s.deliveryRoleARN != nil {
+		out("WebhookDeliveryRoleArn", "The role sellers' EventBridge buses and SQS queues admit (docs/operations.md)", s.deliveryRoleARN)
+	}
 }
 
 // functionMaker makes a function with the stage's environment, extra

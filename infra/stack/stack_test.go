@@ -552,6 +552,12 @@ func TestFunctionsAreGoOnArm64WithTheServiceConfiguration(t *testing.T) {
 		if prod.media(fn) {
 			want += 2 // the bucket, checked by TestOnlyMediaFunctionsMayUseTheBucket, and the edge's address
 		}
+		if prod.def.delivers(fn) {
+			want++ // the delivery role, checked by TestTheWebhookDeliveryRole
+			if id, _ := getAtt(vars[config.EnvWebhookRoleARN]); id == "" || prod.res[id].Type != "AWS::IAM::Role" {
+				t.Errorf("%s: %s = %v", fn, config.EnvWebhookRoleARN, vars[config.EnvWebhookRoleARN])
+			}
+		}
 		if prod.def.Edge && prod.def.isAPI(fn) {
 			want++ // the edge's secret, checked by TestTheAPIIsServedThroughTheEdge
 		}
@@ -724,6 +730,11 @@ func TestEachFunctionMayTouchOnlyWhatItUses(t *testing.T) {
 		}
 		if prod.media(fn) {
 			want[bucketID] = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
+		}
+		if prod.def.delivers(fn) {
+			// Deliveries to AWS destinations, as the delivery role only
+			// (TestTheWebhookDeliveryRole).
+			want[deliveryRoleID(t, prod)] = AssumeDeliveryActions
 		}
 		for _, w := range prod.def.Workers {
 			if w.Name == fn {
@@ -1202,7 +1213,7 @@ func TestOnlyMediaFunctionsMayUseTheBucket(t *testing.T) {
 }
 
 func TestOutputs(t *testing.T) {
-	for _, o := range []string{"BaseUrl", "TableName", "MediaBucketName", "AdminFunctionName", "AlarmTopicArn"} {
+	for _, o := range []string{"BaseUrl", "TableName", "MediaBucketName", "AdminFunctionName", "AlarmTopicArn", "WebhookDeliveryRoleArn"} {
 		if _, ok := prod.out[o]; !ok {
 			t.Errorf("no output %s", o)
 		}

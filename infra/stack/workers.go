@@ -89,6 +89,9 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 		if w.Secrets {
 			s.grantSecretKey(f)
 		}
+		if w.Delivers {
+			s.deliverers = append(s.deliverers, f)
+		}
 		for _, to := range w.SendsTo {
 			queues[to].GrantSendMessages(f)
 		}

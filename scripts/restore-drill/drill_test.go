@@ -52,7 +52,7 @@ func seed(t *testing.T, st store.Store, c *clock.Fake, box *envelope.Box) accoun
 		}
 	}
 	sub, err := webhook.Service{Store: st, Clock: c, Policy: webhook.Policy{AllowLoopback: true}, Secrets: box}.
-		PrepareCreate(ctx, first.ID, webhook.CreateInput{URL: "http://127.0.0.1:9/hook", EventTypes: []string{"product.created"}})
+		PrepareCreate(ctx, first.ID, webhook.CreateInput{Destination: webhook.HTTPS("http://127.0.0.1:9/hook"), EventTypes: []string{"product.created"}})
 	if err != nil {
 		t.Fatal(err)
 	}

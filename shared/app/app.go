@@ -39,6 +39,9 @@ type App struct {
 	Blob blob.Store
 	// WebhookResolver resolves webhook host names; nil is the system's.
 	WebhookResolver webhook.Resolver
+	// WebhookAWS sends the deliveries to AWS destinations (SQS,
+	// EventBridge); its nil senders fail those attempts.
+	WebhookAWS webhook.Senders
 	// MediaEncode makes the canonical WebP of uploads; nil (every process
 	// but the media Lambda and the local binary) answers uploads 503.
 	MediaEncode media.Encoder
@@ -107,6 +110,10 @@ func WithMediaEncoder(e media.Encoder) Option { return func(a *App) { a.MediaEnc
 // WithWebhookResolver fixes what webhook host names resolve to (tests).
 func WithWebhookResolver(r webhook.Resolver) Option { return func(a *App) { a.WebhookResolver = r } }
 
+// WithWebhookSenders has deliveries to AWS destinations sent with s
+// (awsdest's clients; a test's recorded fakes).
+func WithWebhookSenders(s webhook.Senders) Option { return func(a *App) { a.WebhookAWS = s } }
+
 // WithLogOutput sends the JSON logs to w instead of standard error.
 func WithLogOutput(w io.Writer) Option {
 	return func(a *App) { a.Log = NewLogger(w, a.Config.LogLevel) }
@@ -168,7 +175,7 @@ func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Se
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver}, Mounted(groups...)...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver, WebhookAWS: a.WebhookAWS}, Mounted(groups...)...)
 }
 
 // Mounted is what a process serving groups mounts: the groups, and every

@@ -28,7 +28,7 @@ func (a *App) webhookWorks(q queue.Sender) []Work {
 		slots = webhook.NewMemorySlots()
 	}
 	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots, Secrets: a.Secrets,
-		MetricsNamespace: a.Config.MetricsNamespace}
+		MetricsNamespace: a.Config.MetricsNamespace, AWS: a.WebhookAWS}
 	return []Work{
 		{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle, Parallel: true},
 		{Queue: queue.WebhookSlowLane, Handle: d.Handle, Parallel: true},

@@ -53,7 +53,7 @@ func TestGeneratedShapesAgainstTheServer(t *testing.T) {
 
 	// Webhook subscriptions: PATCH, and a rotate whose body is always {}.
 	sub, _, err := c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: v,
-		Body: client.WebhookSubscriptionCreate{URL: e.URL + "/hooks", EventTypes: []string{"product.created"}}})
+		Body: client.WebhookSubscriptionCreate{URL: new(e.URL + "/hooks"), EventTypes: []string{"product.created"}}})
 	must(err)
 	updated, _, err := c.UpdateWebhookSubscription(ctx, client.UpdateWebhookSubscriptionRequest{VendorID: v, SubscriptionID: sub.ID,
 		Body: client.WebhookSubscriptionUpdate{ExpectedVersion: sub.Version, Description: new("renamed")}})

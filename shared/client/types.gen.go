@@ -5209,8 +5209,10 @@ type WebhookDeliveryAttempt struct {
 	// one subscription; new for each replay.
 	DeliveryID string `json:"delivery_id"`
 	DurationMs int64  `json:"duration_ms"`
-	// Why no response came (refused address, DNS, timeout, connection error);
-	// null when one came.
+	// Why the attempt failed without a response (refused address, DNS, timeout,
+	// connection error), or what an AWS destination's API answered (its error
+	// code and message; for eventbridge, an entry the bus did not take); null
+	// when one came.
 	Error         *string    `json:"error"`
 	EventID       string     `json:"event_id"`
 	EventType     EventType  `json:"event_type"`
@@ -5229,9 +5231,12 @@ type WebhookDeliveryAttempt struct {
 	ReplayID *string `json:"replay_id"`
 	// The first 1024 bytes of the receiver's answer, as text (bytes that are
 	// not UTF-8 replaced by U+FFFD); null when no response came. Kept as data
-	// only: never followed, never rendered, never interpreted.
+	// only: never followed, never rendered, never interpreted. For an AWS
+	// destination that took the delivery: {"MessageId": ...} (sqs) or
+	// {"EventId": ...} (eventbridge).
 	Response *string `json:"response"`
-	// The receiver's HTTP status; null when no response came.
+	// The receiver's HTTP status; null when no response came, and for AWS
+	// destinations (eventbridge, sqs), which answer with an id, not a status.
 	StatusCode     *int64 `json:"status_code"`
 	SubscriptionID string `json:"subscription_id"`
 }
@@ -5252,6 +5257,52 @@ const (
 	WebhookDeliveryAttemptOutcomeSucceeded WebhookDeliveryAttemptOutcome = "succeeded"
 	WebhookDeliveryAttemptOutcomeFailed    WebhookDeliveryAttemptOutcome = "failed"
 	WebhookDeliveryAttemptOutcomeDead      WebhookDeliveryAttemptOutcome = "dead"
+)
+
+// WebhookDestination is #/components/schemas/WebhookDestination.
+//
+// Where a subscription's deliveries go, with exactly the address field of its
+// type. https: the contract's signed POST to url. eventbridge: one PutEvents
+// entry on the seller's own event bus (source moku.sellerapi, detail-type the
+// event's type, detail the event: the body an HTTPS delivery POSTs). sqs: one
+// SendMessage to the seller's own queue, the body the event and the delivery
+// headers (Moku-Event-Id, Moku-Delivery-Id, Moku-Delivery-Attempt,
+// Moku-Signature, Moku-Timestamp) as String message attributes. The bus's or
+// queue's resource policy must let our delivery role put or send, for the
+// vendor's own deliveries only: see docs/operations.md. Retries, the delivery
+// log, the failure streak, the disable rule, replays, recover and test are the
+// same for every type.
+type WebhookDestination struct {
+	// For type eventbridge: the ARN of an event bus,
+	// arn:aws:events:<region>:<account id>:event-bus/<name>.
+	EventBusArn *string `json:"event_bus_arn,omitempty"`
+	// For type sqs: the queue's URL,
+	// https://sqs.<region>.amazonaws.com/<account id>/<queue name> (a .fifo
+	// queue gets the subscription id as message group and the delivery id as
+	// deduplication id). A local run with --allow-private-webhooks also accepts
+	// an SQS emulator's queue on a loopback address
+	// (http://127.0.0.1:<port>/<account id>/<queue name>).
+	QueueURL *string                `json:"queue_url,omitempty"`
+	Type     WebhookDestinationType `json:"type"`
+	// For type https: https URL on port 443 (explicit :443 allowed) with a
+	// fully qualified host name or a canonical public IP literal; no user info,
+	// no fragment. Private, loopback, link-local, CGNAT, benchmarking,
+	// documentation, multicast and other non-public addresses are refused, for
+	// literals and for names that resolve to them (checked again on every
+	// connection). Non-canonical IPv4 spellings (2130706433, 0x7f.1,
+	// 0177.0.0.1) and IPv4-mapped IPv6 literals are refused. Redirects are
+	// never followed.
+	URL *string `json:"url,omitempty"`
+}
+
+// WebhookDestinationType is #/components/schemas/WebhookDestination/properties/type.
+type WebhookDestinationType string
+
+// The values of WebhookDestinationType.
+const (
+	WebhookDestinationTypeHTTPS       WebhookDestinationType = "https"
+	WebhookDestinationTypeEventbridge WebhookDestinationType = "eventbridge"
+	WebhookDestinationTypeSqs         WebhookDestinationType = "sqs"
 )
 
 // WebhookRecovery is #/components/schemas/WebhookRecovery.
@@ -5369,9 +5420,10 @@ const (
 // An endpoint and the event types it receives. The signing secret is never
 // shown here: only in the responses of create and rotate-secret.
 type WebhookSubscription struct {
-	CreatedAt   time.Time  `json:"created_at"`
-	Description *string    `json:"description"`
-	DisabledAt  *time.Time `json:"disabled_at"`
+	CreatedAt   time.Time          `json:"created_at"`
+	Description *string            `json:"description"`
+	Destination WebhookDestination `json:"destination"`
+	DisabledAt  *time.Time         `json:"disabled_at"`
 	// Why the subscription is disabled: by the vendor, or because deliveries
 	// kept failing; null while enabled.
 	DisabledReason *WebhookSubscriptionDisabledReason `json:"disabled_reason"`
@@ -5390,13 +5442,16 @@ type WebhookSubscription struct {
 	// status enabled re-enables it.
 	Status    WebhookSubscriptionStatus `json:"status"`
 	UpdatedAt time.Time                 `json:"updated_at"`
-	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
-	// name or a canonical public IP literal; no user info, no fragment.
-	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
-	// multicast and other non-public addresses are refused, for literals and
-	// for names that resolve to them (checked again on every connection).
-	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
-	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
+	// Where deliveries go, as one string: destination.url for an https
+	// destination, the queue's URL for sqs, the event bus's ARN (a URI of
+	// scheme arn) for eventbridge. For https: https URL on port 443 (explicit
+	// :443 allowed) with a fully qualified host name or a canonical public IP
+	// literal; no user info, no fragment. Private, loopback, link-local, CGNAT,
+	// benchmarking, documentation, multicast and other non-public addresses are
+	// refused, for literals and for names that resolve to them (checked again
+	// on every connection). Non-canonical IPv4 spellings (2130706433, 0x7f.1,
+	// 0177.0.0.1) and IPv4-mapped IPv6 literals are refused. Redirects are
+	// never followed.
 	URL      string `json:"url"`
 	VendorID string `json:"vendor_id"`
 	// Used as expected_version on PATCH.
@@ -5404,20 +5459,26 @@ type WebhookSubscription struct {
 }
 
 // WebhookSubscriptionCreate is #/components/schemas/WebhookSubscriptionCreate.
+//
+// A new subscription: where its deliveries go (url, or destination; one of them
+// is required) and the event types it receives.
 type WebhookSubscriptionCreate struct {
 	// A note for the vendor; one line.
-	Description *string `json:"description,omitempty"`
+	Description *string             `json:"description,omitempty"`
+	Destination *WebhookDestination `json:"destination,omitempty"`
 	// Event types to receive: specific types, or "*" alone for every type
 	// (including types added later).
 	EventTypes []string `json:"event_types"`
-	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
-	// name or a canonical public IP literal; no user info, no fragment.
-	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
-	// multicast and other non-public addresses are refused, for literals and
-	// for names that resolve to them (checked again on every connection).
-	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
-	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
-	URL string `json:"url"`
+	// An https destination, as {"destination": {"type": "https", "url": ...}}
+	// says it; send url or destination, not both. https URL on port 443
+	// (explicit :443 allowed) with a fully qualified host name or a canonical
+	// public IP literal; no user info, no fragment. Private, loopback,
+	// link-local, CGNAT, benchmarking, documentation, multicast and other
+	// non-public addresses are refused, for literals and for names that resolve
+	// to them (checked again on every connection). Non-canonical IPv4 spellings
+	// (2130706433, 0x7f.1, 0177.0.0.1) and IPv4-mapped IPv6 literals are
+	// refused. Redirects are never followed.
+	URL *string `json:"url,omitempty"`
 }
 
 // WebhookSubscriptionCreatedEvent is #/components/schemas/WebhookSubscriptionCreatedEvent.
@@ -5655,24 +5716,29 @@ type WebhookSubscriptionTestResult struct {
 	// The Moku-Delivery-Id header sent.
 	DeliveryID string `json:"delivery_id"`
 	DurationMs int64  `json:"duration_ms"`
-	// Why no response came (refused address, DNS, timeout, connection error);
-	// null when one came.
+	// Why the attempt failed without a response (refused address, DNS, timeout,
+	// connection error), or what an AWS destination's API answered (its error
+	// code and message; for eventbridge, an entry the bus did not take); null
+	// when one came.
 	Error *string `json:"error"`
 	// The test event's id (Moku-Event-Id); the event is not kept in the log.
 	EventID  string  `json:"event_id"`
 	Response *string `json:"response"`
-	// The receiver's HTTP status; null when no response came.
+	// The receiver's HTTP status; null when no response came, and for AWS
+	// destinations.
 	StatusCode *int64 `json:"status_code"`
-	// The receiver answered 2xx.
+	// The receiver answered 2xx, or the AWS destination's API took the message.
 	Succeeded bool `json:"succeeded"`
 }
 
 // WebhookSubscriptionUpdate is #/components/schemas/WebhookSubscriptionUpdate.
 //
 // A partial update: only the fields sent change. An update that changes nothing
-// is a no-op (same version, no event).
+// is a no-op (same version, no event). url or destination (not both) replaces
+// the destination, of any type.
 type WebhookSubscriptionUpdate struct {
-	Description *string `json:"description,omitempty"`
+	Description *string             `json:"description,omitempty"`
+	Destination *WebhookDestination `json:"destination,omitempty"`
 	// Event types to receive: specific types, or "*" alone for every type
 	// (including types added later).
 	EventTypes      []string `json:"event_types,omitempty"`
@@ -5686,13 +5752,15 @@ type WebhookSubscriptionUpdate struct {
 	// meanwhile are re-sent only with recover_since (or POST .../recover, or
 	// replay them).
 	Status *WebhookSubscriptionStatus `json:"status,omitempty"`
-	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
-	// name or a canonical public IP literal; no user info, no fragment.
-	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
-	// multicast and other non-public addresses are refused, for literals and
-	// for names that resolve to them (checked again on every connection).
-	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
-	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
+	// An https destination, as {"destination": {"type": "https", "url": ...}}
+	// says it; send url or destination, not both. https URL on port 443
+	// (explicit :443 allowed) with a fully qualified host name or a canonical
+	// public IP literal; no user info, no fragment. Private, loopback,
+	// link-local, CGNAT, benchmarking, documentation, multicast and other
+	// non-public addresses are refused, for literals and for names that resolve
+	// to them (checked again on every connection). Non-canonical IPv4 spellings
+	// (2130706433, 0x7f.1, 0177.0.0.1) and IPv4-mapped IPv6 literals are
+	// refused. Redirects are never followed.
 	URL *string `json:"url,omitempty"`
 }
 
@@ -5757,7 +5825,8 @@ type WebhookSubscriptionUpdatedEvent struct {
 
 // WebhookSubscriptionUpdatedEventData is #/components/schemas/WebhookSubscriptionUpdatedEvent/properties/data.
 type WebhookSubscriptionUpdatedEventData struct {
-	// The fields that changed.
+	// The fields that changed; url and destination change together (url shows
+	// the destination's address).
 	Changed []WebhookSubscriptionUpdatedEventDataChangedItem `json:"changed"`
 	// The resource's version after the change.
 	Version int64 `json:"version"`
@@ -5773,6 +5842,7 @@ const (
 	WebhookSubscriptionUpdatedEventDataChangedItemDescription WebhookSubscriptionUpdatedEventDataChangedItem = "description"
 	WebhookSubscriptionUpdatedEventDataChangedItemStatus      WebhookSubscriptionUpdatedEventDataChangedItem = "status"
 	WebhookSubscriptionUpdatedEventDataChangedItemSecret      WebhookSubscriptionUpdatedEventDataChangedItem = "secret"
+	WebhookSubscriptionUpdatedEventDataChangedItemDestination WebhookSubscriptionUpdatedEventDataChangedItem = "destination"
 )
 
 // WebhookSubscriptionUpdatedEventRequest is #/components/schemas/WebhookSubscriptionUpdatedEvent/properties/request.
@@ -5793,9 +5863,10 @@ type WebhookSubscriptionUpdatedEventResource struct {
 // A subscription with its signing secret: the response of create and
 // rotate-secret only.
 type WebhookSubscriptionWithSecret struct {
-	CreatedAt   time.Time  `json:"created_at"`
-	Description *string    `json:"description"`
-	DisabledAt  *time.Time `json:"disabled_at"`
+	CreatedAt   time.Time          `json:"created_at"`
+	Description *string            `json:"description"`
+	Destination WebhookDestination `json:"destination"`
+	DisabledAt  *time.Time         `json:"disabled_at"`
 	// Why the subscription is disabled: by the vendor, or because deliveries
 	// kept failing; null while enabled.
 	DisabledReason *WebhookSubscriptionDisabledReason `json:"disabled_reason"`
@@ -5817,13 +5888,16 @@ type WebhookSubscriptionWithSecret struct {
 	// status enabled re-enables it.
 	Status    WebhookSubscriptionStatus `json:"status"`
 	UpdatedAt time.Time                 `json:"updated_at"`
-	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
-	// name or a canonical public IP literal; no user info, no fragment.
-	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
-	// multicast and other non-public addresses are refused, for literals and
-	// for names that resolve to them (checked again on every connection).
-	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
-	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
+	// Where deliveries go, as one string: destination.url for an https
+	// destination, the queue's URL for sqs, the event bus's ARN (a URI of
+	// scheme arn) for eventbridge. For https: https URL on port 443 (explicit
+	// :443 allowed) with a fully qualified host name or a canonical public IP
+	// literal; no user info, no fragment. Private, loopback, link-local, CGNAT,
+	// benchmarking, documentation, multicast and other non-public addresses are
+	// refused, for literals and for names that resolve to them (checked again
+	// on every connection). Non-canonical IPv4 spellings (2130706433, 0x7f.1,
+	// 0177.0.0.1) and IPv4-mapped IPv6 literals are refused. Redirects are
+	// never followed.
 	URL      string `json:"url"`
 	VendorID string `json:"vendor_id"`
 	// Used as expected_version on PATCH.

@@ -234,7 +234,7 @@ func typesMatchTheServer(t *testing.T, kind apitest.StoreKind) {
 	_, _, err = c.CommitReservation(ctx, client.CommitReservationRequest{VendorID: v, ReservationID: r.ID, Body: client.VersionBody{ExpectedVersion: r.Version}})
 	must(err)
 	sub, _, err := c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: v,
-		Body: client.WebhookSubscriptionCreate{URL: e.URL + "/hooks", EventTypes: []string{"*"}, Description: new("types test")}})
+		Body: client.WebhookSubscriptionCreate{URL: new(e.URL + "/hooks"), EventTypes: []string{"*"}, Description: new("types test")}})
 	must(err)
 	_, _, err = c.DeleteWebhookSubscription(ctx, client.DeleteWebhookSubscriptionRequest{VendorID: v, SubscriptionID: sub.ID})
 	must(err)

@@ -51,6 +51,12 @@ const (
 	// default: master.key in the data directory, created on first use.
 	EnvKeyFile = "SELLERAPI_KEY_FILE"
 
+	// EnvWebhookRoleARN names the delivery role the webhook deliveries to
+	// AWS destinations (SQS, EventBridge) assume, each with a session tag
+	// of its vendor id: what the stack sets on the functions that deliver.
+	// Unset (a local run), they use the process's own credentials.
+	EnvWebhookRoleARN = "SELLERAPI_WEBHOOK_ROLE_ARN"
+
 	// EnvAllowPrivateWebhooks ("true") lets webhooks reach private and
 	// loopback addresses: what --allow-private-webhooks sets on the
 	// functions of a local cloud run (scripts/cloud). Never set by the stack.
@@ -156,6 +162,10 @@ type Config struct {
 	KMSKeyARN string
 	KeyFile   string
 
+	// WebhookRoleARN is the delivery role of AWS destinations
+	// (EnvWebhookRoleARN); empty means the process's own credentials.
+	WebhookRoleARN string
+
 	// QueueURLs maps each work queue's name (package queue) to its SQS
 	// URL; empty in embedded mode, whose queues live in the data directory.
 	QueueURLs map[string]string
@@ -206,6 +216,7 @@ func FromEnv() (Config, error) {
 	str(EnvMediaBaseURL, &c.MediaBaseURL)
 	str(EnvKMSKeyARN, &c.KMSKeyARN)
 	str(EnvKeyFile, &c.KeyFile)
+	str(EnvWebhookRoleARN, &c.WebhookRoleARN)
 	for name, env := range QueueURLEnv() {
 		if v := strings.TrimSpace(os.Getenv(env)); v != "" {
 			if c.QueueURLs == nil {

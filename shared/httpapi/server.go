@@ -67,6 +67,8 @@ type Deps struct {
 	Authority catalog.Authority
 	// WebhookResolver resolves webhook host names; nil is the system's.
 	WebhookResolver webhook.Resolver
+	// WebhookAWS sends test deliveries to AWS destinations.
+	WebhookAWS webhook.Senders
 	// Observe, when set, is told about every finished request; benchmarks
 	// and budget tests read the store round trips from it.
 	Observe func(Observation)

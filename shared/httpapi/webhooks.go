@@ -127,7 +127,7 @@ func (s *Server) testWebhookSubscription(c *Call) error {
 			return err
 		}
 	}
-	d := webhook.Deliverer{Clock: s.deps.Clock, Policy: svc.Policy, Log: s.deps.Log, Secrets: s.deps.Secrets}
+	d := webhook.Deliverer{Clock: s.deps.Clock, Policy: svc.Policy, Log: s.deps.Log, Secrets: s.deps.Secrets, AWS: s.deps.WebhookAWS}
 	res, err := d.Test(context.WithoutCancel(c.Ctx), sub)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func TestEachAttemptIsMadeOnce(t *testing.T) {
 			box := testBox(t)
 			svc := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}
 			const vendorID = "ven_1"
-			prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
+			prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS(srv.URL + "/hook"), EventTypes: []string{"product.created"}})
 			if err != nil {
 				t.Fatal(err)
 			}

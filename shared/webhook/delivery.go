@@ -177,6 +177,8 @@ type Deliverer struct {
 	// Secrets opens the signing secrets, and seals a secret still in the
 	// clear when the worker writes its subscription.
 	Secrets *envelope.Box
+	// AWS sends the deliveries to EventBridge and SQS destinations.
+	AWS Senders
 }
 
 func (d Deliverer) log() *slog.Logger {
@@ -324,12 +326,12 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return d.after(ctx, m, c.Outcome, c.Next)
 	}
 
-	ans, duration, postErr := d.post(ctx, sub, ev, m)
+	ans, duration, postErr := d.deliver(ctx, sub, ev, m)
 	status := ans.status
 	d.noteSpeed(ctx, log, m, look, duration)
 	at := now
 	rec := Attempt{ID: newAttemptID(at), SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
-		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds(), Response: Excerpt(ans.excerpt, status != 0)}
+		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds(), Response: Excerpt(ans.excerpt, ans.answered)}
 	if m.ReplayID != "" {
 		rec.ReplayID = &m.ReplayID
 	}
@@ -345,7 +347,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	}
 	var next *time.Time
 	switch n, again := m.next(d.Clock.Now(), d.jitter()); {
-	case postErr == nil && status >= 200 && status < 300:
+	case postErr == nil && ans.ok:
 		rec.Outcome = OutcomeSucceeded
 	case again:
 		rec.Outcome, rec.NextAttemptAt, next = OutcomeFailed, &n, &n

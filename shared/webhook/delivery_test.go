@@ -101,7 +101,7 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 	const vendorID = "ven_1"
 	var subs []string
 	for i := 0; i < 3; i++ {
-		prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: "http://127.0.0.1:9/hook", EventTypes: []string{"product.created"}})
+		prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS("http://127.0.0.1:9/hook"), EventTypes: []string{"product.created"}})
 		v, ops := prep.View, prep.Ops
 		if err != nil {
 			t.Fatal(err)

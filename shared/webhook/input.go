@@ -11,43 +11,68 @@ import (
 
 // CreateInput is a parsed subscription create body.
 type CreateInput struct {
-	URL         string
+	Destination Destination
 	EventTypes  []string
 	Description *string
 }
 
 var descriptionRule = fields.StringRule{Max: 500, SingleLine: true}
 
-// ParseCreate reads a create body: url and event_types required,
-// description optional. The URL's shape is checked here against p; its
-// host is resolved when the subscription is prepared.
+// ParseCreate reads a create body: url or destination (one of them),
+// and event_types required, description optional. The destination's shape
+// is checked here against p; an https host is resolved when the
+// subscription is prepared.
 func ParseCreate(body []byte, p Policy) (CreateInput, error) {
 	o, err := fields.Parse(body, "")
 	if err != nil {
 		return CreateInput{}, err
 	}
 	var in CreateInput
-	in.URL = o.String("url", fields.Required, fields.StringRule{Min: 1, Max: MaxURLLength})
+	dest, field, sent := readTarget(o)
+	if !sent && !o.Has("url") {
+		o.Fail("url", "send url, or a destination object")
+	}
+	in.Destination = dest
 	in.EventTypes = readTypes(o, fields.Required)
 	in.Description, _ = o.StringPtr("description", fields.OptionalNullable, descriptionRule)
 	if err := o.Err(); err != nil {
 		return CreateInput{}, err
 	}
-	if _, err := p.ParseURL(in.URL); err != nil {
+	if err := p.CheckDestination(in.Destination, field); err != nil {
 		return CreateInput{}, err
 	}
 	return in, nil
+}
+
+// readTarget reads where deliveries go: url alone (an https destination,
+// as before destinations existed) or a destination object, not both. It
+// returns the destination, the field it came from, and whether one was
+// sent.
+func readTarget(o *fields.Object) (Destination, string, bool) {
+	if o.Has("url") && o.Has("destination") {
+		o.Fail("destination", "send url or destination, not both")
+		return Destination{}, "", false
+	}
+	if d, ok := readDestination(o); ok {
+		return d, "destination", true
+	}
+	u, _ := o.StringPtr("url", fields.Optional, fields.StringRule{Min: 1, Max: MaxURLLength})
+	if u == nil {
+		return Destination{}, "", false
+	}
+	return HTTPS(*u), "url", true
 }
 
 // UpdateInput is a parsed PATCH body: expected_version and the fields to
 // change (nil when not sent).
 type UpdateInput struct {
 	ExpectedVersion int64
-	URL             *string
-	EventTypes      []string
-	Description     *string
-	DescriptionSet  bool
-	Status          *string
+	// Destination replaces the destination (url alone, or destination).
+	Destination    *Destination
+	EventTypes     []string
+	Description    *string
+	DescriptionSet bool
+	Status         *string
 	// RecoverSince, sent with status enabled, starts a recovery of the
 	// re-enabled subscription from then to now (recover.go).
 	RecoverSince *time.Time
@@ -61,7 +86,10 @@ func ParseUpdate(body []byte, p Policy) (UpdateInput, error) {
 	}
 	var in UpdateInput
 	in.ExpectedVersion = o.Int("expected_version", fields.Required, 0, math.MaxInt64)
-	in.URL, _ = o.StringPtr("url", fields.Optional, fields.StringRule{Min: 1, Max: MaxURLLength})
+	dest, field, sent := readTarget(o)
+	if sent {
+		in.Destination = &dest
+	}
 	if o.Has("event_types") {
 		in.EventTypes = readTypes(o, fields.Optional)
 	}
@@ -75,8 +103,8 @@ func ParseUpdate(body []byte, p Policy) (UpdateInput, error) {
 	if err := o.Err(); err != nil {
 		return UpdateInput{}, err
 	}
-	if in.URL != nil {
-		if _, err := p.ParseURL(*in.URL); err != nil {
+	if in.Destination != nil {
+		if err := p.CheckDestination(*in.Destination, field); err != nil {
 			return UpdateInput{}, err
 		}
 	}

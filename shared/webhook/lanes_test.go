@@ -61,7 +61,7 @@ func TestSlowReceiverMovesItsDeliveriesToTheSlowLane(t *testing.T) {
 			const vendorID = "ven_1"
 			box := testBox(t)
 			subscribe := func(url string) string {
-				prep, err := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}.PrepareCreate(ctx, vendorID, CreateInput{URL: url + "/hook", EventTypes: []string{"product.created"}})
+				prep, err := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS(url + "/hook"), EventTypes: []string{"product.created"}})
 				if err != nil {
 					t.Fatal(err)
 				}

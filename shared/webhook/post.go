@@ -22,10 +22,23 @@ import (
 const ResponseExcerpt = 1024
 
 // answer is what a receiver answered an attempt: its status (0 when no
-// response came) and the first ResponseExcerpt bytes of its body.
+// HTTP response came) and the first ResponseExcerpt bytes of its body;
+// answered when an answer came, ok when it was a success (a 2xx, or an
+// AWS API's acceptance).
 type answer struct {
-	status  int
-	excerpt []byte
+	status   int
+	excerpt  []byte
+	answered bool
+	ok       bool
+}
+
+// deliver makes one attempt to the subscription's destination: a signed
+// POST, or the same body and headers through an AWS API (sendAWS).
+func (d Deliverer) deliver(ctx context.Context, sub Subscription, ev event.Event, m Message) (answer, time.Duration, error) {
+	if sub.Destination.IsAWS() {
+		return d.sendAWS(ctx, sub, ev, m)
+	}
+	return d.post(ctx, sub, ev, m)
 }
 
 // post sends the signed request and reports what the receiver answered
@@ -34,7 +47,7 @@ func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m
 	// The address is checked again on every attempt: the policy may be
 	// stricter now than when the subscription was made, and the dialer
 	// checks the address actually connected to.
-	u, err := d.Policy.ParseURL(sub.URL)
+	u, err := d.Policy.ParseURL(sub.Destination.URL)
 	if err != nil {
 		return answer{}, 0, err
 	}
@@ -70,7 +83,8 @@ func (d Deliverer) post(ctx context.Context, sub Subscription, ev event.Event, m
 	excerpt, _ := io.ReadAll(io.LimitReader(res.Body, ResponseExcerpt))
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
-	return answer{status: res.StatusCode, excerpt: excerpt}, time.Since(start), nil
+	ok := res.StatusCode >= 200 && res.StatusCode < 300
+	return answer{status: res.StatusCode, excerpt: excerpt, answered: true, ok: ok}, time.Since(start), nil
 }
 
 // Excerpt is the text an attempt record shows of an answer's first bytes:

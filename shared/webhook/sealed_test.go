@@ -102,7 +102,7 @@ func TestSigningSecretsAreSealedAtRest(t *testing.T) {
 			d := Deliverer{Store: st, Clock: clk, Queue: &sink{}, Policy: policy, Jitter: func() float64 { return 0 }, Secrets: envelope.New(keyFile)}
 			const vendorID = "ven_1"
 
-			prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
+			prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS(srv.URL + "/hook"), EventTypes: []string{"product.created"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -201,7 +201,7 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 			policy := Policy{AllowLoopback: true}
 			const vendorID = "ven_1"
 			box := testBox(t)
-			prep, err := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}.PrepareCreate(ctx, vendorID, CreateInput{URL: srv.URL + "/hook", EventTypes: []string{"product.created"}})
+			prep, err := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS(srv.URL + "/hook"), EventTypes: []string{"product.created"}})
 			if err != nil {
 				t.Fatal(err)
 			}

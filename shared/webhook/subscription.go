@@ -1,11 +1,14 @@
-// Package webhook delivers the vendor's events to the HTTPS endpoints it
-// subscribes: subscriptions and their signing secrets, the rule that fans
-// each new event out to one delivery message per matching subscription,
-// the delivery worker (signed POST, retries with backoff for about three
-// days, attempt records, disabling an endpoint that keeps failing), the
-// address checks that keep deliveries off private networks (at creation
-// and again on the socket at dial time), replays of past events, and
-// recoveries of what a subscription missed (recover.go).
+// Package webhook delivers the vendor's events to the destinations it
+// subscribes (HTTPS endpoints, and its own EventBridge buses and SQS
+// queues: destination.go, aws.go): subscriptions and their signing
+// secrets, the rule that fans each new event out to one delivery message
+// per matching subscription, the delivery worker (signed POST or AWS
+// call, retries with backoff for about three days, attempt records,
+// disabling a destination that keeps failing), the address checks that
+// keep deliveries off private networks (at creation and again on the
+// socket at dial time), replays of past events, and recoveries of what a
+// subscription missed (recover.go). The AWS clients are the subpackage
+// awsdest, behind the interfaces of Senders.
 //
 // The receivers' half, verifying a delivery's signature, is the
 // dependency-free subpackage signature.
@@ -51,7 +54,7 @@ const (
 	DisabledByFailures = "deliveries_failing"
 )
 
-// Subscription is an endpoint and the event types it receives. Its
+// Subscription is a destination and the event types it receives. Its
 // signing secret is kept with it, sealed (package envelope: Sealed), and
 // shown only on creation and rotation. Secret is the secret in the clear:
 // in memory once opened (Open), and in the items of a store written before
@@ -70,17 +73,23 @@ type Subscription struct {
 
 // View is a subscription as the API shows it: never the secret.
 type View struct {
-	ID             string     `json:"id"`
-	VendorID       string     `json:"vendor_id"`
-	URL            string     `json:"url"`
-	EventTypes     []string   `json:"event_types"`
-	Description    *string    `json:"description"`
-	Status         string     `json:"status"`
-	DisabledReason *string    `json:"disabled_reason"`
-	DisabledAt     *time.Time `json:"disabled_at"`
-	Version        int64      `json:"version"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	ID       string `json:"id"`
+	VendorID string `json:"vendor_id"`
+	// URL is the destination's address (Destination.Address): the https
+	// URL, the queue's URL, or the event bus's ARN (a URI of scheme arn),
+	// so that a reader of url alone still sees where deliveries go.
+	URL string `json:"url"`
+	// Destination is where deliveries go; an item written before
+	// destinations existed has none, and Decode makes it HTTPS(URL).
+	Destination    Destination `json:"destination"`
+	EventTypes     []string    `json:"event_types"`
+	Description    *string     `json:"description"`
+	Status         string      `json:"status"`
+	DisabledReason *string     `json:"disabled_reason"`
+	DisabledAt     *time.Time  `json:"disabled_at"`
+	Version        int64       `json:"version"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
 	// FailureStreak counts the failed delivery attempts since the last
 	// successful one (a numeric attribute of the item, moved by the
 	// workers; what the document holds is ignored).
@@ -112,6 +121,9 @@ func Decode(it store.Item) (Subscription, error) {
 	var s Subscription
 	if err := json.Unmarshal(it.Data, &s); err != nil {
 		return Subscription{}, fmt.Errorf("webhook: decode %s: %w", it.SK, err)
+	}
+	if s.Destination.Type == "" {
+		s.Destination = HTTPS(s.URL)
 	}
 	s.Successes = it.Nums[datamodel.SuccessesAttr]
 	s.FailureStreak = max(0, it.Nums[datamodel.FailuresAttr])
@@ -236,12 +248,23 @@ func limitErr() error {
 	return errs.Ef(errs.CodeWebhookSubscriptionLimit, "a vendor can have at most %d webhook subscriptions; delete one first", MaxSubscriptions)
 }
 
-// PrepareCreate checks the URL (resolving its host), builds the new
+// checkDestination checks a destination before it is stored: an https
+// URL's host is resolved (CheckURL); an AWS address was checked whole by
+// its parse.
+func (s Service) checkDestination(ctx context.Context, d Destination) error {
+	if d.Type != DestinationHTTPS {
+		return nil
+	}
+	_, err := s.Policy.CheckURL(ctx, d.URL)
+	return err
+}
+
+// PrepareCreate checks the destination (resolving an https host), builds the new
 // subscription with its secret, and returns the operations that store it,
 // count it against the vendor's limit (a counter with a bound, so that
 // concurrent creates cannot pass 20) and record its event.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[WithSecret], error) {
-	if _, err := s.Policy.CheckURL(ctx, in.URL); err != nil {
+	if err := s.checkDestination(ctx, in.Destination); err != nil {
 		return store.Prepared[WithSecret]{}, err
 	}
 	ck := datamodel.SubscriptionCountKey(vendorID)
@@ -259,7 +282,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.LT, Value: MaxSubscriptions}}})
 	}
 	now := s.Clock.Now()
-	sub := Subscription{Shown: Shown{ID: ids.Sortable("whsub", now), VendorID: vendorID, URL: in.URL, EventTypes: in.EventTypes,
+	sub := Subscription{Shown: Shown{ID: ids.Sortable("whsub", now), VendorID: vendorID, URL: in.Destination.Address(), Destination: in.Destination, EventTypes: in.EventTypes,
 		Description: in.Description, Status: StatusEnabled, Version: 1, CreatedAt: now, UpdatedAt: now}, Secret: NewSecret()}
 	data, err := encode(ctx, s.Secrets, sub)
 	if err != nil {
@@ -325,12 +348,13 @@ func (s Service) Update(ctx context.Context, vendorID, id string, in UpdateInput
 		extra, recovery = []store.Op{put}, &v
 	}
 	var changed []string
-	if in.URL != nil && *in.URL != sub.URL {
-		if _, err := s.Policy.CheckURL(ctx, *in.URL); err != nil {
+	if in.Destination != nil && *in.Destination != sub.Destination {
+		if err := s.checkDestination(ctx, *in.Destination); err != nil {
 			return Updated{}, err
 		}
-		sub.URL = *in.URL
-		changed = append(changed, "url")
+		// url shows the destination's address: the two change together.
+		changed = append(changed, "url", "destination")
+		sub.Destination, sub.URL = *in.Destination, in.Destination.Address()
 	}
 	if in.EventTypes != nil && !slices.Equal(in.EventTypes, sub.EventTypes) {
 		sub.EventTypes = in.EventTypes

@@ -34,8 +34,8 @@ func (d Deliverer) Test(ctx context.Context, sub Subscription) (TestResult, erro
 		ev.Request = &event.Request{ID: *rid, IdempotencyKey: ids.IdempotencyKey(ctx)}
 	}
 	m := Message{VendorID: sub.VendorID, EventID: ev.ID, SubscriptionID: sub.ID, DeliveryID: DeliveryID(ev.ID, sub.ID, ""), Attempt: 1, CreatedAt: now, NotBefore: now}
-	ans, took, err := d.post(ctx, sub, ev, m)
-	r := TestResult{EventID: ev.ID, DeliveryID: m.DeliveryID, DurationMS: took.Milliseconds(), Response: Excerpt(ans.excerpt, ans.status != 0)}
+	ans, took, err := d.deliver(ctx, sub, ev, m)
+	r := TestResult{EventID: ev.ID, DeliveryID: m.DeliveryID, DurationMS: took.Milliseconds(), Response: Excerpt(ans.excerpt, ans.answered)}
 	if ans.status != 0 {
 		r.StatusCode = &ans.status
 	}
@@ -43,6 +43,6 @@ func (d Deliverer) Test(ctx context.Context, sub Subscription) (TestResult, erro
 		msg := describe(err)
 		r.Error = &msg
 	}
-	r.Succeeded = err == nil && ans.status >= 200 && ans.status < 300
+	r.Succeeded = err == nil && ans.ok
 	return r, nil
 }

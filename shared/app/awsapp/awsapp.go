@@ -1,6 +1,6 @@
 // Package awsapp wires the app of a deployed Lambda: the DynamoDB store,
-// the SQS work queues and the S3 media bucket the configuration names, and
-// nothing else, so that a Lambda links no embedded adapter. Each
+// the SQS work queues and the S3 media bucket the configuration names,
+// the clients of the webhooks' AWS destinations, and nothing else, so that a Lambda links no embedded adapter. Each
 // functions/*/main.go calls it (through shared/lambdaapi for the HTTP,
 // stream and queue fronts).
 //
@@ -28,11 +28,16 @@ import (
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
+	"github.com/moku/sellerapi/shared/webhook/awsdest"
 )
 
 // New builds the app from cfg, opening what no option gives with Opener.
 func New(ctx context.Context, cfg config.Config, opts ...app.Option) (*app.App, error) {
-	base := []app.Option{app.WithOpener(Opener{}), Pending()}
+	senders, err := awsdest.New(ctx, cfg.WebhookRoleARN)
+	if err != nil {
+		return nil, err
+	}
+	base := []app.Option{app.WithOpener(Opener{}), Pending(), app.WithWebhookSenders(senders)}
 	if cfg.KMSKeyARN != "" {
 		src, err := OpenKMS(ctx, cfg)
 		if err != nil {

@@ -63,6 +63,9 @@ type Options struct {
 	Observe func(httpapi.Observation)
 	// WebhookResolver fixes what webhook host names resolve to.
 	WebhookResolver webhook.Resolver
+	// WebhookAWS sends deliveries to AWS destinations (the SQS emulator's
+	// client, a recorded EventBridge); zero fails those attempts.
+	WebhookAWS webhook.Senders
 	// Blob is the media store uploads go to; nil leaves media storage
 	// unconfigured (uploads answer 503).
 	Blob blob.Store
@@ -174,7 +177,7 @@ func New(t testing.TB, o Options) *Env {
 		}
 		local = app.WithLocal(l)
 	}
-	opts := append([]app.Option{app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), local,
+	opts := append([]app.Option{app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), app.WithWebhookSenders(o.WebhookAWS), local,
 		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key")))}, o.AppOptions...)
 	a, err := app.New(ctx, cfg, opts...)
 	if err != nil {
@@ -189,7 +192,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.MediaEncode == nil {
 		o.MediaEncode = canonical.Encode
 	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver, WebhookAWS: o.WebhookAWS}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
