@@ -27,7 +27,7 @@ func TestRecoveryWindowIsExactToTheMillisecond(t *testing.T) {
 	defer st.Close()
 	svc := Service{Store: st, Clock: clk, Policy: Policy{AllowLoopback: true}, Secrets: testBox(t)}
 	const vendorID = "ven_1"
-	prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{URL: "http://127.0.0.1:9/hook", EventTypes: []string{AllTypes}})
+	prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS("http://127.0.0.1:9/hook"), EventTypes: []string{AllTypes}})
 	if err != nil {
 		t.Fatal(err)
 	}
