@@ -5769,9 +5769,10 @@ type WebhookSubscriptionUpdate struct {
 // The subscription (as WebhookSubscription), and the recovery recover_since
 // started.
 type WebhookSubscriptionUpdated struct {
-	CreatedAt   time.Time  `json:"created_at"`
-	Description *string    `json:"description"`
-	DisabledAt  *time.Time `json:"disabled_at"`
+	CreatedAt   time.Time          `json:"created_at"`
+	Description *string            `json:"description"`
+	Destination WebhookDestination `json:"destination"`
+	DisabledAt  *time.Time         `json:"disabled_at"`
 	// Why the subscription is disabled: by the vendor, or because deliveries
 	// kept failing; null while enabled.
 	DisabledReason *WebhookSubscriptionDisabledReason `json:"disabled_reason"`

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,11 +33,9 @@ func (f *fakeDeploy) ListDeploymentTargets(_ context.Context, in *codedeploy.Lis
 	if aws.ToString(in.DeploymentId) != "d-1" {
 		return nil, errors.New("no such deployment")
 	}
-	// One target a page, to walk the pages.
-	var ids []string
-	for fn := range f.targets {
-		ids = append(ids, fn)
-	}
+	// One target a page, to walk the pages, in an order every page agrees
+	// on (a map's is drawn anew at each range).
+	ids := slices.Sorted(maps.Keys(f.targets))
 	i := 0
 	if in.NextToken != nil {
 		for i < len(ids) && ids[i] != *in.NextToken {

@@ -7,12 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
@@ -70,7 +70,7 @@ var bodyParsers = map[string]func([]byte) error{
 		if err != nil {
 			return err
 		}
-		_, err = webhook.CheckWindow("since", in.Since, in.Until, time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+		_, err = webhook.CheckWindow("since", in.Since, in.Until, clocktest.Date(2026, 3, 4, 10, 0, 0))
 		return err
 	},
 	"strict": func(b []byte) error { return DecodeStrict(b, &struct{ A, B string }{}) },

@@ -56,8 +56,8 @@ type Options struct {
 	Config func(*config.Config)
 	// WrapStore lets a test put a faulty or slow store in front of the real one.
 	WrapStore func(store.Store) store.Store
-	// AppOptions are applied after the environment's own (a benchmark logs
-	// as a Lambda function does with app.WithLogHandler).
+	// AppOptions are applied to the built app, before the server is made
+	// (a benchmark logs as a Lambda function does, app.WithLogHandler).
 	AppOptions []app.Option
 	// Observe receives every finished request (operation, round trips).
 	Observe func(httpapi.Observation)
@@ -177,11 +177,13 @@ func New(t testing.TB, o Options) *Env {
 		}
 		local = app.WithLocal(l)
 	}
-	opts := append([]app.Option{app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), app.WithWebhookSenders(o.WebhookAWS), local,
-		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key")))}, o.AppOptions...)
-	a, err := app.New(ctx, cfg, opts...)
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), app.WithWebhookSenders(o.WebhookAWS), local,
+		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key"))))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, opt := range o.AppOptions {
+		opt(a)
 	}
 	// The cursor key and the fixtures go through the real store even when
 	// the test puts a faulty one in front of the server.

@@ -14,6 +14,7 @@ import (
 	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/webhook"
 	"github.com/moku/sellerapi/shared/webhook/awsdest/awsdesttest"
 )
@@ -54,7 +55,7 @@ func (f *fakeSTS) AssumeRole(_ context.Context, in *sts.AssumeRoleInput, _ ...fu
 
 func message(dest webhook.Destination) webhook.AWSMessage {
 	return webhook.AWSMessage{VendorID: "ven_1", SubscriptionID: "whsub_1", Destination: dest, Body: []byte(`{"id":"evt_1","type":"product.created"}`),
-		EventID: "evt_1", EventType: "product.created", EventTime: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), DeliveryID: "dlv_1", Attempt: 2,
+		EventID: "evt_1", EventType: "product.created", EventTime: clocktest.Date(2026, 1, 2, 3, 4, 5), DeliveryID: "dlv_1", Attempt: 2,
 		Signature: "t=1767323045,v1=abc", Timestamp: time.Unix(1767323045, 0)}
 }
 
@@ -193,7 +194,7 @@ func TestEventBridgeEntry(t *testing.T) {
 	}
 	e := in[0].Entries[0]
 	if aws.ToString(e.EventBusName) != bus || aws.ToString(e.Source) != Source || aws.ToString(e.DetailType) != "product.created" ||
-		aws.ToString(e.Detail) != `{"id":"evt_1","type":"product.created"}` || !aws.ToTime(e.Time).Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		aws.ToString(e.Detail) != `{"id":"evt_1","type":"product.created"}` || !aws.ToTime(e.Time).Equal(clocktest.Date(2026, 1, 2, 3, 4, 5)) {
 		t.Errorf("entry: %+v", e)
 	}
 	if opts[0].Region != "ap-southeast-2" {
