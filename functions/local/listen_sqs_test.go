@@ -126,7 +126,7 @@ func TestListenSQS(t *testing.T) {
 		t.Fatalf("listen: %v", err)
 	}
 	mu.Lock()
-	types := map[string]client.Delivery{}
+	types := map[client.EventType]client.Delivery{}
 	for _, d := range got {
 		types[d.Event.Type] = d
 	}
@@ -150,7 +150,12 @@ func TestListenSQS(t *testing.T) {
 		t.Fatalf("subscription %s outlived listen", sub.ID)
 	}
 
-	// The vendor's own subscription to the queue, followed with its secret.
+	// The vendor's own subscription to a queue, followed with its secret.
+	// (Another queue: the emulator keeps the long poll listen abandoned
+	// when it stopped open for its whole wait, and it would take what
+	// arrives meanwhile; SQS may do the same. The message would come back
+	// after its visibility timeout.)
+	queue = listenQueue(t, sq)
 	own, _, err := c.CreateWebhookSubscription(context.Background(), client.CreateWebhookSubscriptionRequest{VendorID: vendorID,
 		Body: client.WebhookSubscriptionCreate{Destination: &client.WebhookDestination{Type: client.WebhookDestinationTypeSqs, QueueURL: &queue},
 			EventTypes: []string{"product.created"}}})
