@@ -88,7 +88,9 @@ func TestTemplate(t *testing.T) {
 	if got.Stream == nil || got.Stream.BatchSize != 100 || !got.Stream.Bisect || got.Stream.MaxRetries != 5 || got.Stream.OnFailure == "" || !got.Stream.PartialBatch {
 		t.Fatalf("stream mapping %+v", got.Stream)
 	}
-	if len(got.QueueFeeds) != len(resources.Workers()) || len(got.Schedules) != 2 || len(got.Routes) < 100 {
+	// One route per path and method (no ANY per path since wrong methods
+	// go through $default): 93 when this was written.
+	if len(got.QueueFeeds) != len(resources.Workers()) || len(got.Schedules) != 2 || len(got.Routes) < 90 {
 		t.Fatalf("%d queue mappings, %d schedules, %d routes", len(got.QueueFeeds), len(got.Schedules), len(got.Routes))
 	}
 	// The stream router's sweep is played with the input the rule sends.
