@@ -59,7 +59,6 @@ var onDynamoDB = map[string]string{
 	"TestWebhookRecovery":                                "a recovery's pages, counters and delivered marks on the table",
 	"TestWebhookReenableWithRecovery":                    "a recovery stored in the re-enable's transaction",
 	"TestWebhookRecoveryRefusals":                        "a recovery's idempotency, rate and refusals on the table",
-	"TestWebhookSQSDestination":                          "a queue destination kept on the table, its deliveries routed from the stream",
 }
 
 // forEachStore runs a scenario on the embedded store, and on DynamoDB Local

@@ -126,75 +126,72 @@ func checkSQSDelivery(t *testing.T, e *apitest.Env, m sqstypes.Message, secret s
 // message per event: the body an HTTPS delivery POSTs, the headers as
 // message attributes, a signature that verifies. The delivery log records
 // the queue's message id; a replay and a test delivery land in the queue
-// too. On both stores: the destination is kept on the table, and the
-// delivery is routed from its stream.
+// too.
 func TestWebhookSQSDestination(t *testing.T) {
 	c := sqstest.Client(t)
-	forEachStore(t, func(t *testing.T, kind apitest.StoreKind) {
-		q := emulatorQueue(t, c)
-		e := destinationEnv(t, kind, true, webhook.Senders{SQS: awsdest.SQS{API: c}})
-		sub := subscribeTo(t, e, map[string]string{"type": "sqs", "queue_url": q}, "product.created")
-		if sub.Data.URL != q || sub.Data.Destination["type"] != "sqs" || sub.Data.Destination["queue_url"] != q || len(sub.Data.Destination) != 2 {
-			t.Fatalf("created: %+v", sub.Data)
-		}
+	q := emulatorQueue(t, c)
+	e := destinationEnv(t, apitest.SQLite, true, webhook.Senders{SQS: awsdest.SQS{API: c}})
+	sub := subscribeTo(t, e, map[string]string{"type": "sqs", "queue_url": q}, "product.created")
+	if sub.Data.URL != q || sub.Data.Destination["type"] != "sqs" || sub.Data.Destination["queue_url"] != q || len(sub.Data.Destination) != 2 {
+		t.Fatalf("created: %+v", sub.Data)
+	}
 
-		ev := whProductEvent(t, e, "to-sqs")
-		whDrain(t, e)
-		msgs := receiveAll(t, c, q)
-		if len(msgs) != 1 {
-			t.Fatalf("the queue holds %d messages, want 1", len(msgs))
-		}
-		if got := checkSQSDelivery(t, e, msgs[0], sub.Data.Secret); !reflect.DeepEqual(got, ev) {
-			t.Fatalf("body %v, want the event as GET /events shows it: %v", got, ev)
-		}
-		as := whAttempts(t, e, sub.Data.ID)
-		if len(as) != 1 || as[0].Outcome != "succeeded" || as[0].StatusCode != nil || as[0].Error != nil || as[0].EventID != ev["id"] ||
-			as[0].DeliveryID != aws.ToString(msgs[0].MessageAttributes["Moku-Delivery-Id"].StringValue) {
-			t.Fatalf("attempts: %+v", as)
-		}
-		var page struct{ Data []map[string]any }
-		e.Get(subsPath(e)+"/"+sub.Data.ID+"/deliveries").JSON(t, &page)
-		if want := `{"MessageId":"` + aws.ToString(msgs[0].MessageId) + `"}`; page.Data[0]["response"] != want {
-			t.Fatalf("response %v, want %s", page.Data[0]["response"], want)
-		}
+	ev := whProductEvent(t, e, "to-sqs")
+	whDrain(t, e)
+	msgs := receiveAll(t, c, q)
+	if len(msgs) != 1 {
+		t.Fatalf("the queue holds %d messages, want 1", len(msgs))
+	}
+	if got := checkSQSDelivery(t, e, msgs[0], sub.Data.Secret); !reflect.DeepEqual(got, ev) {
+		t.Fatalf("body %v, want the event as GET /events shows it: %v", got, ev)
+	}
+	as := whAttempts(t, e, sub.Data.ID)
+	if len(as) != 1 || as[0].Outcome != "succeeded" || as[0].StatusCode != nil || as[0].Error != nil || as[0].EventID != ev["id"] ||
+		as[0].DeliveryID != aws.ToString(msgs[0].MessageAttributes["Moku-Delivery-Id"].StringValue) {
+		t.Fatalf("attempts: %+v", as)
+	}
+	var page struct{ Data []map[string]any }
+	e.Get(subsPath(e)+"/"+sub.Data.ID+"/deliveries").JSON(t, &page)
+	if want := `{"MessageId":"` + aws.ToString(msgs[0].MessageId) + `"}`; page.Data[0]["response"] != want {
+		t.Fatalf("response %v, want %s", page.Data[0]["response"], want)
+	}
 
-		// A replay is another delivery of the same event to the queue.
-		evID := ev["id"].(string)
-		r := postReplay(e, evID, map[string]any{})
-		var rb replayBody
-		r.JSON(t, &rb)
-		if r.Status != 202 {
-			t.Fatalf("replay: %d %s", r.Status, r.Body)
-		}
-		whDrain(t, e)
-		whDrain(t, e)
-		msgs = receiveAll(t, c, q)
-		if len(msgs) != 1 {
-			t.Fatalf("after the replay the queue holds %d messages, want 1", len(msgs))
-		}
-		if got := checkSQSDelivery(t, e, msgs[0], sub.Data.Secret); !reflect.DeepEqual(got, ev) ||
-			aws.ToString(msgs[0].MessageAttributes["Moku-Delivery-Id"].StringValue) != webhook.DeliveryID(evID, sub.Data.ID, rb.Data.ReplayID) {
-			t.Fatalf("replayed message: %v %v", got, msgs[0].MessageAttributes)
-		}
-		if g := getReplay(t, e, evID, rb.Data.ReplayID); g.Data.Delivered != 1 || g.Data.Failed != 0 {
-			t.Fatalf("replay: %+v", g.Data)
-		}
+	// A replay is another delivery of the same event to the queue.
+	evID := ev["id"].(string)
+	r := postReplay(e, evID, map[string]any{})
+	var rb replayBody
+	r.JSON(t, &rb)
+	if r.Status != 202 {
+		t.Fatalf("replay: %d %s", r.Status, r.Body)
+	}
+	whDrain(t, e)
+	whDrain(t, e)
+	msgs = receiveAll(t, c, q)
+	if len(msgs) != 1 {
+		t.Fatalf("after the replay the queue holds %d messages, want 1", len(msgs))
+	}
+	if got := checkSQSDelivery(t, e, msgs[0], sub.Data.Secret); !reflect.DeepEqual(got, ev) ||
+		aws.ToString(msgs[0].MessageAttributes["Moku-Delivery-Id"].StringValue) != webhook.DeliveryID(evID, sub.Data.ID, rb.Data.ReplayID) {
+		t.Fatalf("replayed message: %v %v", got, msgs[0].MessageAttributes)
+	}
+	if g := getReplay(t, e, evID, rb.Data.ReplayID); g.Data.Delivered != 1 || g.Data.Failed != 0 {
+		t.Fatalf("replay: %+v", g.Data)
+	}
 
-		res := postTest(e, e.Token, sub.Data.ID)
-		var td testDelivery
-		res.JSON(t, &td)
-		if res.Status != 200 || !td.Data.Succeeded || td.Data.StatusCode != nil || td.Data.Error != nil || td.Data.Response == nil ||
-			!strings.HasPrefix(*td.Data.Response, `{"MessageId":"`) {
-			t.Fatalf("test delivery: %d %s", res.Status, res.Body)
-		}
-		msgs = receiveAll(t, c, q)
-		if len(msgs) != 1 {
-			t.Fatalf("after the test delivery the queue holds %d messages, want 1", len(msgs))
-		}
-		if got := checkSQSDelivery(t, e, msgs[0], sub.Data.Secret); got["type"] != event.WebhookSubscriptionTest || got["id"] != td.Data.EventID {
-			t.Fatalf("test message: %v", got)
-		}
-	})
+	res := postTest(e, e.Token, sub.Data.ID)
+	var td testDelivery
+	res.JSON(t, &td)
+	if res.Status != 200 || !td.Data.Succeeded || td.Data.StatusCode != nil || td.Data.Error != nil || td.Data.Response == nil ||
+		!strings.HasPrefix(*td.Data.Response, `{"MessageId":"`) {
+		t.Fatalf("test delivery: %d %s", res.Status, res.Body)
+	}
+	msgs = receiveAll(t, c, q)
+	if len(msgs) != 1 {
+		t.Fatalf("after the test delivery the queue holds %d messages, want 1", len(msgs))
+	}
+	if got := checkSQSDelivery(t, e, msgs[0], sub.Data.Secret); got["type"] != event.WebhookSubscriptionTest || got["id"] != td.Data.EventID {
+		t.Fatalf("test message: %v", got)
+	}
 }
 
 // TestWebhookSQSDestinationFailureIsRetried: a queue that is not there (the
