@@ -57,7 +57,8 @@ func (f *apiFlags) open(ctx context.Context) (*client.Client, string, error) {
 // (with --forward-to) posted on to a local URL with its headers unchanged,
 // whose status becomes the delivery's answer. On exit (Ctrl-C) the
 // subscription is deleted. The server must accept loopback webhook URLs
-// (serve --allow-private-webhooks, as make run's local server can).
+// (serve --allow-private-webhooks, as make run's local server can). With
+// --sqs it follows an SQS destination instead (listen_sqs.go).
 func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	var api apiFlags
 	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
@@ -69,8 +70,17 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	after := fs.String("after", "", "first print the log's events of these types after this event id, oldest first (what a connector that stopped there missed)")
 	test := fs.Bool("test", false, "once subscribed, ask the service for a test delivery (webhook_subscription.test) and print its answer")
 	recoverSince := fs.String("recover-since", "", "once subscribed, ask the service to recover the log's events of these types since then (RFC 3339, or a duration ago such as 2h): delivered here, signed, oldest first")
+	queue := fs.String("sqs", "", "follow an SQS destination instead: subscribe this queue URL and receive its messages (long polling), verifying, printing and forwarding each as a delivery, then deleting it")
+	secret := fs.String("secret", "", "with --sqs: the signing secret of the vendor's subscription to that queue, to follow it as it is instead of subscribing anew")
+	wait := fs.Duration("wait", 20*time.Second, "with --sqs: how long each receive waits for messages (1s to 20s)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *queue == "" && *secret != "" {
+		return errors.New("--secret names the subscription to follow with --sqs; pass --sqs too")
+	}
+	if *wait < time.Second || *wait > 20*time.Second {
+		return fmt.Errorf("--wait %s: give 1s to 20s", *wait)
 	}
 	var since time.Time
 	if *recoverSince != "" {
@@ -83,80 +93,118 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	defer ln.Close()
+	out := &printer{w: stdout, forward: *forward, json: *printJSON}
 	types := strings.Split(*events, ",")
-	desc := "local listen " + ln.Addr().String()
-	sub, _, err := c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: vendorID,
-		Body: client.WebhookSubscriptionCreate{URL: new("http://" + ln.Addr().String() + "/"), EventTypes: types, Description: &desc}})
-	if err != nil {
-		return fmt.Errorf("subscribe: %w", err)
+	var sub listened
+	var follow func(context.Context) error
+	if *queue != "" {
+		q, err := openQueue(ctx, *queue)
+		if err != nil {
+			return err
+		}
+		if sub, err = queueSubscription(ctx, c, vendorID, *queue, types, *secret); err != nil {
+			return err
+		}
+		follow = func(ctx context.Context) error { return q.follow(ctx, sub.secret, *wait, out) }
+	} else {
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		defer ln.Close()
+		desc := "local listen " + ln.Addr().String()
+		s, _, err := c.CreateWebhookSubscription(ctx, client.CreateWebhookSubscriptionRequest{VendorID: vendorID,
+			Body: client.WebhookSubscriptionCreate{URL: new("http://" + ln.Addr().String() + "/"), EventTypes: types, Description: &desc}})
+		if err != nil {
+			return fmt.Errorf("subscribe: %w", err)
+		}
+		sub = listened{id: s.ID, url: s.URL, secret: s.Secret, types: s.EventTypes, owned: true}
+		follow = func(ctx context.Context) error { return serveForwarder(ctx, ln, sub.secret, out) }
 	}
-	// The subscription goes away however listen ends.
+	// A subscription listen made goes away however listen ends.
 	defer func() {
+		if !sub.owned {
+			fmt.Fprintf(stdout, "Left subscription %s in place.\n", sub.id)
+			return
+		}
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if _, _, err := c.DeleteWebhookSubscription(cleanup, client.DeleteWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.ID}); err != nil {
-			fmt.Fprintf(stdout, "could not remove subscription %s: %v\n", sub.ID, err)
+		if _, _, err := c.DeleteWebhookSubscription(cleanup, client.DeleteWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.id}); err != nil {
+			fmt.Fprintf(stdout, "could not remove subscription %s: %v\n", sub.id, err)
 			return
 		}
-		fmt.Fprintf(stdout, "Removed subscription %s.\n", sub.ID)
+		fmt.Fprintf(stdout, "Removed subscription %s.\n", sub.id)
 	}()
 
-	var mu sync.Mutex // one delivery's lines at a time
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := client.ReadWebhook(r, sub.Secret, time.Now())
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			fmt.Fprintf(stdout, "%s  rejected a delivery: %v\n", time.Now().UTC().Format(time.TimeOnly), err)
-			http.Error(w, "signature not verified", http.StatusBadRequest)
-			return
-		}
-		fmt.Fprintf(stdout, "%s  --> %s [%s] %s/%s (delivery %s, attempt %s, signature verified)\n", time.Now().UTC().Format(time.TimeOnly),
-			d.Event.Type, d.EventID, d.Event.Resource.Type, d.Event.Resource.ID, d.DeliveryID, d.Attempt)
-		if *printJSON {
-			fmt.Fprintf(stdout, "%s\n", d.Body)
-		}
-		status := http.StatusOK
-		if *forward != "" {
-			status = forwardTo(r.Context(), *forward, r.Header, d.Body)
-			fmt.Fprintf(stdout, "%s  <-- %d from %s\n", time.Now().UTC().Format(time.TimeOnly), status, *forward)
-		}
-		w.WriteHeader(status)
-	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "Ready: subscription %s sends %s to %s (signing secret %s). Ctrl-C to stop.\n", sub.ID, *events, sub.URL, sub.Secret)
-	if *after != "" {
-		if err := catchUp(ctx, c, vendorID, *after, types, stdout, &mu); err != nil {
+	fmt.Fprintf(stdout, "Ready: subscription %s sends %s to %s (signing secret %s). Ctrl-C to stop.\n", sub.id, strings.Join(sub.types, ","), sub.url, sub.secret)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- follow(runCtx) }()
+	if err := asks(ctx, c, vendorID, sub, out, *after, *test, *recoverSince != "", since); err != nil {
+		cancel()
+		<-done
+		return err
+	}
+	// The follower returns once ctx ends (Ctrl-C), or when it fails.
+	return <-done
+}
+
+// listened is the subscription listen follows; owned when listen made it
+// (and removes it).
+type listened struct {
+	id, url, secret string
+	types           []string
+	owned           bool
+}
+
+// asks makes listen's requests once subscribed: the log after an event
+// id, a test delivery, a recovery since a time.
+func asks(ctx context.Context, c *client.Client, vendorID string, sub listened, out *printer, after string, test, recovery bool, since time.Time) error {
+	if after != "" {
+		if err := catchUp(ctx, c, vendorID, after, sub.types, out.w, &out.mu); err != nil {
 			return err
 		}
 	}
-	if *test {
-		res, _, err := c.TestWebhookSubscription(ctx, client.TestWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.ID})
+	if test {
+		res, _, err := c.TestWebhookSubscription(ctx, client.TestWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.id})
 		if err != nil {
 			return fmt.Errorf("test delivery: %w", err)
 		}
-		mu.Lock()
-		fmt.Fprintf(stdout, "Test delivery %s: %s in %d ms\n", res.EventID, testOutcome(res), res.DurationMs)
-		mu.Unlock()
+		out.mu.Lock()
+		fmt.Fprintf(out.w, "Test delivery %s: %s in %d ms\n", res.EventID, testOutcome(res), res.DurationMs)
+		out.mu.Unlock()
 	}
-	if *recoverSince != "" {
-		rcv, _, err := c.RecoverWebhookSubscription(ctx, client.RecoverWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.ID,
+	if recovery {
+		rcv, _, err := c.RecoverWebhookSubscription(ctx, client.RecoverWebhookSubscriptionRequest{VendorID: vendorID, SubscriptionID: sub.id,
 			Body: client.WebhookRecoveryCreate{Since: since}})
 		if err != nil {
 			return fmt.Errorf("recover since %s: %w", since.Format(time.RFC3339), err)
 		}
-		mu.Lock()
-		fmt.Fprintf(stdout, "Recovery %s queued: the events since %s arrive here oldest first, once %s is a minute old.\n", rcv.ID,
+		out.mu.Lock()
+		fmt.Fprintf(out.w, "Recovery %s queued: the events since %s arrive here oldest first, once %s is a minute old.\n", rcv.ID,
 			rcv.Since.Format(time.RFC3339), rcv.Until.Format(time.RFC3339))
-		mu.Unlock()
+		out.mu.Unlock()
 	}
+	return nil
+}
+
+// serveForwarder receives the subscription's HTTPS deliveries on ln until
+// ctx ends: a delivery that verifies is printed and forwarded, and its
+// answer is the forward target's; one that does not is refused with 400.
+func serveForwarder(ctx context.Context, ln net.Listener, secret string, out *printer) error {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, err := client.ReadWebhook(r, secret, time.Now())
+		if err != nil {
+			out.reject("delivery", err)
+			http.Error(w, "signature not verified", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(out.deliver(r.Context(), d, r.Header))
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -167,6 +215,40 @@ func listen(ctx context.Context, args []string, stdout io.Writer) error {
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// printer prints what listen receives, one delivery's lines at a time,
+// and forwards each verified delivery (--forward-to).
+type printer struct {
+	mu      sync.Mutex
+	w       io.Writer
+	forward string
+	json    bool
+}
+
+// deliver prints a verified delivery and posts it on with its headers h;
+// its answer is the forward target's status (200 without one).
+func (p *printer) deliver(ctx context.Context, d client.Delivery, h http.Header) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "%s  --> %s [%s] %s/%s (delivery %s, attempt %s, signature verified)\n", time.Now().UTC().Format(time.TimeOnly),
+		d.Event.Type, d.EventID, d.Event.Resource.Type, d.Event.Resource.ID, d.DeliveryID, d.Attempt)
+	if p.json {
+		fmt.Fprintf(p.w, "%s\n", d.Body)
+	}
+	status := http.StatusOK
+	if p.forward != "" {
+		status = forwardTo(ctx, p.forward, h, d.Body)
+		fmt.Fprintf(p.w, "%s  <-- %d from %s\n", time.Now().UTC().Format(time.TimeOnly), status, p.forward)
+	}
+	return status
+}
+
+// reject prints what did not verify.
+func (p *printer) reject(what string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "%s  rejected a %s: %v\n", time.Now().UTC().Format(time.TimeOnly), what, err)
 }
 
 // catchUp prints the log's events of types after the event id after,
@@ -206,12 +288,16 @@ func sinceOf(v string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
-// testOutcome says what a test delivery got.
+// testOutcome says what a test delivery got: an HTTPS receiver's status,
+// or what an AWS destination's API answered ({"MessageId": ...}).
 func testOutcome(r client.WebhookSubscriptionTestResult) string {
-	if r.StatusCode == nil {
-		return "no answer (" + deref(r.Error) + ")"
+	switch {
+	case r.StatusCode != nil:
+		return fmt.Sprintf("answered %d", *r.StatusCode)
+	case r.Succeeded:
+		return "delivered " + deref(r.Response)
 	}
-	return fmt.Sprintf("answered %d", *r.StatusCode)
+	return "no answer (" + deref(r.Error) + ")"
 }
 
 func deref(s *string) string {

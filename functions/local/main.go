@@ -9,12 +9,13 @@
 //	local token revoke --data DIR --id TOKEN_ID
 //	local pairing review --data DIR --id PAIRING_ID [--reviewer NAME]
 //	local cursor-key rotate --data DIR
-//	local listen [--events a,b|*] [--forward-to URL] [--print-json] [--base URL] [--token T] [--vendor V]
+//	local listen [--events a,b|*] [--forward-to URL] [--print-json] [--sqs QUEUE_URL [--secret S]] [--base URL] [--token T] [--vendor V]
 //	local trigger TYPE [--base URL] [--token T] [--vendor V]
 //
 // listen and trigger are clients of a running server (through
-// shared/client): listen subscribes a forwarder for event types and prints
-// or forwards each verified delivery, removing its subscription on exit;
+// shared/client): listen subscribes a forwarder for event types (or, with
+// --sqs, an SQS queue it receives from) and prints or forwards each
+// verified delivery, removing its subscription on exit;
 // trigger makes a real change that writes an event of TYPE.
 package main
 

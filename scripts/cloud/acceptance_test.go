@@ -10,6 +10,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -28,7 +30,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/webhook/signature"
 )
 
 // cloudTemplate is the template the tour runs on: $SELLERAPI_CLOUD_TEMPLATE
@@ -272,14 +279,83 @@ func (rc *receiver) count(eventID string) int {
 	return n
 }
 
+// sellerSQS is the SQS emulator of the tour's seller, whose queue is a
+// subscription's destination: the one $AWS_ENDPOINT_URL_SQS names, else
+// one started for the test (scripts/sqs-local) and stopped when it ends.
+// The shapes reach it on loopback, as --allow-private-webhooks allows.
+func sellerSQS(t *testing.T) *sqs.Client {
+	t.Helper()
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_SQS")
+	if endpoint == "" {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		var log bytes.Buffer
+		if endpoint, err = startEmulator(context.Background(), root, "sqs-local", dir, &log); err != nil {
+			t.Fatalf("%v\n%s", err, log.String())
+		}
+		t.Cleanup(func() { stopEmulator(root, "sqs-local", dir, io.Discard) })
+	}
+	return sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+}
+
+// sellerQueue creates a queue of the seller's for one walk.
+func sellerQueue(t *testing.T, c *sqs.Client) string {
+	t.Helper()
+	var b [4]byte
+	rand.Read(b[:])
+	out, err := c.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String("seller-" + hex.EncodeToString(b[:]))})
+	if err != nil {
+		t.Fatalf("create the seller's queue: %v", err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
+
+// takeQueued takes the next message of the seller's queue, if any, as
+// the seller's consumer would: its signature (the Moku-Signature
+// attribute, with Moku-Timestamp its t) verifies over the body with the
+// subscription's secret, Moku-Event-Id names the body's event; then it
+// deletes the message and returns the event.
+func takeQueued(t *testing.T, c *sqs.Client, queue, secret string) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 1, MessageAttributeNames: []string{"All"}})
+	if err != nil {
+		t.Fatalf("receive from the seller's queue: %v", err)
+	}
+	if len(out.Messages) == 0 {
+		return nil
+	}
+	m := out.Messages[0]
+	attr := func(k string) string { return aws.ToString(m.MessageAttributes[k].StringValue) }
+	body := []byte(aws.ToString(m.Body))
+	if err := signature.Verify(attr("Moku-Signature"), body, secret, time.Now(), 0); err != nil {
+		t.Fatalf("queued message %s: %v", body, err)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(body, &ev); err != nil {
+		t.Fatalf("queued message %s: %v", body, err)
+	}
+	if p, err := signature.Parse(attr("Moku-Signature")); err != nil || attr("Moku-Timestamp") != fmt.Sprint(p.Timestamp) ||
+		attr("Moku-Event-Id") != ev["id"] || !strings.HasPrefix(attr("Moku-Delivery-Id"), "dlv_") || attr("Moku-Delivery-Attempt") == "" {
+		t.Fatalf("queued message attributes: %v", m.MessageAttributes)
+	}
+	if _, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queue), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		t.Fatalf("delete from the seller's queue: %v", err)
+	}
+	return ev
+}
+
 var destinationRoles = map[string]string{"catalog": "destination", "base_price": "destination", "inventory": "destination",
 	"order_ingress": "enabled", "external_order_fulfillment": "moku"}
 
 // png is a 4×4 PNG image.
 var png, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAG0lEQVR42mJhYDhhw8AAQSwgAgZwcwABAAD//1kIAkG4RTDCAAAAAElFTkSuQmCC")
 
-// walk is the tour itself.
-func walk(t *testing.T, s *shape) []string {
+// walk is the tour itself; sq is the seller's SQS emulator.
+func walk(t *testing.T, s *shape, sq *sqs.Client) []string {
 	tr := &tour{t: t, s: s}
 	var v struct{ Data struct{ ID string } }
 	s.cli(&v, "vendor", "create", "--name", "Acme Goods", "--slug", "acme-goods")
@@ -318,6 +394,12 @@ func walk(t *testing.T, s *shape) []string {
 	}
 	tr.want("subscribe another", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"url": off.URL, "event_types": []string{"*"}}, idem("sub-2")...).json(t, &offSub)
 	tr.want("disable it", 200, "PATCH", vp+"/webhook-subscriptions/"+offSub.Data.ID, map[string]any{"expected_version": 1, "status": "disabled"})
+	// a third, to an SQS queue of the seller's: the webhook-worker sends
+	// there (no delivery role here: the emulator's dummy credentials).
+	queue := sellerQueue(t, sq)
+	var qSub struct{ Data struct{ ID, Secret string } }
+	tr.want("subscribe a queue", 201, "POST", vp+"/webhook-subscriptions", map[string]any{"destination": map[string]string{"type": "sqs", "queue_url": queue},
+		"event_types": []string{"product.created"}}, idem("sub-3")...).json(t, &qSub)
 
 	// products and inventory.
 	product := map[string]any{
@@ -329,6 +411,32 @@ func walk(t *testing.T, s *shape) []string {
 	var p struct{ Data struct{ ID string } }
 	tr.want("create product", 201, "POST", vp+"/products", product, idem("prod-1")...).json(t, &p)
 	tr.want("get product", 200, "GET", vp+"/products/"+p.Data.ID, nil)
+	tr.eventually("product.created in the queue", time.Minute, func() bool {
+		ev := takeQueued(t, sq, queue, qSub.Data.Secret)
+		if r, _ := ev["resource"].(map[string]any); ev != nil && (ev["type"] != "product.created" || r["id"] != p.Data.ID) {
+			t.Fatalf("the queue got %v, want the product's product.created", ev)
+		}
+		return ev != nil
+	})
+	var qTest struct {
+		Data struct {
+			EventID    string `json:"event_id"`
+			StatusCode *int   `json:"status_code"`
+			Response   string
+			Succeeded  bool
+		}
+	}
+	tr.want("test the queue", 200, "POST", vp+"/webhook-subscriptions/"+qSub.Data.ID+"/test", nil).json(t, &qTest)
+	if !qTest.Data.Succeeded || qTest.Data.StatusCode != nil || !strings.HasPrefix(qTest.Data.Response, `{"MessageId":"`) {
+		t.Fatalf("test delivery to the queue: %+v", qTest.Data)
+	}
+	tr.eventually("test delivery in the queue", time.Minute, func() bool {
+		ev := takeQueued(t, sq, queue, qSub.Data.Secret)
+		if ev != nil && (ev["type"] != "webhook_subscription.test" || ev["id"] != qTest.Data.EventID) {
+			t.Fatalf("the queue got %v, want the test delivery's event %s", ev, qTest.Data.EventID)
+		}
+		return ev != nil
+	})
 	var items struct{ Data []struct{ ID string } }
 	tr.want("list inventory", 200, "GET", vp+"/inventory-items", nil).json(t, &items)
 	if len(items.Data) != 1 {
@@ -458,18 +566,19 @@ func TestAcceptance(t *testing.T) {
 	t.Parallel()
 	local := build(t, "./functions/local")
 	cloud := build(t, "./scripts/cloud")
+	sq := sellerSQS(t)
 	var got [2][]string
 	// Both shapes walk at once (the expirer's minute dominates each walk);
 	// the group returns when both are done.
 	t.Run("shapes", func(t *testing.T) {
 		t.Run("local", func(t *testing.T) {
 			t.Parallel()
-			got[0] = walk(t, start(t, local, nil, serveFlags...))
+			got[0] = walk(t, start(t, local, nil, serveFlags...), sq)
 		})
 		t.Run("cloud", func(t *testing.T) {
 			t.Parallel()
 			s := start(t, cloud, []string{"SELLERAPI_CLOUD_TEMPLATE=" + tpl}, serveFlags...)
-			got[1] = walk(t, s)
+			got[1] = walk(t, s, sq)
 			s.stop()
 			if left, _ := filepath.Glob(filepath.Join(s.data, "emulators", "*.pid")); len(left) > 0 {
 				t.Errorf("the interrupted serve left emulators running: %v", left)

@@ -33,20 +33,11 @@ type emulators struct {
 
 func startEmulators(ctx context.Context, root, dir string, stderr io.Writer) (*emulators, error) {
 	e := &emulators{root: root, dir: dir, log: stderr}
-	start := func(script string) (string, error) {
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", script), "start", dir)
-		cmd.Stderr = stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("scripts/%s start: %w", script, err)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
 	var err error
-	if e.dynamo, err = start("dynamodb-local"); err != nil {
+	if e.dynamo, err = startEmulator(ctx, root, "dynamodb-local", dir, stderr); err != nil {
 		return nil, err
 	}
-	if e.sqsURL, err = start("sqs-local"); err != nil {
+	if e.sqsURL, err = startEmulator(ctx, root, "sqs-local", dir, stderr); err != nil {
 		e.stop()
 		return nil, err
 	}
@@ -62,10 +53,28 @@ func (e *emulators) stop() {
 		e.s3.Close()
 	}
 	for _, script := range []string{"sqs-local", "dynamodb-local"} {
-		cmd := exec.Command("bash", filepath.Join(e.root, "scripts", script), "stop", e.dir)
-		cmd.Stderr = e.log
-		cmd.Run()
+		stopEmulator(e.root, script, e.dir, e.log)
 	}
+}
+
+// startEmulator starts an emulator with its script of the repository at
+// root (scripts/dynamodb-local, scripts/sqs-local), keeping its files in
+// dir, and returns its endpoint.
+func startEmulator(ctx context.Context, root, script, dir string, stderr io.Writer) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", script), "start", dir)
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("scripts/%s start: %w", script, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// stopEmulator stops what startEmulator started in dir.
+func stopEmulator(root, script, dir string, stderr io.Writer) {
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", script), "stop", dir)
+	cmd.Stderr = stderr
+	cmd.Run()
 }
 
 func (e *emulators) endpoints() map[string]string {

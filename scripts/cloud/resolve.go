@@ -80,9 +80,9 @@ func (t *Template) resolve(v any, a *Addresses) (string, error) {
 
 var errUnresolved = errors.New("known only once the runner runs")
 
-// errNoLocalKey: the stage's KMS key is not played; a variable naming it
-// is left unset.
-var errNoLocalKey = errors.New("the stage key has no local counterpart")
+// errNoCounterpart: a resource that is not played here (the stage's KMS
+// key, the webhooks' delivery role); a variable naming it is left unset.
+var errNoCounterpart = errors.New("no local counterpart")
 
 func (t *Template) ref(id, region string, a *Addresses) (string, error) {
 	switch id {
@@ -151,7 +151,14 @@ func (t *Template) getAtt(id, attr, region string, a *Addresses) (string, error)
 		n, err := t.ref(id, region, a)
 		return "arn:aws:s3:::" + n, err
 	case "AWS::KMS::Key.Arn":
-		return "", errNoLocalKey
+		// The functions use their local key source.
+		return "", errNoCounterpart
+	case "AWS::IAM::Role.Arn":
+		// The delivery role (SELLERAPI_WEBHOOK_ROLE_ARN): without it the
+		// webhook deliveries to SQS destinations send with the process's
+		// own credentials, and an emulator's queue on loopback (accepted
+		// under --allow-private-webhooks) gets dummy ones.
+		return "", errNoCounterpart
 	case "AWS::ApiGatewayV2::Api.ApiEndpoint":
 		if a == nil || a.APIEndpoint == "" {
 			return "", fmt.Errorf("the API's endpoint is %w", errUnresolved)
@@ -168,7 +175,7 @@ func (t *Template) ResolveEnv(a Addresses) error {
 		f.Env = map[string]string{}
 		for k, v := range f.env {
 			s, err := t.resolve(v, &a)
-			if errors.Is(err, errNoLocalKey) {
+			if errors.Is(err, errNoCounterpart) {
 				continue
 			}
 			if err != nil {

@@ -2,13 +2,15 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/moku/sellerapi/shared/resources"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/resources"
 )
 
 // mutate copies the synthesized template into a fresh cloud assembly
@@ -86,7 +88,9 @@ func TestTemplate(t *testing.T) {
 	if got.Stream == nil || got.Stream.BatchSize != 100 || !got.Stream.Bisect || got.Stream.MaxRetries != 5 || got.Stream.OnFailure == "" || !got.Stream.PartialBatch {
 		t.Fatalf("stream mapping %+v", got.Stream)
 	}
-	if len(got.QueueFeeds) != len(resources.Workers()) || len(got.Schedules) != 2 || len(got.Routes) < 100 {
+	// One route per path and method (no ANY per path since wrong methods
+	// go through $default): 93 when this was written.
+	if len(got.QueueFeeds) != len(resources.Workers()) || len(got.Schedules) != 2 || len(got.Routes) < 90 {
 		t.Fatalf("%d queue mappings, %d schedules, %d routes", len(got.QueueFeeds), len(got.Schedules), len(got.Routes))
 	}
 	// The stream router's sweep is played with the input the rule sends.
@@ -120,6 +124,28 @@ func TestTemplate(t *testing.T) {
 		if q.MaxConcurrency < 2 {
 			t.Errorf("queue mapping of %s: maximum concurrency %d", q.Queue, q.MaxConcurrency)
 		}
+	}
+
+	// The delivery role is not played: the functions that make webhook
+	// deliveries (the webhook worker, the webhooks API's test) are told
+	// no role, and send to an emulator's queue with dummy credentials.
+	for _, q := range got.Queues {
+		q.URL = "http://127.0.0.1:1/000000000000/" + q.Name
+	}
+	if err := got.ResolveEnv(Addresses{APIEndpoint: "http://127.0.0.1:1"}); err != nil {
+		t.Fatalf("resolve the environment: %v", err)
+	}
+	deliverers := 0
+	for _, f := range got.Functions {
+		if _, declared := f.env[config.EnvWebhookRoleARN]; declared {
+			deliverers++
+			if v, told := f.Env[config.EnvWebhookRoleARN]; told {
+				t.Errorf("%s: %s=%s, want it unset", f.Name, config.EnvWebhookRoleARN, v)
+			}
+		}
+	}
+	if deliverers != 2 {
+		t.Errorf("%d functions declare %s, want the webhook worker and the webhooks API", deliverers, config.EnvWebhookRoleARN)
 	}
 
 	filtered, err := LoadTemplate(mutate(t, tpl, func(r map[string]any) {

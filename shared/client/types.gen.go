@@ -5793,13 +5793,16 @@ type WebhookSubscriptionUpdated struct {
 	// status enabled re-enables it.
 	Status    WebhookSubscriptionStatus `json:"status"`
 	UpdatedAt time.Time                 `json:"updated_at"`
-	// https URL on port 443 (explicit :443 allowed) with a fully qualified host
-	// name or a canonical public IP literal; no user info, no fragment.
-	// Private, loopback, link-local, CGNAT, benchmarking, documentation,
-	// multicast and other non-public addresses are refused, for literals and
-	// for names that resolve to them (checked again on every connection).
-	// Non-canonical IPv4 spellings (2130706433, 0x7f.1, 0177.0.0.1) and
-	// IPv4-mapped IPv6 literals are refused. Redirects are never followed.
+	// Where deliveries go, as one string: destination.url for an https
+	// destination, the queue's URL for sqs, the event bus's ARN (a URI of
+	// scheme arn) for eventbridge. For https: https URL on port 443 (explicit
+	// :443 allowed) with a fully qualified host name or a canonical public IP
+	// literal; no user info, no fragment. Private, loopback, link-local, CGNAT,
+	// benchmarking, documentation, multicast and other non-public addresses are
+	// refused, for literals and for names that resolve to them (checked again
+	// on every connection). Non-canonical IPv4 spellings (2130706433, 0x7f.1,
+	// 0177.0.0.1) and IPv4-mapped IPv6 literals are refused. Redirects are
+	// never followed.
 	URL      string `json:"url"`
 	VendorID string `json:"vendor_id"`
 	// Used as expected_version on PATCH.

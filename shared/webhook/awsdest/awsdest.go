@@ -128,14 +128,23 @@ func (s SQS) SendToQueue(ctx context.Context, m webhook.AWSMessage) (string, err
 	if strings.HasSuffix(q, ".fifo") {
 		in.MessageGroupId, in.MessageDeduplicationId = aws.String(m.SubscriptionID), aws.String(m.DeliveryID)
 	}
-	region, endpoint := webhook.QueueEndpoint(q)
-	creds := s.Roles.For(m.VendorID)
+	out, err := s.API.SendMessage(ctx, in, QueueOptions(q, s.Roles.For(m.VendorID)))
+	if err != nil {
+		return "", apiErr("sqs SendMessage", err)
+	}
+	return aws.ToString(out.MessageId), nil
+}
+
+// QueueOptions point an SQS call at the queue of queueURL: to the region
+// its URL names with creds (nil: the client's own), or to the loopback
+// emulator it names with dummy credentials (it needs none, and gets none
+// of ours). A delivery sends with them and local listen --sqs receives.
+func QueueOptions(queueURL string, creds aws.CredentialsProvider) func(*sqs.Options) {
+	region, endpoint := webhook.QueueEndpoint(queueURL)
 	if endpoint != "" {
-		// An emulator on loopback: it needs no credentials, and gets none
-		// of ours.
 		creds = credentials.NewStaticCredentialsProvider("local", "local", "")
 	}
-	out, err := s.API.SendMessage(ctx, in, func(o *sqs.Options) {
+	return func(o *sqs.Options) {
 		if region != "" {
 			o.Region = region
 		}
@@ -148,11 +157,7 @@ func (s SQS) SendToQueue(ctx context.Context, m webhook.AWSMessage) (string, err
 		if creds != nil {
 			o.Credentials = creds
 		}
-	})
-	if err != nil {
-		return "", apiErr("sqs SendMessage", err)
 	}
-	return aws.ToString(out.MessageId), nil
 }
 
 // EventBridge puts deliveries on EventBridge buses (webhook.BusSender).
