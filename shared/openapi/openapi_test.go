@@ -1,8 +1,10 @@
 package openapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -155,5 +157,61 @@ func TestEventTypesDocumented(t *testing.T) {
 func TestDocumentValid(t *testing.T) {
 	if _, err := apitest.NewContract(openapi.Raw()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDocumentHasNoDuplicateKeys walks the document's tokens: JSON allows
+// an object to name a member twice and decoders keep one silently, but a
+// validator that renders the schema refuses it (two branches that each
+// added the same property merged into such a document once).
+func TestDocumentHasNoDuplicateKeys(t *testing.T) {
+	dec := json.NewDecoder(bytes.NewReader(openapi.Raw()))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token of an object is a key
+	}
+	var stack []*frame
+	var path []string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := func() *frame {
+			if len(stack) == 0 {
+				return nil
+			}
+			return stack[len(stack)-1]
+		}
+		if f := top(); f != nil && f.object && f.key {
+			if k, ok := tok.(string); ok {
+				if f.keys[k] {
+					t.Errorf("%s names %q twice", strings.Join(path, "/"), k)
+				}
+				f.keys[k] = true
+				f.key = false
+				path = append(path, k)
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: its member's key leaves the path.
+		if f := top(); f != nil && f.object {
+			path = path[:len(path)-1]
+			f.key = true
+		}
 	}
 }
