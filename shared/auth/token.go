@@ -419,16 +419,11 @@ func (s Service) RecheckFor(ctx context.Context, vendorID, tokenID string, scope
 // unexpired, unrevoked, carries scopes and is owned by the vendor's owner;
 // background jobs call it before each effect they make on a caller's behalf.
 func (s Service) Recheck(ctx context.Context, tokenID string, scopes ...Scope) (Principal, error) {
-	it, err := s.Store.Get(ctx, datamodel.TokenKey(tokenID))
-	if errors.Is(err, store.ErrNotFound) {
-		return Principal{}, unauthenticated()
-	}
+	t, err := store.Read(ctx, s.Store, datamodel.TokenKey(tokenID), decodeToken, unauthenticated(), func(err error) error {
+		return errs.Unavailablef(err, "credentials could not be checked")
+	})
 	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
-	}
-	t, err := decodeToken(it)
-	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+		return Principal{}, err
 	}
 	p, err := s.verify(ctx, t, nil)
 	if err != nil {

@@ -3,7 +3,6 @@ package reservation
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/catalog"
@@ -191,19 +190,15 @@ func (f Filter) match(r Reservation) bool {
 }
 
 // List reads a page of reservations, newest last.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.ReservationPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.ReservationPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	rs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ReservationKey(vendorID, "").PK, Prefix: datamodel.ReservationPrefix, After: after}, limit, Decode, f.match)
+	rs, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ReservationKey(vendorID, "").PK, Prefix: datamodel.ReservationPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	views = make([]View, len(rs))
-	for i, r := range rs {
-		views[i] = r.View()
-	}
-	return views, lastKey, more, nil
+	return store.MapPage(rs, Reservation.View), nil
 }
 
 func versionConflict(current int64) error {
@@ -253,15 +248,14 @@ func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in Renew
 
 // raced explains a lost race on a reservation.
 func (s Service) raced(ctx context.Context, vendorID, id string, expected int64) func(*store.ConditionError) error {
-	return func(*store.ConditionError) error {
+	read := func() (Reservation, int64, error) {
 		cur, err := s.Get(ctx, vendorID, id)
-		if err != nil {
-			return err
-		}
-		if cur.Version != expected {
-			return versionConflict(cur.Version)
-		}
-		return errs.E(errs.CodeReservationState, "the reservation changed concurrently; read it and retry")
+		return cur, cur.Version, err
+	}
+	return func(*store.ConditionError) error {
+		return errs.Raced(read, expected, versionConflict, func(Reservation) error {
+			return errs.E(errs.CodeReservationState, "the reservation changed concurrently; read it and retry")
+		})
 	}
 }
 

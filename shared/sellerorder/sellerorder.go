@@ -249,18 +249,18 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
 type Filter struct{ ConnectionID, Status string }
 
 // List reads a page of seller orders, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []Order, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.SellerOrderPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[Order], error) {
+	if err := errs.ForeignCursor(after, datamodel.SellerOrderPrefix); err != nil {
+		return store.PageOf[Order]{}, err
 	}
 	keep := func(o Order) bool {
 		return (f.Status == "" || o.Status == f.Status) && (f.ConnectionID == "" || o.ConnectionID == f.ConnectionID)
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.SellerOrderKey(vendorID, "").PK, Prefix: datamodel.SellerOrderPrefix, After: after}, limit, decode, keep)
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SellerOrderKey(vendorID, "").PK, Prefix: datamodel.SellerOrderPrefix, After: after}, limit, decode, keep)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[Order]{}, unavailable(err)
 	}
-	return views, lastKey, more, nil
+	return page, nil
 }
 
 // Actions.
