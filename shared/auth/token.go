@@ -176,7 +176,7 @@ func (s Service) put(ctx context.Context, t Token, c store.Cond) error {
 func (s Service) Get(ctx context.Context, id string) (Token, error) {
 	it, err := s.Store.Get(ctx, datamodel.TokenKey(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return Token{}, errs.E(errs.CodeNotFound, "token not found")
+		return Token{}, errs.Absent("token")
 	}
 	if err != nil {
 		return Token{}, fmt.Errorf("auth: get token: %w", err)
@@ -285,7 +285,7 @@ func (s Service) Grant(ctx context.Context, t Token, pathVendorID string, also [
 		}
 		s.Verified.add(t)
 		if pathVendorID != "" {
-			return Principal{}, nil, errs.E(errs.CodeNotFound, "vendor not found")
+			return Principal{}, nil, errs.Absent("vendor")
 		}
 		return p, nil, nil
 	}
@@ -345,7 +345,7 @@ func (s Service) AuthenticateWith(ctx context.Context, raw, pathVendorID string,
 	}
 	s.Verified.add(t)
 	if pathVendorID != "" && pathVendorID != t.VendorID {
-		return Principal{}, nil, errs.E(errs.CodeNotFound, "vendor not found")
+		return Principal{}, nil, errs.Absent("vendor")
 	}
 	out := items[:len(also)]
 	if vItem != nil {

@@ -26,7 +26,7 @@ type Service struct {
 	Decoded *decoded.Cache[Product]
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }
+func notFound() error { return errs.Absent("product") }
 
 func unavailable(err error) error { return errs.Unavailablef(err, "the catalog could not be read") }
 

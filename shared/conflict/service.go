@@ -91,12 +91,12 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "conflict not found") }
+func notFound() error { return errs.Absent("conflict") }
 
 func unavailable(err error) error { return errs.Unavailablef(err, "conflicts could not be read") }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeConflictVersion, "expected_version: the conflict is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeConflictVersion, "conflict", current)
 }
 
 // FindOpen returns the id of the open conflict of (type, connection,

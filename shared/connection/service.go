@@ -22,7 +22,7 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "connection not found") }
+func notFound() error { return errs.Absent("connection") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "connections could not be read")
@@ -166,7 +166,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeConnectionVersion, "expected_version: the connection is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeConnectionVersion, "connection", current)
 }
 
 // Connection actions.

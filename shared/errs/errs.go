@@ -78,6 +78,16 @@ func Unavailablef(cause error, format string, args ...any) *Error {
 	return e
 }
 
+// Absent is the not found of a record the caller cannot see, named as a
+// client calls it ("listing"): "listing not found".
+func Absent(record string) error { return E(CodeNotFound, record+" not found") }
+
+// StaleVersion is the conflict, of the record's code, of a write whose
+// expected_version is not the record's current version.
+func StaleVersion(code Code, record string, current int64) error {
+	return Ef(code, "expected_version: the %s is at version %d; read it again and retry", record, current)
+}
+
 // ForeignCursor is the error of a list position after, read from a
 // client's cursor, that does not lie under prefix, the sort-key prefix of
 // the list it was given to: a cursor of another list. Nil when it lies

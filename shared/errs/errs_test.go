@@ -89,3 +89,15 @@ func TestRaced(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsentAndStaleVersion: the services' not found and stale version
+// read the same for every record.
+func TestAbsentAndStaleVersion(t *testing.T) {
+	if got := errs.Absent("listing"); !errs.Is(got, errs.CodeNotFound) || got.Error() != "NOT_FOUND: listing not found" {
+		t.Fatalf("Absent = %v", got)
+	}
+	got := errs.StaleVersion(errs.CodeListingVersion, "listing", 7)
+	if errs.As(got).Kind != errs.Conflict || got.Error() != "LISTING_VERSION_CONFLICT: expected_version: the listing is at version 7; read it again and retry" {
+		t.Fatalf("StaleVersion = %v", got)
+	}
+}

@@ -16,7 +16,7 @@ type Log struct{ Store store.Store }
 
 // Get reads one event.
 func (l Log) Get(ctx context.Context, vendorID, id string) (Event, error) {
-	notFound := errs.E(errs.CodeNotFound, "event not found")
+	notFound := errs.Absent("event")
 	if !ids.Issued("evt", id) {
 		return Event{}, notFound
 	}

@@ -31,14 +31,14 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "external order not found") }
+func notFound() error { return errs.Absent("external order") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "external order state could not be read safely")
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeExternalOrderVersion, "expected_version: the external order is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeExternalOrderVersion, "external order", current)
 }
 
 func stateConflict(status, verb string) error {
@@ -99,7 +99,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 		return store.Prepared[View]{}, unavailable(err)
 	}
 	if items[0].PK == "" {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "connection not found")
+		return store.Prepared[View]{}, errs.Absent("connection")
 	}
 	fp := in.Fingerprint()
 	if items[1].PK != "" {

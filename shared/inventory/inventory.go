@@ -119,7 +119,7 @@ type Service struct {
 	Products *decoded.Cache[catalog.Product]
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "inventory item not found") }
+func notFound() error { return errs.Absent("inventory item") }
 
 func missingBucket(id string) error {
 	return errs.Unavailablef(fmt.Errorf("inventory: buckets of %s are missing", id), "inventory state could not be read safely")

@@ -22,14 +22,14 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "listing not found") }
+func notFound() error { return errs.Absent("listing") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "listing state could not be read safely")
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeListingVersion, "expected_version: the listing is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeListingVersion, "listing", current)
 }
 
 // raced is the explanation of a lost race on the connection: it changed
@@ -103,7 +103,7 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (View, error) {
 // PrepareCreate checks and builds a draft listing.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	if !catalog.ValidProductID(in.ProductID) {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "product not found")
+		return store.Prepared[View]{}, errs.Absent("product")
 	}
 	uk := datamodel.ListingUniqueKey(vendorID, in.ConnectionID, in.ProductID, in.VariationID)
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.ProductKey(vendorID, in.ProductID), uk})
@@ -111,10 +111,10 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		return store.Prepared[View]{}, unavailable(err)
 	}
 	if items[0].PK == "" {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "connection not found")
+		return store.Prepared[View]{}, errs.Absent("connection")
 	}
 	if items[1].PK == "" {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "product not found")
+		return store.Prepared[View]{}, errs.Absent("product")
 	}
 	conn, err := connection.Decode(items[0])
 	if err != nil {

@@ -35,7 +35,7 @@ type Created struct {
 	Code *string `json:"code"`
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "store pairing not found") }
+func notFound() error { return errs.Absent("store pairing") }
 
 func unavailable(err error) error { return errs.Unavailablef(err, "store pairings could not be read") }
 
@@ -145,7 +145,7 @@ func (s Service) update(ctx context.Context, p Pairing, secret *secretRecord, ty
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodePairingVersion, "expected_version: the store pairing is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodePairingVersion, "store pairing", current)
 }
 
 func stateConflict(format string, args ...any) error {

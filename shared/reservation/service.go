@@ -24,7 +24,7 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "reservation not found") }
+func notFound() error { return errs.Absent("reservation") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "reservation state could not be read safely")
@@ -43,7 +43,7 @@ type createState struct {
 func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput) (createState, error) {
 	productID, seq, ok := catalog.ParseInventoryItemID(in.InventoryItemID)
 	if !ok {
-		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+		return createState{}, errs.Absent("inventory item")
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{
 		datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.AuthorityKey(vendorID), datamodel.ProductKey(vendorID, productID)})
@@ -52,20 +52,20 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 	}
 	var st createState
 	if items[0].PK == "" {
-		return createState{}, errs.E(errs.CodeNotFound, "connection not found")
+		return createState{}, errs.Absent("connection")
 	}
 	if st.conn, err = connection.Decode(items[0]); err != nil {
 		return createState{}, unavailable(err)
 	}
 	st.authority = items[1]
 	if items[2].PK == "" {
-		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+		return createState{}, errs.Absent("inventory item")
 	}
 	if st.product, err = catalog.Decode(items[2]); err != nil {
 		return createState{}, unavailable(err)
 	}
 	if v, ok := st.product.VariationBySeq(seq); (st.product.Kind == catalog.KindSimple && seq != 0) || (st.product.Kind == catalog.KindVariable && !ok) {
-		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+		return createState{}, errs.Absent("inventory item")
 	} else if ok && v.Status == catalog.VariationRetired {
 		return createState{}, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired")
 	}
@@ -202,7 +202,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeReservationVersion, "expected_version: the reservation is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeReservationVersion, "reservation", current)
 }
 
 // check verifies a client's move on an active reservation.

@@ -231,7 +231,7 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "seller order not found") }
+func notFound() error { return errs.Absent("seller order") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "seller order state could not be read safely")
@@ -300,7 +300,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, in
 		return Order{}, err
 	}
 	if o.Version != in.ExpectedVersion {
-		return Order{}, errs.Ef(errs.CodeSellerOrderVersion, "expected_version: the seller order is at version %d; read it again and retry", o.Version)
+		return Order{}, errs.StaleVersion(errs.CodeSellerOrderVersion, "seller order", o.Version)
 	}
 	if o.Status != StatusOpen {
 		return Order{}, errs.Ef(errs.CodeSellerOrderState, "a %s seller order cannot change its fulfillment", o.Status)
@@ -328,7 +328,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, in
 		if lerr != nil {
 			return Order{}, lerr
 		}
-		return Order{}, errs.Ef(errs.CodeSellerOrderVersion, "expected_version: the seller order is at version %d; read it again and retry", cur.Version)
+		return Order{}, errs.StaleVersion(errs.CodeSellerOrderVersion, "seller order", cur.Version)
 	}
 	if err != nil {
 		return Order{}, errs.Unavailablef(err, "the seller order could not be stored")

@@ -134,7 +134,7 @@ func decode(it store.Item) (Effect, error) {
 
 // Get reads one effect.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Effect, error) {
-	notFound := errs.E(errs.CodeNotFound, "stock effect not found")
+	notFound := errs.Absent("stock effect")
 	itemID, v, ok := parseID(id)
 	if !ok || len(id) > 1100 {
 		return Effect{}, notFound

@@ -154,7 +154,7 @@ func CheckWindow(field string, since time.Time, until *time.Time, now time.Time)
 	return end, nil
 }
 
-func recoveryNotFound() error { return errs.E(errs.CodeNotFound, "recovery not found") }
+func recoveryNotFound() error { return errs.Absent("recovery") }
 
 func disabledConflict(id string) error {
 	return errs.Ef(errs.CodeWebhookSubscriptionState, "webhook subscription %s is disabled: its deliveries would be dropped; re-enable it with PATCH {\"status\": \"enabled\", \"recover_since\": ...}", id)

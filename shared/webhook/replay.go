@@ -79,7 +79,7 @@ func decodeReplay(it store.Item) (Replay, ReplayView, error) {
 	return r, v, nil
 }
 
-func replayNotFound() error { return errs.E(errs.CodeNotFound, "replay not found") }
+func replayNotFound() error { return errs.Absent("replay") }
 
 // CreateReplay stores a queued replay of an event; the pipeline starts it.
 // Each call makes a new replay.

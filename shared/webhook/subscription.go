@@ -184,7 +184,7 @@ type Service struct {
 	Secrets *envelope.Box
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "webhook subscription not found") }
+func notFound() error { return errs.Absent("webhook subscription") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "webhook subscriptions could not be read")
@@ -294,7 +294,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeWebhookSubscriptionVersion, "expected_version: the subscription is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeWebhookSubscriptionVersion, "subscription", current)
 }
 
 // Updated is the answer to a PATCH: the subscription, and the recovery a
