@@ -126,11 +126,11 @@ func (s Service) Create(ctx context.Context, name, slug string) (Vendor, error) 
 // Get reads a vendor; NOT_FOUND when absent.
 func (s Service) Get(ctx context.Context, id string) (Vendor, error) {
 	if !ValidID(id) {
-		return Vendor{}, errs.E(errs.CodeNotFound, "vendor not found")
+		return Vendor{}, errs.Absent("vendor")
 	}
 	it, err := s.Store.Get(ctx, datamodel.VendorKey(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return Vendor{}, errs.E(errs.CodeNotFound, "vendor not found")
+		return Vendor{}, errs.Absent("vendor")
 	}
 	if err != nil {
 		return Vendor{}, fmt.Errorf("vendor: get: %w", err)

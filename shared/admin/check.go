@@ -120,15 +120,15 @@ func (s Service) check(ctx context.Context, vendorID string) (Check, error) {
 	binding := cursor.Binding{Resource: "products", VendorID: v.ID, TokenID: "store.check"}
 	after := ""
 	for page := range 2 {
-		ps, last, more, err := products.List(ctx, v.ID, after, CheckPage)
+		ps, err := products.List(ctx, v.ID, after, CheckPage)
 		if err != nil {
 			return Check{}, err
 		}
-		c.Products = append(c.Products, len(ps))
-		if !more || page == 1 || c.CursorKeys == 0 {
+		c.Products = append(c.Products, len(ps.Items))
+		if !ps.More || page == 1 || c.CursorKeys == 0 {
 			break
 		}
-		cur, err := codec.Encode(binding, last)
+		cur, err := codec.Encode(binding, ps.Last)
 		if err != nil {
 			return Check{}, err
 		}

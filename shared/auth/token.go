@@ -176,7 +176,7 @@ func (s Service) put(ctx context.Context, t Token, c store.Cond) error {
 func (s Service) Get(ctx context.Context, id string) (Token, error) {
 	it, err := s.Store.Get(ctx, datamodel.TokenKey(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return Token{}, errs.E(errs.CodeNotFound, "token not found")
+		return Token{}, errs.Absent("token")
 	}
 	if err != nil {
 		return Token{}, fmt.Errorf("auth: get token: %w", err)
@@ -285,7 +285,7 @@ func (s Service) Grant(ctx context.Context, t Token, pathVendorID string, also [
 		}
 		s.Verified.add(t)
 		if pathVendorID != "" {
-			return Principal{}, nil, errs.E(errs.CodeNotFound, "vendor not found")
+			return Principal{}, nil, errs.Absent("vendor")
 		}
 		return p, nil, nil
 	}
@@ -345,7 +345,7 @@ func (s Service) AuthenticateWith(ctx context.Context, raw, pathVendorID string,
 	}
 	s.Verified.add(t)
 	if pathVendorID != "" && pathVendorID != t.VendorID {
-		return Principal{}, nil, errs.E(errs.CodeNotFound, "vendor not found")
+		return Principal{}, nil, errs.Absent("vendor")
 	}
 	out := items[:len(also)]
 	if vItem != nil {
@@ -419,16 +419,11 @@ func (s Service) RecheckFor(ctx context.Context, vendorID, tokenID string, scope
 // unexpired, unrevoked, carries scopes and is owned by the vendor's owner;
 // background jobs call it before each effect they make on a caller's behalf.
 func (s Service) Recheck(ctx context.Context, tokenID string, scopes ...Scope) (Principal, error) {
-	it, err := s.Store.Get(ctx, datamodel.TokenKey(tokenID))
-	if errors.Is(err, store.ErrNotFound) {
-		return Principal{}, unauthenticated()
-	}
+	t, err := store.Read(ctx, s.Store, datamodel.TokenKey(tokenID), decodeToken, unauthenticated(), func(err error) error {
+		return errs.Unavailablef(err, "credentials could not be checked")
+	})
 	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
-	}
-	t, err := decodeToken(it)
-	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+		return Principal{}, err
 	}
 	p, err := s.verify(ctx, t, nil)
 	if err != nil {

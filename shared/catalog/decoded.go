@@ -3,10 +3,8 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/moku/sellerapi/shared/datamodel"
-	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -22,16 +20,13 @@ func (s Service) get(ctx context.Context, vendorID, productID string, decode fun
 	if !ValidProductID(productID) {
 		return Product{}, store.Item{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, productID))
-	if errors.Is(err, store.ErrNotFound) {
-		return Product{}, store.Item{}, notFound()
-	}
+	var it store.Item
+	p, err := store.Read(ctx, s.Store, datamodel.ProductKey(vendorID, productID), func(read store.Item) (Product, error) {
+		it = read
+		return decode(read)
+	}, notFound(), unavailable)
 	if err != nil {
-		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
-	}
-	p, err := decode(it)
-	if err != nil {
-		return Product{}, store.Item{}, errs.Unavailablef(err, "the catalog could not be read")
+		return Product{}, store.Item{}, err
 	}
 	return p, it, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/datamodel"
@@ -27,7 +26,9 @@ type Service struct {
 	Decoded *decoded.Cache[Product]
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "product not found") }
+func notFound() error { return errs.Absent("product") }
+
+func unavailable(err error) error { return errs.Unavailablef(err, "the catalog could not be read") }
 
 // Get reads a product and its store item.
 func (s Service) Get(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
@@ -35,27 +36,16 @@ func (s Service) Get(ctx context.Context, vendorID, productID string) (Product, 
 }
 
 // List reads up to limit products after the sort key after, in creation
-// order; more tells whether others follow.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int) (ps []Product, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.ProductPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+// order; the page's More tells whether others follow.
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (store.PageOf[Product], error) {
+	if err := errs.ForeignCursor(after, datamodel.ProductPrefix); err != nil {
+		return store.PageOf[Product]{}, err
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.ProductKey(vendorID, "").PK, Prefix: datamodel.ProductPrefix, After: after, Limit: limit + 1})
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ProductKey(vendorID, "").PK, Prefix: datamodel.ProductPrefix, After: after}, limit, Decode, nil)
 	if err != nil {
-		return nil, "", false, errs.Unavailablef(err, "the catalog could not be read")
+		return store.PageOf[Product]{}, unavailable(err)
 	}
-	if len(items) > limit {
-		items, more = items[:limit], true
-	}
-	for _, it := range items {
-		p, err := Decode(it)
-		if err != nil {
-			return nil, "", false, errs.Unavailablef(err, "the catalog could not be read")
-		}
-		ps = append(ps, p)
-		lastKey = it.SK
-	}
-	return ps, lastKey, more, nil
+	return page, nil
 }
 
 func (s Service) masters(ctx context.Context, vendorID string) (Masters, error) {
@@ -304,14 +294,13 @@ func (s Service) update(ctx context.Context, vendorID, productID string, in Inpu
 
 // explainConflict re-reads a product whose write lost a race and says why.
 func (s Service) explainConflict(ctx context.Context, vendorID, productID string, expected int64) error {
-	cur, _, err := s.Get(ctx, vendorID, productID)
-	if err != nil {
-		return err
+	read := func() (Product, int64, error) {
+		cur, _, err := s.Get(ctx, vendorID, productID)
+		return cur, cur.Revision, err
 	}
-	if cur.Revision != expected {
-		return revisionConflict(cur.Revision)
-	}
-	return errs.E(errs.CodeVariationNotRetirable, "variations: stock arrived on a variation being retired; set it to zero and release holds first")
+	return errs.Raced(read, expected, revisionConflict, func(Product) error {
+		return errs.E(errs.CodeVariationNotRetirable, "variations: stock arrived on a variation being retired; set it to zero and release holds first")
+	})
 }
 
 // sameContent reports whether two versions of a product differ in nothing

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
@@ -92,12 +91,12 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "conflict not found") }
+func notFound() error { return errs.Absent("conflict") }
 
 func unavailable(err error) error { return errs.Unavailablef(err, "conflicts could not be read") }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeConflictVersion, "expected_version: the conflict is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeConflictVersion, "conflict", current)
 }
 
 // FindOpen returns the id of the open conflict of (type, connection,
@@ -176,15 +175,15 @@ func (f Filter) keep(c Conflict) bool {
 }
 
 // List reads a page of conflicts, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.ConflictPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.ConflictPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.ConflictKey(vendorID, "").PK, Prefix: datamodel.ConflictPrefix, After: after}, limit, Decode, f.keep)
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ConflictKey(vendorID, "").PK, Prefix: datamodel.ConflictPrefix, After: after}, limit, Decode, f.keep)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	return views, lastKey, more, nil
+	return page, nil
 }
 
 // Closing is the request to resolve or dismiss a conflict.
@@ -293,12 +292,11 @@ func (s Service) Explain(ctx context.Context, vendorID, id string, expected int6
 	if !store.IsCondition(err) {
 		return errs.Unavailablef(err, "the conflict could not be stored")
 	}
-	cur, lerr := s.Get(ctx, vendorID, id)
-	if lerr != nil {
-		return lerr
+	read := func() (Conflict, int64, error) {
+		cur, err := s.Get(ctx, vendorID, id)
+		return cur, cur.Version, err
 	}
-	if cur.Version != expected {
-		return versionConflict(cur.Version)
-	}
-	return errs.E(errs.CodeConflict, "the conflict's connection changed concurrently; read it and retry")
+	return errs.Raced(read, expected, versionConflict, func(Conflict) error {
+		return errs.E(errs.CodeConflict, "the conflict's connection changed concurrently; read it and retry")
+	})
 }

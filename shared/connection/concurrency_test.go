@@ -30,8 +30,8 @@ func TestConcurrentSourcesClaimOnce(t *testing.T) {
 	if err != nil || a.CatalogMaster.ConnectionID == nil || *a.CatalogMaster.ConnectionID != winner {
 		t.Fatalf("authority %+v %v, want %s", a, err, winner)
 	}
-	page, _, _, err := f.svc.List(context.Background(), vendorID, "", 50)
-	if err != nil || len(page) != 1 {
-		t.Fatalf("%d connections stored, want 1 (%v)", len(page), err)
+	page, err := f.svc.List(context.Background(), vendorID, "", 50)
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("%d connections stored, want 1 (%v)", len(page.Items), err)
 	}
 }

@@ -22,7 +22,7 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "connection not found") }
+func notFound() error { return errs.Absent("connection") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "connections could not be read")
@@ -52,40 +52,34 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Connection, Heal
 }
 
 // List reads a page of connections with their health.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.ConnectionPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.ConnectionPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.ConnectionKey(vendorID, "").PK, Prefix: datamodel.ConnectionPrefix, After: after, Limit: limit + 1})
+	conns, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ConnectionKey(vendorID, "").PK, Prefix: datamodel.ConnectionPrefix, After: after}, limit, Decode, nil)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	if len(items) > limit {
-		items, more = items[:limit], true
+	page := store.PageOf[View]{Items: []View{}, Last: conns.Last, More: conns.More}
+	if len(conns.Items) == 0 {
+		return page, nil
 	}
-	if len(items) == 0 {
-		return []View{}, "", false, nil
-	}
-	keys := make([]store.Key, len(items))
-	conns := make([]Connection, len(items))
-	for i, it := range items {
-		if conns[i], err = Decode(it); err != nil {
-			return nil, "", false, unavailable(err)
-		}
-		keys[i] = datamodel.ConnectionHealthKey(vendorID, conns[i].ID)
+	keys := make([]store.Key, len(conns.Items))
+	for i, c := range conns.Items {
+		keys[i] = datamodel.ConnectionHealthKey(vendorID, c.ID)
 	}
 	healths, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	for i, c := range conns {
+	for i, c := range conns.Items {
 		h, err := decodeHealth(healths[i])
 		if err != nil {
-			return nil, "", false, unavailable(err)
+			return store.PageOf[View]{}, unavailable(err)
 		}
-		views = append(views, c.View(h))
+		page.Items = append(page.Items, c.View(h))
 	}
-	return views, items[len(items)-1].SK, more, nil
+	return page, nil
 }
 
 // Authority returns the vendor's authority.
@@ -172,7 +166,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeConnectionVersion, "expected_version: the connection is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeConnectionVersion, "connection", current)
 }
 
 // Connection actions.
@@ -259,17 +253,16 @@ func (s Service) Explain(ctx context.Context, vendorID, id string, expected int6
 	if !store.IsCondition(err) {
 		return errs.Unavailablef(err, "the connection could not be stored")
 	}
-	cur, _, _, lerr := s.Get(ctx, vendorID, id)
-	if lerr != nil {
-		return lerr
+	read := func() (Connection, int64, error) {
+		cur, _, _, err := s.Get(ctx, vendorID, id)
+		return cur, cur.Version, err
 	}
-	if cur.Version != expected {
-		return versionConflict(cur.Version)
-	}
-	if busy := cur.Counters.busy(); len(busy) > 0 {
-		return errs.Ef(errs.CodeConnectionBusy, "pause the connection and reconcile first: %s", strings.Join(busy, ", "))
-	}
-	return errs.E(errs.CodeAuthorityConflict, "the vendor authority changed concurrently; read it and retry")
+	return errs.Raced(read, expected, versionConflict, func(cur Connection) error {
+		if busy := cur.Counters.busy(); len(busy) > 0 {
+			return errs.Ef(errs.CodeConnectionBusy, "pause the connection and reconcile first: %s", strings.Join(busy, ", "))
+		}
+		return errs.E(errs.CodeAuthorityConflict, "the vendor authority changed concurrently; read it and retry")
+	})
 }
 
 func pastTense(action string) string {

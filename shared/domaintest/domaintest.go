@@ -174,24 +174,24 @@ func Body(m, set map[string]any) []byte {
 }
 
 // Walk follows a service's keyset List to its end, list(after) being one
-// page after the key after ("" for the first) with the page's last key and
-// whether more follow, and returns the ids (by id) of every item in order.
-func Walk[T any](t testing.TB, list func(after string) ([]T, string, bool, error), id func(T) string) []string {
+// page after the key after ("" for the first), and returns the ids (by id)
+// of every item in order.
+func Walk[T any](t testing.TB, list func(after string) (store.PageOf[T], error), id func(T) string) []string {
 	t.Helper()
 	var ids []string
 	after := ""
 	for range 1000 {
-		page, last, more, err := list(after)
+		page, err := list(after)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range page {
+		for _, v := range page.Items {
 			ids = append(ids, id(v))
 		}
-		if !more {
+		if !page.More {
 			return ids
 		}
-		after = last
+		after = page.Last
 	}
 	t.Fatal("the list does not end after 1000 pages")
 	return nil

@@ -78,6 +78,44 @@ func Unavailablef(cause error, format string, args ...any) *Error {
 	return e
 }
 
+// Absent is the not found of a record the caller cannot see, named as a
+// client calls it ("listing"): "listing not found".
+func Absent(record string) error { return E(CodeNotFound, record+" not found") }
+
+// StaleVersion is the conflict, of the record's code, of a write whose
+// expected_version is not the record's current version.
+func StaleVersion(code Code, record string, current int64) error {
+	return Ef(code, "expected_version: the %s is at version %d; read it again and retry", record, current)
+}
+
+// ForeignCursor is the error of a list position after, read from a
+// client's cursor, that does not lie under prefix, the sort-key prefix of
+// the list it was given to: a cursor of another list. Nil when it lies
+// under prefix or is "" (the first page).
+func ForeignCursor(after, prefix string) error {
+	if after == "" || strings.HasPrefix(after, prefix) {
+		return nil
+	}
+	return E(CodeInvalidCursor, "page_after: the cursor is not for this list")
+}
+
+// Raced explains a conditioned write that lost a race on a record it
+// expected at version expected. read reads the record again with its
+// version: a read that fails gives its own error, a record at another
+// version is stale(current) (the client's copy is out of date), and one
+// still at expected lost to a change elsewhere, which elsewhere explains
+// from the record.
+func Raced[T any](read func() (T, int64, error), expected int64, stale func(current int64) error, elsewhere func(T) error) error {
+	cur, v, err := read()
+	if err != nil {
+		return err
+	}
+	if v != expected {
+		return stale(v)
+	}
+	return elsewhere(cur)
+}
+
 // As returns the *Error in err's chain, or an Internal error wrapping err.
 func As(err error) *Error {
 	var e *Error

@@ -54,3 +54,50 @@ func TestAsAndIs(t *testing.T) {
 		t.Fatal("a plain error carries no code")
 	}
 }
+
+// TestForeignCursor: the first page and a position under the list's
+// prefix pass; a position of another list is an invalid cursor.
+func TestForeignCursor(t *testing.T) {
+	for _, after := range []string{"", "PRODUCT#", "PRODUCT#prd_1"} {
+		if err := errs.ForeignCursor(after, "PRODUCT#"); err != nil {
+			t.Errorf("ForeignCursor(%q) = %v", after, err)
+		}
+	}
+	for _, after := range []string{"EVENT#evt_1", "PRODUCT", "product#prd_1"} {
+		if err := errs.ForeignCursor(after, "PRODUCT#"); !errs.Is(err, errs.CodeInvalidCursor) {
+			t.Errorf("ForeignCursor(%q) = %v, want an invalid cursor", after, err)
+		}
+	}
+}
+
+// TestRaced: a failed re-read gives its error, a moved version the stale
+// error with the current version, an unmoved one the other explanation.
+func TestRaced(t *testing.T) {
+	stale := func(current int64) error { return errs.Ef(errs.CodeInventoryVersion, "at version %d", current) }
+	elsewhere := func(cur string) error { return errs.E(errs.CodeConflict, "lost to "+cur) }
+	gone := errs.E(errs.CodeNotFound, "gone")
+	for _, c := range []struct {
+		read func() (string, int64, error)
+		want string
+	}{
+		{func() (string, int64, error) { return "", 0, gone }, "NOT_FOUND: gone"},
+		{func() (string, int64, error) { return "rec", 4, nil }, "INVENTORY_VERSION_CONFLICT: at version 4"},
+		{func() (string, int64, error) { return "a stock change", 3, nil }, "CONFLICT: lost to a stock change"},
+	} {
+		if err := errs.Raced(c.read, 3, stale, elsewhere); err == nil || err.Error() != c.want {
+			t.Errorf("Raced = %v, want %s", err, c.want)
+		}
+	}
+}
+
+// TestAbsentAndStaleVersion: the services' not found and stale version
+// read the same for every record.
+func TestAbsentAndStaleVersion(t *testing.T) {
+	if got := errs.Absent("listing"); !errs.Is(got, errs.CodeNotFound) || got.Error() != "NOT_FOUND: listing not found" {
+		t.Fatalf("Absent = %v", got)
+	}
+	got := errs.StaleVersion(errs.CodeListingVersion, "listing", 7)
+	if errs.As(got).Kind != errs.Conflict || got.Error() != "LISTING_VERSION_CONFLICT: expected_version: the listing is at version 7; read it again and retry" {
+		t.Fatalf("StaleVersion = %v", got)
+	}
+}

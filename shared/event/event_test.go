@@ -109,16 +109,16 @@ func TestLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := event.Log{Store: st}
-	got := dt.Walk(t, func(after string) ([]event.Event, string, bool, error) { return log.List(ctx, "ven_1", "", after, 3) },
+	got := dt.Walk(t, func(after string) (store.PageOf[event.Event], error) { return log.List(ctx, "ven_1", "", after, 3) },
 		func(e event.Event) string { return e.ID })
 	if want := []string{ids[3], ids[2], ids[1], ids[0]}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("listed %v, want newest first %v", got, want)
 	}
-	page, _, _, err := log.List(ctx, "ven_1", event.ProductCreated, "", 10)
-	if err != nil || len(page) != 2 || page[0].ID != ids[2] || page[1].ID != ids[0] {
-		t.Fatalf("filtered by type: %+v %v", page, err)
+	page, err := log.List(ctx, "ven_1", event.ProductCreated, "", 10)
+	if err != nil || len(page.Items) != 2 || page.Items[0].ID != ids[2] || page.Items[1].ID != ids[0] {
+		t.Fatalf("filtered by type: %+v %v", page.Items, err)
 	}
-	if _, _, _, err := log.List(ctx, "ven_1", "", "PRODUCT#x", 10); !errs.Is(err, errs.CodeInvalidCursor) {
+	if _, err := log.List(ctx, "ven_1", "", "PRODUCT#x", 10); !errs.Is(err, errs.CodeInvalidCursor) {
 		t.Fatalf("foreign cursor: %v", err)
 	}
 	if e, err := log.Get(ctx, "ven_1", ids[1]); err != nil || e.Type != event.ProductUpdated {

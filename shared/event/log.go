@@ -3,7 +3,6 @@ package event
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/datamodel"
@@ -17,7 +16,7 @@ type Log struct{ Store store.Store }
 
 // Get reads one event.
 func (l Log) Get(ctx context.Context, vendorID, id string) (Event, error) {
-	notFound := errs.E(errs.CodeNotFound, "event not found")
+	notFound := errs.Absent("event")
 	if !ids.Issued("evt", id) {
 		return Event{}, notFound
 	}
@@ -28,7 +27,7 @@ func (l Log) Get(ctx context.Context, vendorID, id string) (Event, error) {
 
 // List reads up to limit events, newest first, before the sort key after,
 // keeping only those of type typ when it is set.
-func (l Log) List(ctx context.Context, vendorID, typ, after string, limit int) (events []Event, lastKey string, more bool, err error) {
+func (l Log) List(ctx context.Context, vendorID, typ, after string, limit int) (store.PageOf[Event], error) {
 	var f Filter
 	if typ != "" {
 		f.Types = []string{typ}
@@ -66,9 +65,9 @@ func Horizon(now time.Time) string {
 
 // Page reads up to limit events after the sort key after in f's order,
 // keeping those f's types name.
-func (l Log) Page(ctx context.Context, vendorID string, f Filter, after string, limit int) (events []Event, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.EventPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (l Log) Page(ctx context.Context, vendorID string, f Filter, after string, limit int) (store.PageOf[Event], error) {
+	if err := errs.ForeignCursor(after, datamodel.EventPrefix); err != nil {
+		return store.PageOf[Event]{}, err
 	}
 	keep := func(e Event) bool { return len(f.Types) == 0 || slices.Contains(f.Types, e.Type) }
 	q := store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.EventPrefix, After: after, Desc: !f.Asc}
@@ -76,11 +75,11 @@ func (l Log) Page(ctx context.Context, vendorID string, f Filter, after string, 
 	if f.Asc {
 		end = Horizon(f.Now)
 	}
-	events, lastKey, more, err = store.PageUntil(ctx, l.Store, q, limit, Decode, keep, end)
+	page, err := store.PageUntil(ctx, l.Store, q, limit, Decode, keep, end)
 	if err != nil {
-		return nil, "", false, errs.Unavailablef(err, "the event log could not be read")
+		return store.PageOf[Event]{}, errs.Unavailablef(err, "the event log could not be read")
 	}
-	return events, lastKey, more, nil
+	return page, nil
 }
 
 // Known reports whether typ is an event type the service emits.

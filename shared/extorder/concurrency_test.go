@@ -43,16 +43,16 @@ func TestConcurrentImports(t *testing.T) {
 			t.Errorf("external id ext-%d made two orders: %s and %s", i-10, ids[i-10], ids[i])
 		}
 	}
-	orders, _, _, err := f.svc.List(context.Background(), vendorID, "", 50, extorder.Filter{})
+	orders, err := f.svc.List(context.Background(), vendorID, "", 50, extorder.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(orders) != 10 {
-		t.Fatalf("%d orders, want 10", len(orders))
+	if len(orders.Items) != 10 {
+		t.Fatalf("%d orders, want 10", len(orders.Items))
 	}
 	reserved := int64(0)
 	counts := map[string]int{}
-	for _, o := range orders {
+	for _, o := range orders.Items {
 		counts[o.Status]++
 		if o.Status == extorder.StatusReserved {
 			reserved += 3

@@ -31,14 +31,14 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "external order not found") }
+func notFound() error { return errs.Absent("external order") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "external order state could not be read safely")
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeExternalOrderVersion, "expected_version: the external order is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeExternalOrderVersion, "external order", current)
 }
 
 func stateConflict(status, verb string) error {
@@ -99,7 +99,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 		return store.Prepared[View]{}, unavailable(err)
 	}
 	if items[0].PK == "" {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "connection not found")
+		return store.Prepared[View]{}, errs.Absent("connection")
 	}
 	fp := in.Fingerprint()
 	if items[1].PK != "" {
@@ -191,18 +191,18 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
 type Filter struct{ ConnectionID, Status string }
 
 // List reads a page of orders, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.ExternalOrderPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.ExternalOrderPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
 	keep := func(o Order) bool {
 		return (f.Status == "" || o.Status == f.Status) && (f.ConnectionID == "" || o.ConnectionID == f.ConnectionID)
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.ExternalOrderKey(vendorID, "").PK, Prefix: datamodel.ExternalOrderPrefix, After: after}, limit, Decode, keep)
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ExternalOrderKey(vendorID, "").PK, Prefix: datamodel.ExternalOrderPrefix, After: after}, limit, Decode, keep)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	return views, lastKey, more, nil
+	return page, nil
 }
 
 var pastTense = map[string]string{Reserve: "reserved", Commit: "committed", Cancel: "cancelled", Reject: "rejected", Fulfill: "fulfilled"}
@@ -293,15 +293,14 @@ func (s Service) PrepareTransition(ctx context.Context, vendorID, id, action str
 	}
 	ops = append(ops, stockOps...)
 	explain := func(*store.ConditionError) error {
-		cur, err := s.Get(ctx, vendorID, id)
-		if err != nil {
-			return err
+		read := func() (Order, int64, error) {
+			cur, err := s.Get(ctx, vendorID, id)
+			return cur, cur.Version, err
 		}
-		if cur.Version != expected {
-			return versionConflict(cur.Version)
-		}
-		// The order did not move, so the stock did: decide again.
-		return idempotency.Retry(errs.E(errs.CodeExternalOrderState, "the order's stock changed concurrently; read it and retry"))
+		return errs.Raced(read, expected, versionConflict, func(Order) error {
+			// The order did not move, so the stock did: decide again.
+			return idempotency.Retry(errs.E(errs.CodeExternalOrderState, "the order's stock changed concurrently; read it and retry"))
+		})
 	}
 	return store.Prepared[View]{View: o, Ops: ops, Explain: explain}, nil
 }

@@ -79,11 +79,11 @@ func (s *Server) listEvents(c *Call) error {
 	if pr.After == "" && after != "" {
 		pr.After = datamodel.EventPrefix + after
 	}
-	evs, last, more, err := event.Log{Store: gatedStore{Store: s.deps.Store}}.Page(c.Ctx, c.Principal.Vendor.ID, f, pr.After, pr.Limit)
+	evs, err := event.Log{Store: gatedStore{Store: s.deps.Store}}.Page(c.Ctx, c.Principal.Vendor.ID, f, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return c.List(pr, evs, last, more)
+	return ListPage(c, pr, evs)
 }
 
 func (s *Server) getEvent(c *Call) error {

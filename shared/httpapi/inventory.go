@@ -34,11 +34,11 @@ func (s *Server) listInventory(c *Call) error {
 	if err != nil {
 		return err
 	}
-	items, last, more, err := s.inventory.ListEncoded(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	items, err := s.inventory.ListEncoded(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return c.List(pr, items, last, more)
+	return ListPage(c, pr, items)
 }
 
 func (s *Server) getInventoryItem(c *Call) error {
@@ -77,11 +77,11 @@ func (s *Server) listStockEffects(c *Call) error {
 	if err != nil {
 		return err
 	}
-	effects, last, more, err := s.effects.List(c.Ctx, c.Principal.Vendor.ID, item, pr.After, pr.Limit)
+	effects, err := s.effects.List(c.Ctx, c.Principal.Vendor.ID, item, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return c.List(pr, effects, last, more)
+	return ListPage(c, pr, effects)
 }
 
 func (s *Server) getStockEffect(c *Call) error {

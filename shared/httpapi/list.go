@@ -138,21 +138,21 @@ func (c *Call) allowedFilter(name string) bool {
 // describe (a documented operation's come from the document).
 func (c *Call) AllowFilters(names ...string) { c.filters = append(c.filters, names...) }
 
-// List writes a page of results. lastKey is the sort key of the last item
-// and more says whether items follow it.
-func (c *Call) List(pr PageRequest, data any, lastKey string, more bool) error {
+// ListPage writes page, read for pr, as a list response: a cursor to
+// its Last when More says items follow it.
+func ListPage[T any](c *Call, pr PageRequest, page store.PageOf[T]) error {
 	var p Page
-	if more {
-		cur, err := c.s.cursors.Encode(c.Ctx, pr.binding, lastKey)
+	if page.More {
+		cur, err := c.s.cursors.Encode(c.Ctx, pr.binding, page.Last)
 		if err != nil {
 			return err
 		}
 		p.NextCursor = &cur
 	}
-	if rows, ok := data.([]json.RawMessage); ok {
+	if rows, ok := any(page.Items).([]json.RawMessage); ok {
 		return c.encodedList(rows, p)
 	}
-	return c.JSON(200, listEnvelope{Data: data, Page: p})
+	return c.JSON(200, listEnvelope{Data: page.Items, Page: p})
 }
 
 // encodedList writes a page whose rows are already encoded, the bytes
@@ -181,27 +181,27 @@ func (c *Call) encodedList(rows []json.RawMessage, p Page) error {
 	return nil
 }
 
-// pageOf reads one page of the caller's vendor: rows after the sort key
-// after, at most limit, and whether more follow.
-type pageOf[V any] func(ctx context.Context, vendorID, after string, limit int) (rows []V, lastKey string, more bool, err error)
+// pageReader reads one page of the caller's vendor: rows after the sort
+// key after, at most limit.
+type pageReader[V any] func(ctx context.Context, vendorID, after string, limit int) (store.PageOf[V], error)
 
 // listed answers a list route of resource under the canonical filters with
 // the page list reads.
-func listed[V any](c *Call, resource, filters string, list pageOf[V]) error {
+func listed[V any](c *Call, resource, filters string, list pageReader[V]) error {
 	pr, err := c.PageParams(resource, filters)
 	if err != nil {
 		return err
 	}
-	rows, last, more, err := list(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	page, err := list(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return c.List(pr, rows, last, more)
+	return ListPage(c, pr, page)
 }
 
 // listedBy is listed for a list narrowed by the filter f.
-func listedBy[F, V any](c *Call, resource, filters string, f F, list func(context.Context, string, string, int, F) ([]V, string, bool, error)) error {
-	return listed(c, resource, filters, func(ctx context.Context, vendorID, after string, limit int) ([]V, string, bool, error) {
+func listedBy[F, V any](c *Call, resource, filters string, f F, list func(context.Context, string, string, int, F) (store.PageOf[V], error)) error {
+	return listed(c, resource, filters, func(ctx context.Context, vendorID, after string, limit int) (store.PageOf[V], error) {
 		return list(ctx, vendorID, after, limit, f)
 	})
 }

@@ -64,7 +64,7 @@ func widgets(st func() store.Store) httpapi.Group {
 					if more {
 						out = out[:pr.Limit]
 					}
-					return c.List(pr, out, last, more)
+					return httpapi.ListPage(c, pr, store.PageOf[json.RawMessage]{Items: out, Last: last, More: more})
 				}},
 			{Method: http.MethodPost, Path: "/vendors/{vendor_id}/widgets", Operation: "createWidget", Scopes: []auth.Scope{auth.ProductsWrite},
 				Handle: func(c *httpapi.Call) error {

@@ -50,7 +50,7 @@ func (s *Server) getPluginOrder(c *Call) error {
 		return err
 	}
 	if o.ConnectionID != connID {
-		return errs.E(errs.CodeNotFound, "external order not found")
+		return errs.Absent("external order")
 	}
 	return c.Data(http.StatusOK, o)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/idempotency"
+	"github.com/moku/sellerapi/shared/store"
 )
 
 // Products is the Products group.
@@ -32,15 +33,11 @@ func (s *Server) listProducts(c *Call) error {
 	if err != nil {
 		return err
 	}
-	ps, last, more, err := s.catalog.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	ps, err := s.catalog.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	views := make([]catalog.View, len(ps))
-	for i, p := range ps {
-		views[i] = p.View()
-	}
-	return c.List(pr, views, last, more)
+	return ListPage(c, pr, store.MapPage(ps, catalog.Product.View))
 }
 
 func (s *Server) getProduct(c *Call) error {

@@ -50,11 +50,11 @@ func replayLog(t *testing.T, e *apitest.Env) {
 	after := ""
 	var pending []queue.Message
 	for {
-		evs, last, more, err := event.Log{Store: e.Store}.List(ctx, e.Vendor.ID, "", after, 100)
+		evs, err := event.Log{Store: e.Store}.List(ctx, e.Vendor.ID, "", after, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ev := range evs {
+		for _, ev := range evs.Items {
 			it, err := e.Store.Get(ctx, datamodel.EventKey(e.Vendor.ID, ev.ID))
 			if err != nil {
 				t.Fatal(err)
@@ -67,10 +67,10 @@ func replayLog(t *testing.T, e *apitest.Env) {
 				pending = append(pending, queue.Message{Queue: m.Queue, Body: m.Body})
 			}
 		}
-		if !more {
+		if !evs.More {
 			break
 		}
-		after = last
+		after = evs.Last
 	}
 	// Deliver as a queue would: a message asking for a retry (its order
 	// not projected yet) comes again later.

@@ -149,9 +149,9 @@ func (s *Server) listWebhookDeliveries(c *Call) error {
 	if err != nil {
 		return err
 	}
-	attempts, last, more, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
+	attempts, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
 	if err != nil {
 		return err
 	}
-	return c.List(pr, attempts, last, more)
+	return ListPage(c, pr, attempts)
 }

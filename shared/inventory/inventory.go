@@ -119,7 +119,7 @@ type Service struct {
 	Products *decoded.Cache[catalog.Product]
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "inventory item not found") }
+func notFound() error { return errs.Absent("inventory item") }
 
 func missingBucket(id string) error {
 	return errs.Unavailablef(fmt.Errorf("inventory: buckets of %s are missing", id), "inventory state could not be read safely")
@@ -179,7 +179,7 @@ func parseCursorKey(k string) (sk string, seq int, ok bool) {
 }
 
 // ListStart is the sort key of the product that a page continuing after
-// the position after (a List lastKey) starts in.
+// the position after (a List page's Last) starts in.
 func ListStart(after string) (sk string, ok bool) {
 	sk, _, ok = parseCursorKey(after)
 	return sk, ok
@@ -188,7 +188,7 @@ func ListStart(after string) (sk string, ok bool) {
 // List reads up to limit items across the vendor, ordered by product and
 // then by item, continuing after the position after. A product whose
 // buckets are missing fails the whole page closed (503).
-func (s Service) List(ctx context.Context, vendorID, after string, limit int) (items []Item, lastKey string, more bool, err error) {
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (store.PageOf[Item], error) {
 	return page(ctx, s, vendorID, after, limit, func(_ store.Item, p catalog.Product, seq int, b Buckets) (Item, error) {
 		return view(p, seq, b), nil
 	})
@@ -199,7 +199,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (i
 // only for the product's very bytes and the item's counters), so a page
 // of unchanged items is neither built nor encoded again. The bytes are
 // shared and must not be modified.
-func (s Service) ListEncoded(ctx context.Context, vendorID, after string, limit int) (items []json.RawMessage, lastKey string, more bool, err error) {
+func (s Service) ListEncoded(ctx context.Context, vendorID, after string, limit int) (store.PageOf[json.RawMessage], error) {
 	return page(ctx, s, vendorID, after, limit, func(it store.Item, p catalog.Product, seq int, b Buckets) (json.RawMessage, error) {
 		return s.Products.View(it, catalog.Decode, itemView{seq, b}, func(p catalog.Product) ([]byte, error) {
 			return json.Marshal(view(p, seq, b))
@@ -215,26 +215,27 @@ type itemView struct {
 }
 
 // page reads a page of List, each item made by mk.
-func page[V any](ctx context.Context, s Service, vendorID, after string, limit int, mk func(it store.Item, p catalog.Product, seq int, b Buckets) (V, error)) (items []V, lastKey string, more bool, err error) {
+func page[V any](ctx context.Context, s Service, vendorID, after string, limit int, mk func(it store.Item, p catalog.Product, seq int, b Buckets) (V, error)) (store.PageOf[V], error) {
 	startSK, startSeq := "", -1
 	if after != "" {
 		var ok bool
 		if startSK, startSeq, ok = parseCursorKey(after); !ok {
-			return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+			return store.PageOf[V]{}, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
 		}
 	}
 	pk := datamodel.ProductKey(vendorID, "").PK
-	items = make([]V, 0, limit)
+	items := make([]V, 0, limit)
 	lastSK, lastSeq := "", 0
 	// done is the page so far, with the position after its last item.
-	done := func(full bool, err error) ([]V, string, bool, error) {
+	done := func(full bool, err error) (store.PageOf[V], error) {
 		if err != nil {
-			return nil, "", false, err
+			return store.PageOf[V]{}, err
 		}
+		p := store.PageOf[V]{Items: items, More: full}
 		if lastSK != "" {
-			lastKey = cursorKey(lastSK, lastSeq)
+			p.Last = cursorKey(lastSK, lastSeq)
 		}
-		return items, lastKey, full, nil
+		return p, nil
 	}
 	// emit adds the items of one product after the start position; it
 	// reports whether the page is full.
@@ -267,7 +268,7 @@ func page[V any](ctx context.Context, s Service, vendorID, after string, limit i
 		// The page resumes inside the product it stopped in.
 		it, err := s.Store.Get(ctx, store.Key{PK: pk, SK: startSK})
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+			return store.PageOf[V]{}, errs.Unavailablef(err, "inventory could not be read")
 		}
 		if err == nil {
 			if full, err := emit(it); err != nil || full {
@@ -282,7 +283,7 @@ func page[V any](ctx context.Context, s Service, vendorID, after string, limit i
 		// without variations holds none, hence the loop.
 		batch, err := s.Store.Query(ctx, store.Query{PK: pk, Prefix: datamodel.ProductPrefix, After: queryAfter, Limit: limit + 1})
 		if err != nil {
-			return nil, "", false, errs.Unavailablef(err, "inventory could not be read")
+			return store.PageOf[V]{}, errs.Unavailablef(err, "inventory could not be read")
 		}
 		for _, it := range batch {
 			if full, err := emit(it); err != nil || full {
@@ -398,14 +399,13 @@ func (s Service) PrepareAdjust(ctx context.Context, vendorID, itemID string, a A
 		if err := catalog.Moved(ctx, s.Authority, vendorID, m); err != nil {
 			return err
 		}
-		cur, err := s.Get(ctx, vendorID, itemID)
-		if err != nil {
-			return err
+		read := func() (Item, int64, error) {
+			cur, err := s.Get(ctx, vendorID, itemID)
+			return cur, cur.Version, err
 		}
-		if cur.Version != a.ExpectedVersion {
-			return VersionConflict(cur.Version)
-		}
-		return errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, cur.Reserved)
+		return errs.Raced(read, a.ExpectedVersion, VersionConflict, func(cur Item) error {
+			return errs.Ef(errs.CodeBelowReserved, "target_on_hand: %d is below the %d units reserved; release reservations first", a.TargetOnHand, cur.Reserved)
+		})
 	}
 	return store.Prepared[Item]{View: view(p, seq, next), Ops: ops, Explain: explain}, nil
 }

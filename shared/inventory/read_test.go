@@ -80,10 +80,10 @@ func TestMissingBucketFailsClosed(t *testing.T) {
 	}
 	_, err = f.svc.Get(ctx, vendorID, catalog.InventoryItemID(p.ID, 0))
 	dt.WantCode(t, err, errs.CodeServiceUnavailable)
-	items, _, _, err := f.svc.List(ctx, vendorID, "", 50)
+	items, err := f.svc.List(ctx, vendorID, "", 50)
 	dt.WantCode(t, err, errs.CodeServiceUnavailable)
-	if len(items) != 0 {
-		t.Fatalf("a failed page returned %d items", len(items))
+	if len(items.Items) != 0 {
+		t.Fatalf("a failed page returned %d items", len(items.Items))
 	}
 }
 
@@ -110,27 +110,27 @@ func TestListPages(t *testing.T) {
 			if pages > len(want)+1 {
 				t.Fatalf("limit %d: no end to the pages", limit)
 			}
-			items, last, more, err := f.svc.List(ctx, vendorID, after, limit)
+			page, err := f.svc.List(ctx, vendorID, after, limit)
 			if err != nil {
 				t.Fatalf("limit %d: %v", limit, err)
 			}
-			if len(items) > limit {
-				t.Fatalf("limit %d: page of %d", limit, len(items))
+			if len(page.Items) > limit {
+				t.Fatalf("limit %d: page of %d", limit, len(page.Items))
 			}
-			for _, it := range items {
+			for _, it := range page.Items {
 				got = append(got, it.ID)
 			}
-			if !more {
+			if !page.More {
 				break
 			}
-			after = last
+			after = page.Last
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Fatalf("limit %d: listed\n%v\nwant\n%v", limit, got, want)
 		}
 	}
 	for _, bad := range []string{"nope", "PRODUCT#x", "PRODUCT#x|abc", "OTHER#x|001"} {
-		_, _, _, err := f.svc.List(ctx, vendorID, bad, 10)
+		_, err := f.svc.List(ctx, vendorID, bad, 10)
 		dt.WantCode(t, err, errs.CodeInvalidCursor)
 	}
 }

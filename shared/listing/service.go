@@ -22,14 +22,14 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "listing not found") }
+func notFound() error { return errs.Absent("listing") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "listing state could not be read safely")
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeListingVersion, "expected_version: the listing is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeListingVersion, "listing", current)
 }
 
 // raced is the explanation of a lost race on the connection: it changed
@@ -70,16 +70,9 @@ func (s Service) read(ctx context.Context, vendorID, id string) (state, error) {
 	if !ids.Issued("lst", id) {
 		return state{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.ListingKey(vendorID, id))
-	if errors.Is(err, store.ErrNotFound) {
-		return state{}, notFound()
-	}
+	l, err := store.Read(ctx, s.Store, datamodel.ListingKey(vendorID, id), Decode, notFound(), unavailable)
 	if err != nil {
-		return state{}, unavailable(err)
-	}
-	l, err := Decode(it)
-	if err != nil {
-		return state{}, unavailable(err)
+		return state{}, err
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, l.ConnectionID), datamodel.ProductKey(vendorID, l.ProductID)})
 	if err != nil {
@@ -110,7 +103,7 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (View, error) {
 // PrepareCreate checks and builds a draft listing.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[View], error) {
 	if !catalog.ValidProductID(in.ProductID) {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "product not found")
+		return store.Prepared[View]{}, errs.Absent("product")
 	}
 	uk := datamodel.ListingUniqueKey(vendorID, in.ConnectionID, in.ProductID, in.VariationID)
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.ProductKey(vendorID, in.ProductID), uk})
@@ -118,10 +111,10 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 		return store.Prepared[View]{}, unavailable(err)
 	}
 	if items[0].PK == "" {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "connection not found")
+		return store.Prepared[View]{}, errs.Absent("connection")
 	}
 	if items[1].PK == "" {
-		return store.Prepared[View]{}, errs.E(errs.CodeNotFound, "product not found")
+		return store.Prepared[View]{}, errs.Absent("product")
 	}
 	conn, err := connection.Decode(items[0])
 	if err != nil {
@@ -298,18 +291,18 @@ func (f Filter) match(l Listing) bool {
 }
 
 // List reads a page of listings, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.ListingPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.ListingPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	page, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ListingKey(vendorID, "").PK, Prefix: datamodel.ListingPrefix, After: after}, limit, Decode, f.match)
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ListingKey(vendorID, "").PK, Prefix: datamodel.ListingPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
 	// The sync flags come from the connections' current roles.
 	roles := map[string]connection.Roles{}
 	var keys []store.Key
-	for _, l := range page {
+	for _, l := range page.Items {
 		if _, ok := roles[l.ConnectionID]; !ok {
 			roles[l.ConnectionID] = connection.Roles{}
 			keys = append(keys, datamodel.ConnectionKey(vendorID, l.ConnectionID))
@@ -318,7 +311,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	if len(keys) > 0 {
 		conns, err := s.Store.GetMany(ctx, keys)
 		if err != nil {
-			return nil, "", false, unavailable(err)
+			return store.PageOf[View]{}, unavailable(err)
 		}
 		for _, it := range conns {
 			if it.PK == "" {
@@ -326,14 +319,10 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 			}
 			c, err := connection.Decode(it)
 			if err != nil {
-				return nil, "", false, unavailable(err)
+				return store.PageOf[View]{}, unavailable(err)
 			}
 			roles[c.ID] = c.Roles
 		}
 	}
-	views = []View{}
-	for _, l := range page {
-		views = append(views, l.View(roles[l.ConnectionID]))
-	}
-	return views, lastKey, more, nil
+	return store.MapPage(page, func(l Listing) View { return l.View(roles[l.ConnectionID]) }), nil
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -66,6 +65,17 @@ func normalizeCode(raw string) (string, bool) {
 	return s, true
 }
 
+// decodeJSON decodes a record stored as a bare JSON document, with no
+// version of its own: a code's or a credential's.
+func decodeJSON[T any](it store.Item) (T, error) {
+	var v T
+	if err := json.Unmarshal(it.Data, &v); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 func codeInvalid() error {
 	return errs.E(errs.CodePairingCodeInvalid, "code: not a valid pairing code; ask the seller for a new one")
 }
@@ -79,16 +89,9 @@ func (s Service) Exchange(ctx context.Context, raw string) (Exchanged, error) {
 	if !ok {
 		return Exchanged{}, codeInvalid()
 	}
-	it, err := s.Store.Get(ctx, datamodel.PairingCodeKey(hash(norm)))
-	if errors.Is(err, store.ErrNotFound) {
-		return Exchanged{}, codeInvalid()
-	}
+	cr, err := store.Read(ctx, s.Store, datamodel.PairingCodeKey(hash(norm)), decodeJSON[codeRecord], codeInvalid(), unavailable)
 	if err != nil {
-		return Exchanged{}, unavailable(err)
-	}
-	var cr codeRecord
-	if err := json.Unmarshal(it.Data, &cr); err != nil {
-		return Exchanged{}, unavailable(err)
+		return Exchanged{}, err
 	}
 	p, err := s.Get(ctx, cr.VendorID, cr.PairingID)
 	if err != nil {
@@ -140,16 +143,11 @@ func (s Service) Authenticate(ctx context.Context, raw string) (Principal, error
 		return Principal{}, unauthenticated()
 	}
 	id := "pair_" + suffix
-	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
-	if errors.Is(err, store.ErrNotFound) {
-		return Principal{}, unauthenticated()
-	}
+	rec, err := store.Read(ctx, s.Store, datamodel.PairingSecretKey(id), decodeJSON[secretRecord], unauthenticated(), func(err error) error {
+		return errs.Unavailablef(err, "credentials could not be checked")
+	})
 	if err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
-	}
-	var rec secretRecord
-	if err := json.Unmarshal(it.Data, &rec); err != nil {
-		return Principal{}, errs.Unavailablef(err, "credentials could not be checked")
+		return Principal{}, err
 	}
 	if rec.Hash == "" || subtle.ConstantTimeCompare([]byte(hash(secret)), []byte(rec.Hash)) != 1 {
 		return Principal{}, unauthenticated()

@@ -3,7 +3,6 @@ package pairing
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -36,7 +35,7 @@ type Created struct {
 	Code *string `json:"code"`
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "store pairing not found") }
+func notFound() error { return errs.Absent("store pairing") }
 
 func unavailable(err error) error { return errs.Unavailablef(err, "store pairings could not be read") }
 
@@ -104,30 +103,16 @@ func (s Service) Current(ctx context.Context, pr Principal) (View, error) {
 }
 
 // List reads a page of a vendor's pairings, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.PairingPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.PairingPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.PairingKey(vendorID, "").PK, Prefix: datamodel.PairingPrefix, After: after, Limit: limit + 1})
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.PairingKey(vendorID, "").PK, Prefix: datamodel.PairingPrefix, After: after}, limit, decode, nil)
 	if err != nil {
-		return nil, "", false, unavailable(err)
-	}
-	if len(items) > limit {
-		items, more = items[:limit], true
+		return store.PageOf[View]{}, unavailable(err)
 	}
 	now := s.Clock.Now()
-	views = []View{}
-	for _, it := range items {
-		p, err := decode(it)
-		if err != nil {
-			return nil, "", false, unavailable(err)
-		}
-		views = append(views, p.View(now))
-	}
-	if len(items) > 0 {
-		lastKey = items[len(items)-1].SK
-	}
-	return views, lastKey, more, nil
+	return store.MapPage(page, func(p Pairing) View { return p.View(now) }), nil
 }
 
 // update writes p (already moved to its next version) and the secret record
@@ -160,7 +145,7 @@ func (s Service) update(ctx context.Context, p Pairing, secret *secretRecord, ty
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodePairingVersion, "expected_version: the store pairing is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodePairingVersion, "store pairing", current)
 }
 
 func stateConflict(format string, args ...any) error {
@@ -287,16 +272,9 @@ func (s Service) Review(ctx context.Context, id, reviewer string) (View, error) 
 	if !ids.Issued(IDPrefix, id) {
 		return View{}, notFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
-	if errors.Is(err, store.ErrNotFound) {
-		return View{}, notFound()
-	}
+	rec, err := store.Read(ctx, s.Store, datamodel.PairingSecretKey(id), decodeJSON[secretRecord], notFound(), unavailable)
 	if err != nil {
-		return View{}, unavailable(err)
-	}
-	var rec secretRecord
-	if err := json.Unmarshal(it.Data, &rec); err != nil {
-		return View{}, unavailable(err)
+		return View{}, err
 	}
 	p, err := s.Get(ctx, rec.VendorID, id)
 	if err != nil {

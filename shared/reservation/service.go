@@ -3,7 +3,6 @@ package reservation
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/catalog"
@@ -25,7 +24,7 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "reservation not found") }
+func notFound() error { return errs.Absent("reservation") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "reservation state could not be read safely")
@@ -44,7 +43,7 @@ type createState struct {
 func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput) (createState, error) {
 	productID, seq, ok := catalog.ParseInventoryItemID(in.InventoryItemID)
 	if !ok {
-		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+		return createState{}, errs.Absent("inventory item")
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{
 		datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.AuthorityKey(vendorID), datamodel.ProductKey(vendorID, productID)})
@@ -53,20 +52,20 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 	}
 	var st createState
 	if items[0].PK == "" {
-		return createState{}, errs.E(errs.CodeNotFound, "connection not found")
+		return createState{}, errs.Absent("connection")
 	}
 	if st.conn, err = connection.Decode(items[0]); err != nil {
 		return createState{}, unavailable(err)
 	}
 	st.authority = items[1]
 	if items[2].PK == "" {
-		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+		return createState{}, errs.Absent("inventory item")
 	}
 	if st.product, err = catalog.Decode(items[2]); err != nil {
 		return createState{}, unavailable(err)
 	}
 	if v, ok := st.product.VariationBySeq(seq); (st.product.Kind == catalog.KindSimple && seq != 0) || (st.product.Kind == catalog.KindVariable && !ok) {
-		return createState{}, errs.E(errs.CodeNotFound, "inventory item not found")
+		return createState{}, errs.Absent("inventory item")
 	} else if ok && v.Status == catalog.VariationRetired {
 		return createState{}, errs.E(errs.CodeInventoryItemRetired, "the item's variation is retired")
 	}
@@ -191,23 +190,19 @@ func (f Filter) match(r Reservation) bool {
 }
 
 // List reads a page of reservations, newest last.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.ReservationPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.ReservationPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	rs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ReservationKey(vendorID, "").PK, Prefix: datamodel.ReservationPrefix, After: after}, limit, Decode, f.match)
+	rs, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ReservationKey(vendorID, "").PK, Prefix: datamodel.ReservationPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	views = make([]View, len(rs))
-	for i, r := range rs {
-		views[i] = r.View()
-	}
-	return views, lastKey, more, nil
+	return store.MapPage(rs, Reservation.View), nil
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeReservationVersion, "expected_version: the reservation is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeReservationVersion, "reservation", current)
 }
 
 // check verifies a client's move on an active reservation.
@@ -253,15 +248,14 @@ func (s Service) PrepareRenew(ctx context.Context, vendorID, id string, in Renew
 
 // raced explains a lost race on a reservation.
 func (s Service) raced(ctx context.Context, vendorID, id string, expected int64) func(*store.ConditionError) error {
-	return func(*store.ConditionError) error {
+	read := func() (Reservation, int64, error) {
 		cur, err := s.Get(ctx, vendorID, id)
-		if err != nil {
-			return err
-		}
-		if cur.Version != expected {
-			return versionConflict(cur.Version)
-		}
-		return errs.E(errs.CodeReservationState, "the reservation changed concurrently; read it and retry")
+		return cur, cur.Version, err
+	}
+	return func(*store.ConditionError) error {
+		return errs.Raced(read, expected, versionConflict, func(Reservation) error {
+			return errs.E(errs.CodeReservationState, "the reservation changed concurrently; read it and retry")
+		})
 	}
 }
 

@@ -231,7 +231,7 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "seller order not found") }
+func notFound() error { return errs.Absent("seller order") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "seller order state could not be read safely")
@@ -249,18 +249,18 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
 type Filter struct{ ConnectionID, Status string }
 
 // List reads a page of seller orders, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []Order, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.SellerOrderPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[Order], error) {
+	if err := errs.ForeignCursor(after, datamodel.SellerOrderPrefix); err != nil {
+		return store.PageOf[Order]{}, err
 	}
 	keep := func(o Order) bool {
 		return (f.Status == "" || o.Status == f.Status) && (f.ConnectionID == "" || o.ConnectionID == f.ConnectionID)
 	}
-	views, lastKey, more, err = store.Page(ctx, s.Store, store.Query{PK: datamodel.SellerOrderKey(vendorID, "").PK, Prefix: datamodel.SellerOrderPrefix, After: after}, limit, decode, keep)
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SellerOrderKey(vendorID, "").PK, Prefix: datamodel.SellerOrderPrefix, After: after}, limit, decode, keep)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[Order]{}, unavailable(err)
 	}
-	return views, lastKey, more, nil
+	return page, nil
 }
 
 // Actions.
@@ -300,7 +300,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, in
 		return Order{}, err
 	}
 	if o.Version != in.ExpectedVersion {
-		return Order{}, errs.Ef(errs.CodeSellerOrderVersion, "expected_version: the seller order is at version %d; read it again and retry", o.Version)
+		return Order{}, errs.StaleVersion(errs.CodeSellerOrderVersion, "seller order", o.Version)
 	}
 	if o.Status != StatusOpen {
 		return Order{}, errs.Ef(errs.CodeSellerOrderState, "a %s seller order cannot change its fulfillment", o.Status)
@@ -328,7 +328,7 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, in
 		if lerr != nil {
 			return Order{}, lerr
 		}
-		return Order{}, errs.Ef(errs.CodeSellerOrderVersion, "expected_version: the seller order is at version %d; read it again and retry", cur.Version)
+		return Order{}, errs.StaleVersion(errs.CodeSellerOrderVersion, "seller order", cur.Version)
 	}
 	if err != nil {
 		return Order{}, errs.Unavailablef(err, "the seller order could not be stored")

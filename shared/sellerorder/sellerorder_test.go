@@ -167,11 +167,11 @@ func TestRebuildFromOwnEvents(t *testing.T) {
 	if _, err := f.svc.Transition(ctx, vendorID, orderID, sellerorder.MarkShipped, sellerorder.Input{ExpectedVersion: 1, Carrier: "Post", TrackingNumber: "T1"}); err != nil {
 		t.Fatal(err)
 	}
-	page, _, _, err := event.Log{Store: f.Store}.List(ctx, vendorID, event.SellerOrderShipped, "", 10)
-	if err != nil || len(page) != 1 {
-		t.Fatalf("shipped events %d %v", len(page), err)
+	page, err := event.Log{Store: f.Store}.List(ctx, vendorID, event.SellerOrderShipped, "", 10)
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("shipped events %d %v", len(page.Items), err)
 	}
-	shipped := page[0]
+	shipped := page.Items[0]
 	before, _ := f.svc.Get(ctx, vendorID, orderID)
 	f.apply(t, shipped)
 	if after, _ := f.svc.Get(ctx, vendorID, orderID); after.Version != before.Version || !after.UpdatedAt.Equal(before.UpdatedAt) {

@@ -9,7 +9,6 @@ package stockeffect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -135,23 +134,12 @@ func decode(it store.Item) (Effect, error) {
 
 // Get reads one effect.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Effect, error) {
-	notFound := errs.E(errs.CodeNotFound, "stock effect not found")
+	notFound := errs.Absent("stock effect")
 	itemID, v, ok := parseID(id)
 	if !ok || len(id) > 1100 {
 		return Effect{}, notFound
 	}
-	it, err := s.Store.Get(ctx, datamodel.StockEffectKey(vendorID, itemID, v))
-	if errors.Is(err, store.ErrNotFound) {
-		return Effect{}, notFound
-	}
-	if err != nil {
-		return Effect{}, unavailable(err)
-	}
-	e, err := decode(it)
-	if err != nil {
-		return Effect{}, unavailable(err)
-	}
-	return e, nil
+	return store.Read(ctx, s.Store, datamodel.StockEffectKey(vendorID, itemID, v), decode, notFound, unavailable)
 }
 
 // ListPrefix is the sort-key prefix of the effects List reads: the
@@ -165,26 +153,14 @@ func ListPrefix(itemID string) string {
 
 // List reads a page of effects, by item and oldest first within an item;
 // itemID, when set, narrows the list to that item.
-func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit int) (effects []Effect, lastKey string, more bool, err error) {
+func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit int) (store.PageOf[Effect], error) {
 	prefix := ListPrefix(itemID)
-	if after != "" && !strings.HasPrefix(after, prefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	if err := errs.ForeignCursor(after, prefix); err != nil {
+		return store.PageOf[Effect]{}, err
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after, Limit: limit + 1})
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after}, limit, decode, nil)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[Effect]{}, unavailable(err)
 	}
-	effects = []Effect{}
-	for i, it := range items {
-		if i == limit {
-			return effects, lastKey, true, nil
-		}
-		e, err := decode(it)
-		if err != nil {
-			return nil, "", false, unavailable(err)
-		}
-		effects = append(effects, e)
-		lastKey = it.SK
-	}
-	return effects, lastKey, false, nil
+	return page, nil
 }

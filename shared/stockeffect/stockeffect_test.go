@@ -109,18 +109,18 @@ func TestReads(t *testing.T) {
 	write("inv_b_000", 2)
 	svc := stockeffect.Service{Store: st}
 
-	got := dt.Walk(t, func(after string) ([]stockeffect.Effect, string, bool, error) {
+	got := dt.Walk(t, func(after string) (store.PageOf[stockeffect.Effect], error) {
 		return svc.List(ctx, vendorID, "inv_a_000", after, 2)
 	}, func(e stockeffect.Effect) string { return e.ID })
 	want := []string{stockeffect.ID("inv_a_000", 2), stockeffect.ID("inv_a_000", 3), stockeffect.ID("inv_a_000", 10)}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("one item's effects %v, want %v", got, want)
 	}
-	all, _, more, err := svc.List(ctx, vendorID, "", "", 50)
-	if err != nil || len(all) != 5 || more {
-		t.Fatalf("all effects: %d more %v err %v", len(all), more, err)
+	all, err := svc.List(ctx, vendorID, "", "", 50)
+	if err != nil || len(all.Items) != 5 || all.More {
+		t.Fatalf("all effects: %d more %v err %v", len(all.Items), all.More, err)
 	}
-	if _, _, _, err := svc.List(ctx, vendorID, "inv_a_001", datamodel.StockEffectKey(vendorID, "inv_a_000", 2).SK, 10); !errs.Is(err, errs.CodeInvalidCursor) {
+	if _, err := svc.List(ctx, vendorID, "inv_a_001", datamodel.StockEffectKey(vendorID, "inv_a_000", 2).SK, 10); !errs.Is(err, errs.CodeInvalidCursor) {
 		t.Fatalf("another item's cursor: %v", err)
 	}
 	for _, id := range []string{"", "eff_a_000_2", "eff_a_000_00000000000x", "inv_a_000", "eff__000000000002", stockeffect.ID("inv_a_000", 4), stockeffect.ID("inv_c_000", 2)} {

@@ -31,18 +31,18 @@ func TestPageWalksAFilteredPrefixOnce(t *testing.T) {
 		var got []int
 		after := ""
 		for pages := 0; ; pages++ {
-			page, last, more, err := store.Page(ctx, s, store.Query{PK: "V", Prefix: "REC#", After: after}, limit, decode, keep)
+			page, err := store.Page(ctx, s, store.Query{PK: "V", Prefix: "REC#", After: after}, limit, decode, keep)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(page) > limit || pages > 40 {
-				t.Fatalf("limit %d: bad page %v more=%v", limit, page, more)
+			if len(page.Items) > limit || pages > 40 {
+				t.Fatalf("limit %d: bad page %v more=%v", limit, page.Items, page.More)
 			}
-			got = append(got, page...)
-			if !more {
+			got = append(got, page.Items...)
+			if !page.More {
 				break
 			}
-			after = last
+			after = page.Last
 		}
 		if len(got) != 14 || got[0] != 0 || got[13] != 39 {
 			t.Fatalf("limit %d: walked %v", limit, got)
@@ -89,7 +89,7 @@ func TestPageScanIsBounded(t *testing.T) {
 		pages := 0
 		for ; ; pages++ {
 			before := *cs
-			page, last, more, err := store.Page(ctx, cs, store.Query{PK: "V", Prefix: "REC#", After: after}, limit, decode, keep)
+			page, err := store.Page(ctx, cs, store.Query{PK: "V", Prefix: "REC#", After: after}, limit, decode, keep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,14 +99,14 @@ func TestPageScanIsBounded(t *testing.T) {
 			if got := cs.queries - before.queries; got > 7 {
 				t.Fatalf("limit %d: one page took %d queries", limit, got)
 			}
-			found = append(found, page...)
-			if !more {
+			found = append(found, page.Items...)
+			if !page.More {
 				break
 			}
-			if last <= after {
-				t.Fatalf("limit %d: the key to go on did not move: %q after %q", limit, last, after)
+			if page.Last <= after {
+				t.Fatalf("limit %d: the key to go on did not move: %q after %q", limit, page.Last, after)
 			}
-			after = last
+			after = page.Last
 		}
 		if len(found) != 1 || found[0] != n-1 {
 			t.Fatalf("limit %d: found %v", limit, found)
@@ -136,15 +136,15 @@ func TestPageUntilStopsAtItsEnd(t *testing.T) {
 	walk := func(after, end string, limit int) (got []int, last string) {
 		last = after
 		for pages := 0; ; pages++ {
-			page, l, more, err := store.PageUntil(ctx, s, store.Query{PK: "V", Prefix: "REC#", After: last}, limit, decode, keep, end)
+			page, err := store.PageUntil(ctx, s, store.Query{PK: "V", Prefix: "REC#", After: last}, limit, decode, keep, end)
 			if err != nil || pages > 30 {
 				t.Fatal(err, pages)
 			}
-			got = append(got, page...)
-			if l != "" {
-				last = l
+			got = append(got, page.Items...)
+			if page.Last != "" {
+				last = page.Last
 			}
-			if !more {
+			if !page.More {
 				return got, last
 			}
 		}
@@ -159,8 +159,35 @@ func TestPageUntilStopsAtItsEnd(t *testing.T) {
 			t.Fatalf("limit %d: resumed with %v", limit, rest)
 		}
 	}
-	desc, _, more, err := store.PageUntil(ctx, s, store.Query{PK: "V", Prefix: "REC#", Desc: true}, 50, decode, nil, "REC#27")
-	if err != nil || more || fmt.Sprint(desc) != "[29 28]" {
-		t.Fatalf("newest first to REC#27: %v more=%v err=%v", desc, more, err)
+	desc, err := store.PageUntil(ctx, s, store.Query{PK: "V", Prefix: "REC#", Desc: true}, 50, decode, nil, "REC#27")
+	if err != nil || desc.More || fmt.Sprint(desc.Items) != "[29 28]" {
+		t.Fatalf("newest first to REC#27: %v more=%v err=%v", desc.Items, desc.More, err)
+	}
+}
+
+// TestUnfilteredPageDecodesNoMore: without a filter, a full page costs one
+// query of limit+1 and the record after it only says that more follow: it
+// is not decoded, so a bad record there does not fail the page before it.
+func TestUnfilteredPageDecodesNoMore(t *testing.T) {
+	ctx := context.Background()
+	s := sqlitetest.Open(t, clock.System{}.Now)
+	if err := s.Transact(ctx,
+		store.Put(store.Item{PK: "V", SK: "REC#1", Version: 1, Data: []byte("1")}, store.Cond{}),
+		store.Put(store.Item{PK: "V", SK: "REC#2", Version: 1, Data: []byte("2")}, store.Cond{}),
+		store.Put(store.Item{PK: "V", SK: "REC#3", Version: 1, Data: []byte("not a number")}, store.Cond{})); err != nil {
+		t.Fatal(err)
+	}
+	decode := func(it store.Item) (int, error) { return strconv.Atoi(string(it.Data)) }
+	cs := &countingStore{Store: s}
+	page, err := store.Page(ctx, cs, store.Query{PK: "V", Prefix: "REC#"}, 2, decode, nil)
+	if err != nil || fmt.Sprint(page.Items) != "[1 2]" || !page.More || page.Last != "REC#2" || cs.queries != 1 {
+		t.Fatalf("page %+v err %v after %d queries", page, err, cs.queries)
+	}
+	if _, err := store.Page(ctx, s, store.Query{PK: "V", Prefix: "REC#", After: page.Last}, 2, decode, nil); err == nil {
+		t.Fatal("the bad record decoded")
+	}
+	views := store.MapPage(page, func(n int) string { return strconv.Itoa(n * 10) })
+	if fmt.Sprint(views.Items) != "[10 20]" || views.Last != page.Last || views.More != page.More {
+		t.Fatalf("mapped %+v", views)
 	}
 }

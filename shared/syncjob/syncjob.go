@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -347,17 +346,13 @@ func (f Filter) keep(j Job) bool {
 }
 
 // List reads a page of sync jobs, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.SyncJobPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int, f Filter) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.SyncJobPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	jobs, lastKey, more, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SyncJobKey(vendorID, "").PK, Prefix: datamodel.SyncJobPrefix, After: after}, limit, jobrun.Decode[Job], f.keep)
+	jobs, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SyncJobKey(vendorID, "").PK, Prefix: datamodel.SyncJobPrefix, After: after}, limit, jobrun.Decode[Job], f.keep)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	views = make([]View, len(jobs))
-	for i, j := range jobs {
-		views[i] = j.View()
-	}
-	return views, lastKey, more, nil
+	return store.MapPage(jobs, Job.View), nil
 }

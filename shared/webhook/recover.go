@@ -154,7 +154,7 @@ func CheckWindow(field string, since time.Time, until *time.Time, now time.Time)
 	return end, nil
 }
 
-func recoveryNotFound() error { return errs.E(errs.CodeNotFound, "recovery not found") }
+func recoveryNotFound() error { return errs.Absent("recovery") }
 
 func disabledConflict(id string) error {
 	return errs.Ef(errs.CodeWebhookSubscriptionState, "webhook subscription %s is disabled: its deliveries would be dropped; re-enable it with PATCH {\"status\": \"enabled\", \"recover_since\": ...}", id)
@@ -206,18 +206,9 @@ func (s Service) GetRecovery(ctx context.Context, vendorID, subID, recoveryID st
 	if !ids.Issued("whsub", subID) || !ids.Issued("rcv", recoveryID) {
 		return RecoveryView{}, recoveryNotFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.RecoveryKey(vendorID, subID, recoveryID))
-	if errors.Is(err, store.ErrNotFound) {
-		return RecoveryView{}, recoveryNotFound()
-	}
-	if err != nil {
-		return RecoveryView{}, errs.Unavailablef(err, "the recovery could not be read")
-	}
-	_, v, err := decodeRecovery(it)
-	if err != nil {
-		return RecoveryView{}, errs.Unavailablef(err, "the recovery could not be read")
-	}
-	return v, nil
+	return store.Read(ctx, s.Store, datamodel.RecoveryKey(vendorID, subID, recoveryID), viewOf(decodeRecovery), recoveryNotFound(), func(err error) error {
+		return errs.Unavailablef(err, "the recovery could not be read")
+	})
 }
 
 // jobRecovery is replayJob.Kind for a recovery's message.
@@ -310,12 +301,12 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v Recove
 	}
 	q := store.Query{PK: datamodel.VendorPartition(rc.VendorID), Prefix: datamodel.EventPrefix, After: start}
 	keep := func(e event.Event) bool { return sub.Matches(e.Type) }
-	events, last, more, err := store.PageUntil(ctx, r.Store, q, RecoveryPage, event.Decode, keep, datamodel.EventPrefix+ids.SortableFloor("evt", rc.Until))
+	events, err := store.PageUntil(ctx, r.Store, q, RecoveryPage, event.Decode, keep, datamodel.EventPrefix+ids.SortableFloor("evt", rc.Until))
 	if err != nil {
 		return nil, false, err
 	}
-	found := make([]string, len(events))
-	for i, e := range events {
+	found := make([]string, len(events.Items))
+	for i, e := range events.Items {
 		found[i] = e.ID
 	}
 	done, err := delivered(ctx, r.Store, rc.VendorID, rc.SubscriptionID, found)
@@ -328,10 +319,10 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v Recove
 			rc.InFlight = append(rc.InFlight, id)
 		}
 	}
-	if last != "" {
-		rc.Cursor = last
+	if events.Last != "" {
+		rc.Cursor = events.Last
 	}
-	rc.Done = !more
+	rc.Done = !events.More
 	if rc.Done && len(rc.InFlight) == 0 {
 		rc.Status, rc.CompletedAt = finalStatus(v.Delivered, v.Failed), &now
 	}

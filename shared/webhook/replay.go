@@ -79,7 +79,7 @@ func decodeReplay(it store.Item) (Replay, ReplayView, error) {
 	return r, v, nil
 }
 
-func replayNotFound() error { return errs.E(errs.CodeNotFound, "replay not found") }
+func replayNotFound() error { return errs.Absent("replay") }
 
 // CreateReplay stores a queued replay of an event; the pipeline starts it.
 // Each call makes a new replay.
@@ -113,18 +113,18 @@ func (s Service) GetReplay(ctx context.Context, vendorID, eventID, replayID stri
 	if !ids.Issued("evt", eventID) || !ids.Issued("rpl", replayID) {
 		return ReplayView{}, replayNotFound()
 	}
-	it, err := s.Store.Get(ctx, datamodel.ReplayKey(vendorID, eventID, replayID))
-	if errors.Is(err, store.ErrNotFound) {
-		return ReplayView{}, replayNotFound()
+	return store.Read(ctx, s.Store, datamodel.ReplayKey(vendorID, eventID, replayID), viewOf(decodeReplay), replayNotFound(), func(err error) error {
+		return errs.Unavailablef(err, "the replay could not be read")
+	})
+}
+
+// viewOf is the decoder of a record's view alone, from decode, which
+// decodes the record and its view.
+func viewOf[R, V any](decode func(store.Item) (R, V, error)) func(store.Item) (V, error) {
+	return func(it store.Item) (V, error) {
+		_, v, err := decode(it)
+		return v, err
 	}
-	if err != nil {
-		return ReplayView{}, errs.Unavailablef(err, "the replay could not be read")
-	}
-	_, v, err := decodeReplay(it)
-	if err != nil {
-		return ReplayView{}, errs.Unavailablef(err, "the replay could not be read")
-	}
-	return v, nil
 }
 
 // replayJob is the message that starts a replay, or runs a page of a
@@ -439,22 +439,22 @@ func (f AttemptFilter) keep(a Attempt) bool {
 // Attempts reads a page of a subscription's delivery attempts, newest
 // first, after the sort key after, keeping those f accepts (a bounded
 // scan, store.MaxScan records a page, like every filtered list).
-func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, limit int, f AttemptFilter) (out []Attempt, lastKey string, more bool, err error) {
+func (s Service) Attempts(ctx context.Context, vendorID, subID, after string, limit int, f AttemptFilter) (store.PageOf[Attempt], error) {
 	if _, err := s.Get(ctx, vendorID, subID); err != nil {
-		return nil, "", false, err
+		return store.PageOf[Attempt]{}, err
 	}
 	prefix := AttemptsPrefix(subID)
-	if after != "" && !strings.HasPrefix(after, prefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+	if err := errs.ForeignCursor(after, prefix); err != nil {
+		return store.PageOf[Attempt]{}, err
 	}
 	decode := func(it store.Item) (Attempt, error) {
 		var a Attempt
 		return a, json.Unmarshal(it.Data, &a)
 	}
 	q := store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after, Desc: true}
-	out, lastKey, more, err = store.Page(ctx, s.Store, q, limit, decode, f.keep)
+	page, err := store.Page(ctx, s.Store, q, limit, decode, f.keep)
 	if err != nil {
-		return nil, "", false, errs.Unavailablef(err, "delivery attempts could not be read")
+		return store.PageOf[Attempt]{}, errs.Unavailablef(err, "delivery attempts could not be read")
 	}
-	return out, lastKey, more, nil
+	return page, nil
 }

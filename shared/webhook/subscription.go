@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
@@ -185,7 +184,7 @@ type Service struct {
 	Secrets *envelope.Box
 }
 
-func notFound() error { return errs.E(errs.CodeNotFound, "webhook subscription not found") }
+func notFound() error { return errs.Absent("webhook subscription") }
 
 func unavailable(err error) error {
 	return errs.Unavailablef(err, "webhook subscriptions could not be read")
@@ -200,27 +199,15 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (Subscription, er
 }
 
 // List reads a page of subscriptions, oldest first.
-func (s Service) List(ctx context.Context, vendorID, after string, limit int) (views []View, lastKey string, more bool, err error) {
-	if after != "" && !strings.HasPrefix(after, datamodel.SubscriptionPrefix) {
-		return nil, "", false, errs.E(errs.CodeInvalidCursor, "page_after: the cursor is not for this list")
+func (s Service) List(ctx context.Context, vendorID, after string, limit int) (store.PageOf[View], error) {
+	if err := errs.ForeignCursor(after, datamodel.SubscriptionPrefix); err != nil {
+		return store.PageOf[View]{}, err
 	}
-	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, After: after, Limit: limit + 1})
+	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, After: after}, limit, Decode, nil)
 	if err != nil {
-		return nil, "", false, unavailable(err)
+		return store.PageOf[View]{}, unavailable(err)
 	}
-	if len(items) > limit {
-		items, more = items[:limit], true
-	}
-	views = make([]View, 0, len(items))
-	for _, it := range items {
-		sub, err := Decode(it)
-		if err != nil {
-			return nil, "", false, unavailable(err)
-		}
-		views = append(views, sub.View())
-		lastKey = it.SK
-	}
-	return views, lastKey, more, nil
+	return store.MapPage(page, Subscription.View), nil
 }
 
 // all reads every subscription of a vendor (at most MaxSubscriptions).
@@ -307,7 +294,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 }
 
 func versionConflict(current int64) error {
-	return errs.Ef(errs.CodeWebhookSubscriptionVersion, "expected_version: the subscription is at version %d; read it again and retry", current)
+	return errs.StaleVersion(errs.CodeWebhookSubscriptionVersion, "subscription", current)
 }
 
 // Updated is the answer to a PATCH: the subscription, and the recovery a
