@@ -461,19 +461,11 @@ func (rs recoveries) nudge(ctx context.Context, it store.Item, rc Recovery, requ
 			if !requeue {
 				return nil
 			}
-			keys := make([]store.Key, len(rc.InFlight))
-			for i, id := range rc.InFlight {
-				keys[i] = datamodel.RecoveryEventKey(rc.VendorID, rc.ID, id)
-			}
-			marks, err := rs.Store.GetMany(ctx, keys)
+			open, err := unmarked(ctx, rs.Store, rc.InFlight, func(id string) store.Key {
+				return datamodel.RecoveryEventKey(rc.VendorID, rc.ID, id)
+			})
 			if err != nil {
 				return err
-			}
-			var open []string
-			for i, m := range marks {
-				if m.PK == "" {
-					open = append(open, rc.InFlight[i])
-				}
 			}
 			sub, err := Service{Store: rs.Store, Clock: rs.Clock}.Get(ctx, rc.VendorID, rc.SubscriptionID)
 			if err != nil && errs.As(err).Kind != errs.NotFound {

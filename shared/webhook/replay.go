@@ -304,21 +304,34 @@ func (r Replayer) resume(ctx context.Context, rp Replay) error {
 	if len(rp.Destinations) == 0 {
 		return nil
 	}
-	keys := make([]store.Key, len(rp.Destinations))
-	for i, id := range rp.Destinations {
-		keys[i] = datamodel.ReplayDestinationKey(rp.VendorID, rp.ID, id)
-	}
-	marks, err := r.Store.GetMany(ctx, keys)
+	open, err := unmarked(ctx, r.Store, rp.Destinations, func(id string) store.Key {
+		return datamodel.ReplayDestinationKey(rp.VendorID, rp.ID, id)
+	})
 	if err != nil {
 		return err
+	}
+	return r.fanOut(ctx, rp, open)
+}
+
+// unmarked returns the ids whose outcome mark, key(id), is absent: the
+// destinations of a replay, or the events of a recovery's page, that no
+// delivery has accounted for yet.
+func unmarked(ctx context.Context, st store.Store, ids []string, key func(string) store.Key) ([]string, error) {
+	keys := make([]store.Key, len(ids))
+	for i, id := range ids {
+		keys[i] = key(id)
+	}
+	marks, err := st.GetMany(ctx, keys)
+	if err != nil {
+		return nil, err
 	}
 	var open []string
 	for i, m := range marks {
 		if m.PK == "" {
-			open = append(open, rp.Destinations[i])
+			open = append(open, ids[i])
 		}
 	}
-	return r.fanOut(ctx, rp, open)
+	return open, nil
 }
 
 func (r Replayer) fanOut(ctx context.Context, rp Replay, dests []string) error {
