@@ -5,11 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,26 +78,7 @@ func TestListenSQS(t *testing.T) {
 	}
 	base, vendorID, token := serveForTest(t)
 
-	var mu sync.Mutex
-	var got []client.Delivery
-	secret := make(chan string, 1)
-	var signing string
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if signing == "" {
-			signing = <-secret
-		}
-		d, err := client.ReadWebhook(r, signing, time.Now())
-		if err != nil {
-			t.Errorf("forwarded delivery: %v", err)
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		got = append(got, d)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer target.Close()
+	target := newForwardTarget(t)
 
 	ctx, stop := context.WithCancel(context.Background())
 	var out syncBuffer
@@ -113,7 +91,7 @@ func TestListenSQS(t *testing.T) {
 	if m[2] != queue {
 		t.Fatalf("the subscription sends to %s, want %s", m[2], queue)
 	}
-	secret <- m[3]
+	target.secret <- m[3]
 	test := waitFor(t, &out, regexp.MustCompile(`Test delivery (evt_\S+): delivered \{"MessageId":"[^"]+"\} in \d+ ms`))
 	var trig syncBuffer
 	if err := run(context.Background(), []string{"trigger", "inventory_item.adjusted", "--base", base, "--token", token}, &trig, io.Discard); err != nil {
@@ -125,7 +103,7 @@ func TestListenSQS(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	mu.Lock()
+	got := target.deliveries()
 	types := map[client.EventType]client.Delivery{}
 	for _, d := range got {
 		types[d.Event.Type] = d
@@ -133,7 +111,6 @@ func TestListenSQS(t *testing.T) {
 	if len(got) != 2 || types["webhook_subscription.test"].EventID != test[1] || types["inventory_item.adjusted"].Event.VendorID != vendorID {
 		t.Fatalf("forwarded %+v; listen printed %q", got, out.String())
 	}
-	mu.Unlock()
 	if !strings.Contains(out.String(), "--> inventory_item.adjusted") || strings.Count(out.String(), "signature verified") != 2 ||
 		strings.Count(out.String(), "rejected") != 1 || !strings.Contains(out.String(), "Removed subscription "+m[1]) {
 		t.Fatalf("listen printed %q", out.String())

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,26 +47,7 @@ func serveForTest(t *testing.T, extra ...string) (base, vendorID, token string) 
 // subscription is gone once listen stops.
 func TestListenAndTrigger(t *testing.T) {
 	base, vendorID, token := serveForTest(t)
-	var mu sync.Mutex
-	var got []client.Delivery
-	secret := make(chan string, 1)
-	var signing string
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if signing == "" {
-			signing = <-secret
-		}
-		d, err := client.ReadWebhook(r, signing, time.Now())
-		if err != nil {
-			t.Errorf("forwarded delivery: %v", err)
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		got = append(got, d)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer target.Close()
+	target := newForwardTarget(t)
 
 	ctx, stop := context.WithCancel(context.Background())
 	var out syncBuffer
@@ -81,7 +63,7 @@ func TestListenAndTrigger(t *testing.T) {
 	if m == nil {
 		t.Fatalf("listen did not start: %q", out.String())
 	}
-	secret <- m[2]
+	target.secret <- m[2]
 
 	var trig syncBuffer
 	if err := run(context.Background(), []string{"trigger", "inventory_item.adjusted", "--base", base, "--token", token}, &trig, io.Discard); err != nil {
@@ -91,18 +73,13 @@ func TestListenAndTrigger(t *testing.T) {
 		t.Fatalf("trigger printed %q", trig.String())
 	}
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n > 0 {
+		if len(target.deliveries()) > 0 {
 			break
 		}
 	}
-	mu.Lock()
-	if len(got) != 1 || got[0].Event.Type != "inventory_item.adjusted" || got[0].Event.VendorID != vendorID {
+	if got := target.deliveries(); len(got) != 1 || got[0].Event.Type != "inventory_item.adjusted" || got[0].Event.VendorID != vendorID {
 		t.Fatalf("forwarded %+v; listen printed %q", got, out.String())
 	}
-	mu.Unlock()
 	if !strings.Contains(out.String(), "--> inventory_item.adjusted") || !strings.Contains(out.String(), "signature verified") || !strings.Contains(out.String(), "<-- 204") {
 		t.Fatalf("listen printed %q", out.String())
 	}
@@ -197,4 +174,45 @@ func TestListenTestAndCatchUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "after") {
 		t.Fatalf("listen --after evt_nope: %v", err)
 	}
+}
+
+// forwardTarget is a receiver listen forwards to (--forward-to): it
+// verifies each delivery with the signing secret listen prints, which the
+// test sends on secret once it has read it.
+type forwardTarget struct {
+	URL    string
+	secret chan string
+
+	mu  sync.Mutex
+	got []client.Delivery
+}
+
+func newForwardTarget(t *testing.T) *forwardTarget {
+	f := &forwardTarget{secret: make(chan string, 1)}
+	var signing string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if signing == "" {
+			signing = <-f.secret
+		}
+		d, err := client.ReadWebhook(r, signing, time.Now())
+		if err != nil {
+			t.Errorf("forwarded delivery: %v", err)
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		f.got = append(f.got, d)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// deliveries are the deliveries verified so far.
+func (f *forwardTarget) deliveries() []client.Delivery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.got)
 }
