@@ -14,14 +14,14 @@ import (
 // AccessLogFields are the JSON access log's fields on the stage: what the
 // function's own line cannot say (the client's address, the latency API
 // Gateway saw, why an integration failed, and requests refused before any
-// function ran: throttled, or an unknown route) and the ids that join the
-// two: API Gateway's, and Lambda's (the function's lines carry it as
-// lambda_request_id beside the service's req_ id, the response's
-// X-Request-Id). The method, path and size are the function's to log, and
-// CloudWatch stamps the time; a line is about 230 bytes (scripts/bill).
+// function ran: throttled, or an unknown route) and the id that joins the
+// two: API Gateway's, which every response carries (apigw-requestid) and
+// the function's lines carry as apigw_id beside the service's req_ id, the
+// response's X-Request-Id. The method, path and size are the function's
+// to log, and CloudWatch stamps the time; a line is about 170 bytes
+// (scripts/bill).
 var AccessLogFields = map[string]string{
 	"apigw_id":          "$context.requestId",
-	"lambda_request_id": "$context.integration.requestId",
 	"route":             "$context.routeKey",
 	"status":            "$context.status",
 	"latency_ms":        "$context.responseLatency",

@@ -62,13 +62,15 @@ func (s *Stack) function(d Definition, name, description string, timeout time.Du
 		Environment:   &vars,
 		RecursiveLoop: loop,
 		// The service logs JSON (log/slog) with level, msg, request id and
-		// vendor id; Lambda's JSON format keeps it structured, filters it by
-		// level and writes its own platform lines as JSON beside it; at
-		// INFO those include each invocation's REPORT (duration, billed
-		// duration, init duration, memory used).
+		// vendor id; Lambda's JSON format keeps it structured and filters
+		// it by level. Platform lines only at WARN: the start and report
+		// lines of every invocation were a third of a request's log bytes
+		// (issue 26); the environment's own lines carry its init time and
+		// memory peak (lambdaapi.WithRequestIDs), durations and errors are
+		// Lambda's metrics.
 		LoggingFormat:         awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
-		SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 		Tracing:               awslambda.Tracing_ACTIVE,
 	}
 	if d.exclusive(name) {

@@ -60,23 +60,21 @@ const (
 
 // The log lines a request writes beside the function's own request line
 // (measured by the benchmark as a Lambda function writes it, with its
-// embedded metrics): the stage's access log line in infra's format
-// (infra/stack/api.go, AccessLogFields), and Lambda's platform lines for
-// the invocation in its JSON log format, which the stack keeps (system
-// level INFO: start and report; the report's tracing block is there
-// because X-Ray is on). The values are typical of each field.
+// embedded metrics): API Gateway's request id on that line, and the stage's
+// access log line in infra's format (infra/stack/api.go,
+// AccessLogFields), its values typical of each field. Lambda writes no
+// platform line per invocation: the functions log at system level WARN
+// (infra/stack/function.go).
 const (
-	lambdaRequestID = `,"lambda_request_id":"8c5e4a4e-1f0b-4c39-9f43-2d1e7b6f1a20"`
-	accessLogLine   = `{"apigw_id":"Kx1bTg9ZIAMEVvA=","lambda_request_id":"8c5e4a4e-1f0b-4c39-9f43-2d1e7b6f1a20","route":"GET /v1/vendors/{vendor_id}/products/{product_id}","status":"200","latency_ms":"23","ip":"203.0.113.9","integration_error":"-"}` + "\n"
-	platformLines   = `{"time":"2026-11-26T12:00:00.000Z","type":"platform.start","record":{"requestId":"8c5e4a4e-1f0b-4c39-9f43-2d1e7b6f1a20","version":"7"}}` + "\n" +
-		`{"time":"2026-11-26T12:00:00.021Z","type":"platform.report","record":{"requestId":"8c5e4a4e-1f0b-4c39-9f43-2d1e7b6f1a20","metrics":{"durationMs":20.41,"billedDurationMs":21,"memorySizeMB":512,"maxMemoryUsedMB":48},"tracing":{"spanId":"3c1a5e7f9b2d4f60","type":"X-Amzn-Trace-Id","value":"Root=1-6746b9a0-0c1d2e3f4a5b6c7d8e9f0a1b;Parent=3c1a5e7f9b2d4f60;Sampled=0"},"status":"success"}}` + "\n"
+	apigwID       = `,"apigw_id":"Kx1bTg9ZIAMEVvA="`
+	accessLogLine = `{"apigw_id":"Kx1bTg9ZIAMEVvA=","route":"GET /v1/vendors/{vendor_id}/products/{product_id}","status":"200","latency_ms":"23","ip":"203.0.113.9","integration_error":"-"}` + "\n"
 )
 
 // logBytes is what a request's lines weigh in CloudWatch Logs: the
 // measured request line (the benchmark runs outside Lambda, so without
-// Lambda's request id), the access log line and the platform lines.
+// API Gateway's request id) and the access log line.
 func logBytes(measured float64) float64 {
-	return measured + float64(len(lambdaRequestID)+len(accessLogLine)+len(platformLines))
+	return measured + float64(len(apigwID)+len(accessLogLine))
 }
 
 // mix is the stated request mix: 80% reads, 20% writes.
@@ -220,7 +218,7 @@ func print(w io.Writer, ops []op, window map[ratelimit.Class]float64) {
 	sort.Slice(ops, func(i, j int) bool { return ops[i].name < ops[j].name })
 	fmt.Fprintf(w, "The bill per million requests, in US dollars (%s)\n", pricesAsOf)
 	fmt.Fprintf(w, "Rate window at the default allowances: %.2f write units a read, %.2f a write for a vendor using its whole window; 1 for a vendor's lone request.\n", window[ratelimit.Read], window[ratelimit.Write])
-	fmt.Fprintf(w, "Lambda billed as %d MB for (sequential waits x %.0f ms + measured CPU at that size's share of a core); logs: the request line as measured + %d B (Lambda's request id, the access log line, the platform's start and report lines); X-Ray: %.0f%% traced.\n", memoryMB, roundTripMS, int(logBytes(0)), traced*100)
+	fmt.Fprintf(w, "Lambda billed as %d MB for (sequential waits x %.0f ms + measured CPU at that size's share of a core); logs: the request line as measured + %d B (API Gateway's request id, the access log line; no platform lines at system level WARN); X-Ray: %.0f%% traced.\n", memoryMB, roundTripMS, int(logBytes(0)), traced*100)
 	fmt.Fprintln(w, "Write units: each item of a transaction priced as AWS bills it (twice its size in KB, rounded up, per item), where DynamoDB Local reports the items' summed size.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| operation | read units | write units | DynamoDB | API Gateway | Lambda | Logs | X-Ray | all of AWS |")
