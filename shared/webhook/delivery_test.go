@@ -120,7 +120,7 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, _ := json.Marshal(replayJob{VendorID: vendorID, EventID: ev.ID, ReplayID: rv.ReplayID})
+	job, _ := json.Marshal(replayJob{VendorID: vendorID, EventID: ev.ID, ReplayID: rv.ID})
 	msg := queue.Message{ID: "m1", Queue: queue.EventReplays, Body: job}
 
 	// The queue is down after the selection is stored: the handler fails.
@@ -128,37 +128,37 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 	if err := (Replayer{Store: st, Clock: clk, Queue: down}).Handle(ctx, msg); err == nil {
 		t.Fatal("handled without queueing the deliveries")
 	}
-	got, _ := svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
+	got, _ := svc.GetReplay(ctx, vendorID, ev.ID, rv.ID)
 	if got.Status != ReplayRunning || *got.Total != 3 {
 		t.Fatalf("after the crash: %+v", got)
 	}
 	// One destination's outcome is in before the retry.
 	d := Deliverer{Store: st, Clock: clk}
-	first := Message{VendorID: vendorID, EventID: ev.ID, SubscriptionID: subs[0], ReplayID: rv.ReplayID, DeliveryID: DeliveryID(ev.ID, subs[0], rv.ReplayID)}
-	if err := d.replayOutcome(ctx, first, replayDelivered); err != nil {
+	first := Message{VendorID: vendorID, EventID: ev.ID, SubscriptionID: subs[0], ReplayID: rv.ID, DeliveryID: DeliveryID(ev.ID, subs[0], rv.ID)}
+	if err := d.countOutcome(ctx, first, replayDelivered); err != nil {
 		t.Fatal(err)
 	}
 	// Counted once, however often it is reported.
-	if err := d.replayOutcome(ctx, first, replayDelivered); err != nil {
+	if err := d.countOutcome(ctx, first, replayDelivered); err != nil {
 		t.Fatal(err)
 	}
 	up := &sink{}
 	if err := (Replayer{Store: st, Clock: clk, Queue: up}).Handle(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	if len(up.sent) != 2 || up.sent[0].SubscriptionID != subs[1] || up.sent[1].SubscriptionID != subs[2] || up.sent[0].ReplayID != rv.ReplayID {
+	if len(up.sent) != 2 || up.sent[0].SubscriptionID != subs[1] || up.sent[1].SubscriptionID != subs[2] || up.sent[0].ReplayID != rv.ID {
 		t.Fatalf("resumed with %+v", up.sent)
 	}
-	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
+	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ID)
 	if got.Status != ReplayRunning || *got.Total != 3 || got.Delivered != 1 {
 		t.Fatalf("still running: %+v", got)
 	}
 	for _, m := range up.sent {
-		if err := d.replayOutcome(ctx, m, replaySkipped); err != nil {
+		if err := d.countOutcome(ctx, m, replaySkipped); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
+	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ID)
 	if got.Status != ReplayCompleted || got.Delivered != 1 || got.Skipped != 2 || got.CompletedAt == nil {
 		t.Fatalf("completed: %+v", got)
 	}

@@ -88,7 +88,7 @@ func TestRecoveryWindowIsExactToTheMillisecond(t *testing.T) {
 	// Each outcome is counted once; the last completes it.
 	d := Deliverer{Store: st, Clock: clk, Queue: out}
 	for _, m := range append(out.sent, out.sent[0]) {
-		if err := d.recoveryOutcome(ctx, m, replayDelivered); err != nil {
+		if err := d.countOutcome(ctx, m, replayDelivered); err != nil {
 			t.Fatal(err)
 		}
 	}
