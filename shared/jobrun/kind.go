@@ -7,7 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
-	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/jobstart"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -22,10 +22,16 @@ type Kind struct {
 	Key func(vendorID, id string) store.Key
 	// Retention is how long a finished job is kept after its completion.
 	Retention time.Duration
-	// Queue is the queue the kind's messages are on.
-	Queue string
-	// Parse reads the vendor and the job a message names.
-	Parse func(queue.Message) (vendorID, id string, err error)
+	// MaxAttempts is how many tries a record gets when the service cannot
+	// settle it; the job then stops at the record, with the
+	// SERVICE_UNAVAILABLE detail Exhausted formats with the count. Zero is
+	// no bound.
+	MaxAttempts int
+	Exhausted   string
+	// Start is how a job of the kind starts: its records' prefix, its
+	// queue (Queue) and its message (Parse reads the vendor and the job a
+	// message names).
+	jobstart.Start
 }
 
 // NotFound is the error of a job of the kind that does not exist.
