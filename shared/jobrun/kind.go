@@ -35,7 +35,12 @@ type Kind struct {
 }
 
 // NotFound is the error of a job of the kind that does not exist.
-func (k Kind) NotFound() error { return errs.E(errs.CodeNotFound, k.Name+" not found") }
+func (k Kind) NotFound() error { return k.errors().NotFound() }
+
+// errors is how errors name the kind's jobs.
+func (k Kind) errors() errs.Record {
+	return errs.Record{Name: k.Name, Unreadable: "the " + k.Name + " could not be read"}
+}
 
 // Header is the header of a new job of the kind: a fresh id, queued at now.
 func (k Kind) Header(vendorID string, now time.Time) Header {
@@ -81,6 +86,6 @@ func Load[J any](ctx context.Context, st store.Store, k Kind, vendorID, id strin
 	v, err := store.Read(ctx, st, k.Key(vendorID, id), func(it store.Item) (versioned, error) {
 		j, err := Decode[J](it)
 		return versioned{j, it.Version}, err
-	}, k.NotFound(), func(err error) error { return errs.Unavailablef(err, "the %s could not be read", k.Name) })
+	}, k.NotFound(), k.errors().Unavailable)
 	return v.job, v.version, err
 }

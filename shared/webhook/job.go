@@ -180,9 +180,10 @@ func (k jobKind) item(key store.Key, doc any, now time.Time) (store.Item, error)
 // readView reads the job of the kind at key as the API shows it. A job
 // whose ids the service never issues (issued false) is not found too.
 func readView[R, V any](ctx context.Context, st store.Store, k jobKind, issued bool, key store.Key, view func(R, tally) V) (V, error) {
+	e := errs.Record{Name: k.name, Unreadable: "the " + k.name + " could not be read"}
 	if !issued {
 		var zero V
-		return zero, errs.Absent(k.name)
+		return zero, e.NotFound()
 	}
 	return store.Read(ctx, st, key, func(it store.Item) (V, error) {
 		r, err := decodeJob[R](it)
@@ -191,7 +192,7 @@ func readView[R, V any](ctx context.Context, st store.Store, k jobKind, issued b
 			return zero, err
 		}
 		return view(r, tallyOf(it)), nil
-	}, errs.Absent(k.name), func(err error) error { return errs.Unavailablef(err, "the %s could not be read", k.name) })
+	}, e.NotFound(), e.Unavailable)
 }
 
 // jobs are the steps of a job both workers take: the replay worker's

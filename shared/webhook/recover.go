@@ -209,7 +209,7 @@ func (s Service) PrepareRecover(ctx context.Context, vendorID, subID string, in 
 		return store.Prepared[RecoveryView]{}, err
 	}
 	ops := []store.Op{put, store.Check(datamodel.SubscriptionKey(vendorID, subID), store.Cond{Exists: true})}
-	explain := func(*store.ConditionError) error { return notFound() }
+	explain := func(*store.ConditionError) error { return subscriptionErrors.NotFound() }
 	return store.Prepared[RecoveryView]{View: v, Ops: ops, Explain: explain}, nil
 }
 
