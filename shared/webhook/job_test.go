@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
@@ -47,40 +48,94 @@ func TestJobRecordsKeepTheirShape(t *testing.T) {
 	}
 }
 
+// replayFixture is a stored replay, not yet started, of one
+// product.created event to subs, enabled subscriptions of the event's
+// type, on an embedded store; msg is the message that starts it.
+type replayFixture struct {
+	st   store.Store
+	clk  *clock.Fake
+	svc  Service
+	subs []string
+	ev   event.Event
+	rv   ReplayView
+	msg  queue.Message
+}
+
+const fixtureVendor = "ven_1"
+
+func newReplayFixture(t *testing.T, subs int) replayFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := replayFixture{clk: clocktest.Fake(2026, 3, 4, 10, 0, 0)}
+	f.clk.Tick(time.Millisecond)
+	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(f.clk.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f.st = st
+	f.svc = Service{Store: st, Clock: f.clk, Policy: Policy{AllowLoopback: true}, Secrets: testBox(t)}
+	for range subs {
+		prep, err := f.svc.PrepareCreate(ctx, fixtureVendor, CreateInput{Destination: HTTPS("http://127.0.0.1:9/hook"), EventTypes: []string{"product.created"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Transact(ctx, prep.Ops...); err != nil {
+			t.Fatal(err)
+		}
+		f.subs = append(f.subs, prep.View.View.ID)
+	}
+	f.ev = event.New(f.clk.Now(), fixtureVendor, event.ProductCreated, "product", "prd_1", nil)
+	op, err := event.Op(f.ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Transact(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	if f.rv, err = f.svc.CreateReplay(ctx, fixtureVendor, f.ev.ID, ReplayInput{}); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := json.Marshal(replayJob{VendorID: fixtureVendor, EventID: f.ev.ID, ReplayID: f.rv.ID})
+	f.msg = queue.Message{ID: "m1", Queue: queue.EventReplays, Body: job}
+	return f
+}
+
+// get reads the replay.
+func (f replayFixture) get(t *testing.T) ReplayView {
+	t.Helper()
+	v, err := f.svc.GetReplay(context.Background(), fixtureVendor, f.ev.ID, f.rv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// completions counts the vendor's events of type typ (a job's completion).
+func completions(t *testing.T, st store.Store, typ string) int {
+	t.Helper()
+	items, err := st.Query(context.Background(), store.Query{PK: datamodel.VendorPartition(fixtureVendor), Prefix: datamodel.EventPrefix, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, it := range items {
+		if e, _ := event.Decode(it); e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
 // TestReplayEndsWhenItsLastOutcomeIsReportedAgain: a delivery worker that
 // counted a replay's last outcome and died before ending the replay
 // leaves it running with nothing pending; the message handled again
 // (its outcome already counted) ends it, once, as a recovery's does.
 func TestReplayEndsWhenItsLastOutcomeIsReportedAgain(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
-	clk.Tick(time.Millisecond)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clk.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	svc := Service{Store: st, Clock: clk, Policy: Policy{AllowLoopback: true}, Secrets: testBox(t)}
-	const vendorID = "ven_1"
-	prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS("http://127.0.0.1:9/hook"), EventTypes: []string{"product.created"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Transact(ctx, prep.Ops...); err != nil {
-		t.Fatal(err)
-	}
-	ev := event.New(clk.Now(), vendorID, event.ProductCreated, "product", "prd_1", nil)
-	op, _ := event.Op(ev)
-	if err := st.Transact(ctx, op); err != nil {
-		t.Fatal(err)
-	}
-	rv, err := svc.CreateReplay(ctx, vendorID, ev.ID, ReplayInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, _ := json.Marshal(replayJob{VendorID: vendorID, EventID: ev.ID, ReplayID: rv.ID})
+	f := newReplayFixture(t, 1)
 	out := &sink{}
-	if err := (Replayer{Store: st, Clock: clk, Queue: out}).Handle(ctx, queue.Message{ID: "m1", Queue: queue.EventReplays, Body: job}); err != nil {
+	if err := (Replayer{Store: f.st, Clock: f.clk, Queue: out}).Handle(ctx, f.msg); err != nil {
 		t.Fatal(err)
 	}
 	if len(out.sent) != 1 {
@@ -89,31 +144,23 @@ func TestReplayEndsWhenItsLastOutcomeIsReportedAgain(t *testing.T) {
 	m := out.sent[0]
 	// The crashed worker's count: the mark and the counters, no end.
 	key, mk := replayKind.keys(m)
-	if err := st.Transact(ctx, store.Put(store.Item{PK: mk.PK, SK: mk.SK, Version: 1, Data: []byte(`{}`)}, store.IfAbsent()),
+	if err := f.st.Transact(ctx, store.Put(store.Item{PK: mk.PK, SK: mk.SK, Version: 1, Data: []byte(`{}`)}, store.IfAbsent()),
 		store.Add(key, map[string]int64{replayDelivered: 1, datamodel.ReplayPendingAttr: -1}, 0, store.Cond{Exists: true})); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := svc.GetReplay(ctx, vendorID, ev.ID, rv.ID); got.Status != ReplayRunning || got.Delivered != 1 {
+	if got := f.get(t); got.Status != ReplayRunning || got.Delivered != 1 {
 		t.Fatalf("after the crash: %+v", got)
 	}
-	d := Deliverer{Store: st, Clock: clk, Queue: out}
+	d := Deliverer{Store: f.st, Clock: f.clk, Queue: out}
 	for range 2 {
 		if err := d.countOutcome(ctx, m, replayDelivered); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, _ := svc.GetReplay(ctx, vendorID, ev.ID, rv.ID)
-	if got.Status != ReplayCompleted || got.Delivered != 1 || *got.Total != 1 || got.CompletedAt == nil {
+	if got := f.get(t); got.Status != ReplayCompleted || got.Delivered != 1 || *got.Total != 1 || got.CompletedAt == nil {
 		t.Fatalf("reported again: %+v", got)
 	}
-	items, _ := st.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.EventPrefix, Limit: 100})
-	n := 0
-	for _, it := range items {
-		if e, _ := event.Decode(it); e.Type == event.EventReplayCompleted {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := completions(t, f.st, event.EventReplayCompleted); n != 1 {
 		t.Fatalf("%d event_replay.completed events, want 1", n)
 	}
 }
