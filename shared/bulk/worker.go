@@ -28,25 +28,15 @@ import (
 // The record is then given up as unknown and the batch stops.
 const MaxAttempts = 5
 
-// Message is the work item of one bulk operation on queue.BulkOperations.
-type Message struct {
-	VendorID string `json:"vendor_id"`
-	ID       string `json:"bulk_operation_id"`
-}
-
-// Job names the message's job.
-func (m Message) Job() (vendorID, id string) { return m.VendorID, m.ID }
-
-// kind is how bulk operations are named, stored and queued.
+// kind is how bulk operations are named, stored, queued, started and
+// given up.
 var kind = jobrun.Kind{Name: "bulk operation", IDPrefix: IDPrefix, Key: datamodel.BulkKey, Retention: Retention,
-	Queue: queue.BulkOperations, Parse: jobstart.Parse[Message]}
+	Start:       jobstart.Start{Prefix: datamodel.BulkPrefix, Queue: queue.BulkOperations, IDField: "bulk_operation_id"},
+	MaxAttempts: MaxAttempts,
+	Exhausted:   "the adjustment could not be confirmed after %d attempts; reconcile the item's current inventory before adjusting it again"}
 
 // Rule starts a job: the insert of a job item makes one message.
-func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	return jobstart.Rule(c, datamodel.BulkPrefix, queue.BulkOperations, func(vendorID, id string) jobstart.Message {
-		return Message{VendorID: vendorID, ID: id}
-	})
-}
+func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) { return kind.Rule(c) }
 
 // Worker applies the records of bulk operations.
 type Worker struct {
@@ -59,19 +49,12 @@ type Worker struct {
 // vendor's allowance of writes per one-minute window and sending
 // continuations to q (may be nil).
 func NewWorker(st store.Store, c clock.Clock, writes int, q queue.Sender, log *slog.Logger) Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	tokens := auth.Service{Store: st, Clock: c}
 	return Worker{
 		Limiter: ratelimit.Limiter{Store: st, Clock: c, Writes: writes},
 		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st},
 			Connections: connection.Service{Store: st, Clock: c}, Conflicts: conflict.Service{Store: st, Clock: c}},
-		jobs: jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, MaxAttempts: MaxAttempts,
-			Exhausted: func(n int) error {
-				return errs.Ef(errs.CodeServiceUnavailable,
-					"the adjustment could not be confirmed after %d attempts; reconcile the item's current inventory before adjusting it again", n)
-			},
+		jobs: jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q,
 			// The job's original credential: valid, unexpired, unrevoked,
 			// with both scopes, and still owned by the vendor's owner.
 			Recheck: func(ctx context.Context, j Job) error {

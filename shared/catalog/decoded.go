@@ -18,13 +18,13 @@ func (s Service) GetShared(ctx context.Context, vendorID, productID string) (Pro
 // get reads a product and its store item, decoded by decode.
 func (s Service) get(ctx context.Context, vendorID, productID string, decode func(store.Item) (Product, error)) (Product, store.Item, error) {
 	if !ValidProductID(productID) {
-		return Product{}, store.Item{}, notFound()
+		return Product{}, store.Item{}, productErrors.NotFound()
 	}
 	var it store.Item
 	p, err := store.Read(ctx, s.Store, datamodel.ProductKey(vendorID, productID), func(read store.Item) (Product, error) {
 		it = read
 		return decode(read)
-	}, notFound(), unavailable)
+	}, productErrors.NotFound(), productErrors.Unavailable)
 	if err != nil {
 		return Product{}, store.Item{}, err
 	}

@@ -26,9 +26,8 @@ type Service struct {
 	Decoded *decoded.Cache[Product]
 }
 
-func notFound() error { return errs.Absent("product") }
-
-func unavailable(err error) error { return errs.Unavailablef(err, "the catalog could not be read") }
+// productErrors is how the package's errors name its records.
+var productErrors = errs.Record{Name: "product", Unreadable: "the catalog could not be read"}
 
 // Get reads a product and its store item.
 func (s Service) Get(ctx context.Context, vendorID, productID string) (Product, store.Item, error) {
@@ -43,7 +42,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (s
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ProductKey(vendorID, "").PK, Prefix: datamodel.ProductPrefix, After: after}, limit, Decode, nil)
 	if err != nil {
-		return store.PageOf[Product]{}, unavailable(err)
+		return store.PageOf[Product]{}, productErrors.Unavailable(err)
 	}
 	return page, nil
 }

@@ -91,9 +91,8 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.Absent("conflict") }
-
-func unavailable(err error) error { return errs.Unavailablef(err, "conflicts could not be read") }
+// conflictErrors is how the package's errors name its records.
+var conflictErrors = errs.Record{Name: "conflict", Unreadable: "conflicts could not be read"}
 
 func versionConflict(current int64) error {
 	return errs.StaleVersion(errs.CodeConflictVersion, "conflict", current)
@@ -107,11 +106,11 @@ func (s Service) FindOpen(ctx context.Context, vendorID, typ string, connectionI
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, unavailable(err)
+		return "", false, conflictErrors.Unavailable(err)
 	}
 	id, err := DecodeOpen(it)
 	if err != nil {
-		return "", false, unavailable(err)
+		return "", false, conflictErrors.Unavailable(err)
 	}
 	return id, true, nil
 }
@@ -160,9 +159,9 @@ func (s Service) Record(ctx context.Context, vendorID string, d Draft) (string, 
 // Get reads a conflict.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Conflict, error) {
 	if !ids.Issued(IDPrefix, id) {
-		return Conflict{}, notFound()
+		return Conflict{}, conflictErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.ConflictKey(vendorID, id), Decode, notFound(), unavailable)
+	return store.Read(ctx, s.Store, datamodel.ConflictKey(vendorID, id), Decode, conflictErrors.NotFound(), conflictErrors.Unavailable)
 }
 
 // Filter narrows a list; empty fields match everything.
@@ -181,7 +180,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ConflictKey(vendorID, "").PK, Prefix: datamodel.ConflictPrefix, After: after}, limit, Decode, f.keep)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, conflictErrors.Unavailable(err)
 	}
 	return page, nil
 }

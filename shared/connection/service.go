@@ -22,31 +22,28 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.Absent("connection") }
-
-func unavailable(err error) error {
-	return errs.Unavailablef(err, "connections could not be read")
-}
+// connectionErrors is how the package's errors name its records.
+var connectionErrors = errs.Record{Name: "connection", Unreadable: "connections could not be read"}
 
 // Get reads a connection and its health in one round trip.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Connection, Health, store.Item, error) {
 	if !fields.ConnectionIDPattern.MatchString(id) {
-		return Connection{}, Health{}, store.Item{}, notFound()
+		return Connection{}, Health{}, store.Item{}, connectionErrors.NotFound()
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, id), datamodel.ConnectionHealthKey(vendorID, id)})
 	if err != nil {
-		return Connection{}, Health{}, store.Item{}, unavailable(err)
+		return Connection{}, Health{}, store.Item{}, connectionErrors.Unavailable(err)
 	}
 	if items[0].PK == "" {
-		return Connection{}, Health{}, store.Item{}, notFound()
+		return Connection{}, Health{}, store.Item{}, connectionErrors.NotFound()
 	}
 	c, err := Decode(items[0])
 	if err != nil {
-		return Connection{}, Health{}, store.Item{}, unavailable(err)
+		return Connection{}, Health{}, store.Item{}, connectionErrors.Unavailable(err)
 	}
 	h, err := decodeHealth(items[1])
 	if err != nil {
-		return Connection{}, Health{}, store.Item{}, unavailable(err)
+		return Connection{}, Health{}, store.Item{}, connectionErrors.Unavailable(err)
 	}
 	return c, h, items[0], nil
 }
@@ -58,7 +55,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (s
 	}
 	conns, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ConnectionKey(vendorID, "").PK, Prefix: datamodel.ConnectionPrefix, After: after}, limit, Decode, nil)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, connectionErrors.Unavailable(err)
 	}
 	page := store.PageOf[View]{Items: []View{}, Last: conns.Last, More: conns.More}
 	if len(conns.Items) == 0 {
@@ -70,12 +67,12 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (s
 	}
 	healths, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, connectionErrors.Unavailable(err)
 	}
 	for i, c := range conns.Items {
 		h, err := decodeHealth(healths[i])
 		if err != nil {
-			return store.PageOf[View]{}, unavailable(err)
+			return store.PageOf[View]{}, connectionErrors.Unavailable(err)
 		}
 		page.Items = append(page.Items, c.View(h))
 	}

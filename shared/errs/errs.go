@@ -82,6 +82,23 @@ func Unavailablef(cause error, format string, args ...any) *Error {
 // client calls it ("listing"): "listing not found".
 func Absent(record string) error { return E(CodeNotFound, record+" not found") }
 
+// Record is how a package's errors name its records, written once: Name
+// as a client calls a record ("listing"), and Unreadable, the detail of a
+// read of them that failed ("listing state could not be read safely").
+// The details differ between packages and a client may match them, so
+// each keeps its own.
+type Record struct {
+	Name       string
+	Unreadable string
+}
+
+// NotFound is Absent(r.Name): "listing not found".
+func (r Record) NotFound() error { return Absent(r.Name) }
+
+// Unavailable is the 503 of a read of r's records that failed for cause
+// (see Unavailablef).
+func (r Record) Unavailable(cause error) error { return Unavailablef(cause, "%s", r.Unreadable) }
+
 // StaleVersion is the conflict, of the record's code, of a write whose
 // expected_version is not the record's current version.
 func StaleVersion(code Code, record string, current int64) error {

@@ -101,3 +101,17 @@ func TestAbsentAndStaleVersion(t *testing.T) {
 		t.Fatalf("StaleVersion = %v", got)
 	}
 }
+
+// TestRecord: a record's not found and unavailable say what the package
+// wrote them as, and the unavailable keeps its cause and asks for a retry.
+func TestRecord(t *testing.T) {
+	r := errs.Record{Name: "listing", Unreadable: "listing state could not be read safely (100%)"}
+	if got := r.NotFound(); got.Error() != "NOT_FOUND: listing not found" {
+		t.Fatalf("NotFound = %v", got)
+	}
+	cause := errors.New("store down")
+	got := errs.As(r.Unavailable(cause))
+	if got.Code != errs.CodeServiceUnavailable || got.Detail != "listing state could not be read safely (100%)" || got.RetryAfter != 1 || !errors.Is(got, cause) {
+		t.Fatalf("Unavailable = %+v", got)
+	}
+}

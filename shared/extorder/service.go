@@ -31,11 +31,8 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.Absent("external order") }
-
-func unavailable(err error) error {
-	return errs.Unavailablef(err, "external order state could not be read safely")
-}
+// externalOrderErrors is how the package's errors name its records.
+var externalOrderErrors = errs.Record{Name: "external order", Unreadable: "external order state could not be read safely"}
 
 func versionConflict(current int64) error {
 	return errs.StaleVersion(errs.CodeExternalOrderVersion, "external order", current)
@@ -96,7 +93,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 	uk := datamodel.ExternalOrderUniqueKey(vendorID, in.ConnectionID, in.ExternalOrderID)
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), uk})
 	if err != nil {
-		return store.Prepared[View]{}, unavailable(err)
+		return store.Prepared[View]{}, externalOrderErrors.Unavailable(err)
 	}
 	if items[0].PK == "" {
 		return store.Prepared[View]{}, errs.Absent("connection")
@@ -105,7 +102,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 	if items[1].PK != "" {
 		var e keyEntry
 		if err := jsonUnmarshal(items[1].Data, &e); err != nil {
-			return store.Prepared[View]{}, unavailable(err)
+			return store.Prepared[View]{}, externalOrderErrors.Unavailable(err)
 		}
 		if e.Fingerprint != fp {
 			return store.Prepared[View]{}, s.duplicate(ctx, vendorID, e.OrderID, in)
@@ -118,7 +115,7 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 	}
 	conn, err := connection.Decode(items[0])
 	if err != nil {
-		return store.Prepared[View]{}, unavailable(err)
+		return store.Prepared[View]{}, externalOrderErrors.Unavailable(err)
 	}
 	if conn.Status == connection.StatusDisconnected {
 		return store.Prepared[View]{}, errs.E(errs.CodeConnectionState, "connection_id: the connection is disconnected: it imports no orders")
@@ -182,9 +179,9 @@ func (s Service) PrepareImport(ctx context.Context, vendorID string, in ImportIn
 // Get reads an order.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
 	if !ids.Issued("xo", id) {
-		return Order{}, notFound()
+		return Order{}, externalOrderErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.ExternalOrderKey(vendorID, id), Decode, notFound(), unavailable)
+	return store.Read(ctx, s.Store, datamodel.ExternalOrderKey(vendorID, id), Decode, externalOrderErrors.NotFound(), externalOrderErrors.Unavailable)
 }
 
 // Filter narrows a list.
@@ -200,7 +197,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ExternalOrderKey(vendorID, "").PK, Prefix: datamodel.ExternalOrderPrefix, After: after}, limit, Decode, keep)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, externalOrderErrors.Unavailable(err)
 	}
 	return page, nil
 }

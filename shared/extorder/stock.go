@@ -36,7 +36,7 @@ func (s Service) readStock(ctx context.Context, vendorID string, qs []itemQty) (
 	}
 	got, err := s.Store.GetMany(ctx, keys)
 	if err != nil {
-		return stock{}, unavailable(err)
+		return stock{}, externalOrderErrors.Unavailable(err)
 	}
 	for i, it := range got {
 		st.items[pids[i]] = it
@@ -45,7 +45,7 @@ func (s Service) readStock(ctx context.Context, vendorID string, qs []itemQty) (
 		}
 		p, err := catalog.Decode(it)
 		if err != nil {
-			return stock{}, unavailable(err)
+			return stock{}, externalOrderErrors.Unavailable(err)
 		}
 		st.products[pids[i]] = p
 	}
@@ -122,7 +122,7 @@ func (s Service) hold(ctx context.Context, o Order, now time.Time) (ops []store.
 		}
 		b, ok := inventory.BucketsOf(st.items[q.ProductID].Nums, q.Seq)
 		if !ok {
-			return nil, nil, unavailable(errors.New("extorder: inventory buckets missing"))
+			return nil, nil, externalOrderErrors.Unavailable(errors.New("extorder: inventory buckets missing"))
 		}
 		vb := store.Bound{Attr: datamodel.ItemVersionAttr(q.Seq), Cmp: store.EQ, Value: b.Version}
 		switch {
@@ -181,7 +181,7 @@ func (s Service) settle(ctx context.Context, o Order, commit bool, now time.Time
 	for _, q := range qs {
 		b, ok := inventory.BucketsOf(st.items[q.ProductID].Nums, q.Seq)
 		if !ok {
-			return nil, unavailable(errors.New("extorder: inventory buckets of a held item missing"))
+			return nil, externalOrderErrors.Unavailable(errors.New("extorder: inventory buckets of a held item missing"))
 		}
 		d := map[string]int64{datamodel.ReservedAttr(q.Seq): -q.Quantity, datamodel.ItemVersionAttr(q.Seq): 1}
 		action, onHand := stockeffect.ActionReleased, int64(0)

@@ -17,6 +17,7 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/config"
+	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/httpapi"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
 	"github.com/moku/sellerapi/shared/lambdaapi"
@@ -481,8 +482,7 @@ func benchSyncJob(b *testing.B, kind apitest.StoreKind, count func(int) int, wan
 		var job struct{ Data struct{ ID string } }
 		json.NewDecoder(res.Body).Decode(&job)
 		res.Body.Close()
-		msg, _ := json.Marshal(syncjob.Message{VendorID: e.Vendor.ID, ID: job.Data.ID})
-		if err := w.Handle(context.Background(), queue.Message{ID: job.Data.ID, Queue: queue.SyncJobs, Body: msg, Receives: 1}); err != nil {
+		if err := w.Handle(context.Background(), jobMessage(b, syncjob.Rule, queue.SyncJobs, datamodel.SyncJobKey(e.Vendor.ID, job.Data.ID))); err != nil {
 			b.Fatalf("work %d: %v", i, err)
 		}
 	}

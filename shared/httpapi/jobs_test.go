@@ -46,7 +46,7 @@ func getJob[B any](t *testing.T, e *apitest.Env, resource, id string) B {
 
 // jobMessage is the message rule makes, on queue q, for the insert of the
 // job at key.
-func jobMessage(t *testing.T, rule pipeline.Rule, q string, key store.Key) queue.Message {
+func jobMessage(t testing.TB, rule pipeline.Rule, q string, key store.Key) queue.Message {
 	t.Helper()
 	out, err := rule(context.Background(), store.Change{Kind: store.Inserted, Key: key})
 	if err != nil || len(out) != 1 || out[0].Queue != q {

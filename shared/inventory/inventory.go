@@ -119,34 +119,35 @@ type Service struct {
 	Products *decoded.Cache[catalog.Product]
 }
 
-func notFound() error { return errs.Absent("inventory item") }
+// itemErrors is how the package's errors name its records.
+var itemErrors = errs.Record{Name: "inventory item", Unreadable: "inventory state could not be read safely"}
 
 func missingBucket(id string) error {
-	return errs.Unavailablef(fmt.Errorf("inventory: buckets of %s are missing", id), "inventory state could not be read safely")
+	return itemErrors.Unavailable(fmt.Errorf("inventory: buckets of %s are missing", id))
 }
 
 // load reads the product holding an item.
 func (s Service) load(ctx context.Context, vendorID, itemID string) (catalog.Product, store.Item, int, error) {
 	if len(itemID) > 1000 {
-		return catalog.Product{}, store.Item{}, 0, notFound()
+		return catalog.Product{}, store.Item{}, 0, itemErrors.NotFound()
 	}
 	productID, seq, ok := catalog.ParseInventoryItemID(itemID)
 	if !ok {
-		return catalog.Product{}, store.Item{}, 0, notFound()
+		return catalog.Product{}, store.Item{}, 0, itemErrors.NotFound()
 	}
 	// Shared: the product is only read here and by every caller of load.
 	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock, Decoded: s.Products}.GetShared(ctx, vendorID, productID)
 	if errs.Is(err, errs.CodeNotFound) {
-		return catalog.Product{}, store.Item{}, 0, notFound()
+		return catalog.Product{}, store.Item{}, 0, itemErrors.NotFound()
 	}
 	if err != nil {
 		return catalog.Product{}, store.Item{}, 0, err
 	}
 	if p.Kind == catalog.KindSimple && seq != 0 {
-		return catalog.Product{}, store.Item{}, 0, notFound()
+		return catalog.Product{}, store.Item{}, 0, itemErrors.NotFound()
 	}
 	if _, ok := p.VariationBySeq(seq); p.Kind == catalog.KindVariable && !ok {
-		return catalog.Product{}, store.Item{}, 0, notFound()
+		return catalog.Product{}, store.Item{}, 0, itemErrors.NotFound()
 	}
 	return p, it, seq, nil
 }

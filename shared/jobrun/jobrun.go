@@ -61,19 +61,22 @@ type Runner[J any, P Job[J]] struct {
 	Kind  Kind
 	Store store.Store
 	Clock clock.Clock
-	Log   *slog.Logger
+	// Log takes the runner's lines; nil discards them.
+	Log *slog.Logger
 	// Queue, when set, takes the job's continuation after a pause (see
 	// Handle); without it a pause is a retry of the message itself.
 	Queue queue.Sender
-	// MaxAttempts is how many tries a record gets when the service cannot
-	// settle it; the job then stops at the record with Exhausted(n). Zero
-	// is no bound.
-	MaxAttempts int
-	Exhausted   func(attempts int) error
 	// Recheck, when set, verifies the job's original credential again
 	// before each record: a verdict on it stops the job, a failure of the
 	// service costs an attempt.
 	Recheck func(ctx context.Context, j J) error
+}
+
+func (r Runner[J, P]) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
 }
 
 // Load reads a job of the runner's kind and its version; a missing job is
@@ -137,7 +140,7 @@ func (r Runner[J, P]) Handle(ctx context.Context, m queue.Message, step Step[J])
 		if serr == nil {
 			return nil
 		}
-		r.Log.ErrorContext(ctx, "job continuation not sent; retrying the message", "queue", r.Kind.Queue, "job_id", id, "error", serr)
+		r.log().ErrorContext(ctx, "job continuation not sent; retrying the message", "queue", r.Kind.Queue, "job_id", id, "error", serr)
 	}
 	return queue.RetryAfter(l.after, l.err)
 }
@@ -146,7 +149,7 @@ func (r Runner[J, P]) Handle(ctx context.Context, m queue.Message, step Step[J])
 func (r Runner[J, P]) run(ctx context.Context, vendorID, id string, step Step[J]) error {
 	j, ver, err := r.Load(ctx, vendorID, id)
 	if errs.Is(err, errs.CodeNotFound) {
-		r.Log.WarnContext(ctx, "job gone", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id)
+		r.log().WarnContext(ctx, "job gone", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id)
 		return nil
 	}
 	if err != nil {
@@ -180,8 +183,8 @@ func (r Runner[J, P]) run(ctx context.Context, vendorID, id string, step Step[J]
 // settle runs step on record i, unless the record spent its attempts or
 // the job's credential no longer holds.
 func (r Runner[J, P]) settle(ctx context.Context, s *State[J], i int, step Step[J]) error {
-	if n := *P(&s.Job).Attempts(i); r.MaxAttempts > 0 && n >= r.MaxAttempts {
-		return r.Stop(ctx, s, i, r.Exhausted(n))
+	if n := *P(&s.Job).Attempts(i); r.Kind.MaxAttempts > 0 && n >= r.Kind.MaxAttempts {
+		return r.Stop(ctx, s, i, errs.Ef(errs.CodeServiceUnavailable, r.Kind.Exhausted, n))
 	}
 	if r.Recheck != nil {
 		if err := r.Recheck(ctx, s.Job); err != nil {
@@ -247,7 +250,7 @@ func (r Runner[J, P]) Write(ctx context.Context, s *State[J], change func(P), op
 func (r Runner[J, P]) Retry(ctx context.Context, s *State[J], i int, cause error) error {
 	vendorID, id := P(&s.Job).Head().Ref()
 	n := *P(&s.Job).Attempts(i)
-	r.Log.ErrorContext(ctx, "job record attempt failed", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id,
+	r.log().ErrorContext(ctx, "job record attempt failed", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id,
 		"record", i, "attempt", n+1, "error", cause)
 	err := r.Write(ctx, s, func(j P) { *j.Attempts(i)++ }, nil)
 	switch {
@@ -263,7 +266,7 @@ func (r Runner[J, P]) Retry(ctx context.Context, s *State[J], i int, cause error
 func (r Runner[J, P]) Stop(ctx context.Context, s *State[J], i int, cause error) error {
 	vendorID, id := P(&s.Job).Head().Ref()
 	e := errs.As(cause)
-	r.Log.WarnContext(ctx, r.Kind.Name+" stopped", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id,
+	r.log().WarnContext(ctx, r.Kind.Name+" stopped", "queue", r.Kind.Queue, "vendor_id", vendorID, "job_id", id,
 		"record", i, "code", e.Code, "error", cause)
 	return r.Write(ctx, s, func(j P) { j.Stop(i, e) }, nil)
 }

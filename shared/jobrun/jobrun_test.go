@@ -2,7 +2,6 @@ package jobrun
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -51,24 +50,13 @@ func (j *testJob) Stop(i int, e *errs.Error) {
 
 func testKey(_, id string) store.Key { return store.Key{PK: "VENDOR#ven_1", SK: "TESTJOB#" + id} }
 
-type testMessage struct {
-	VendorID string `json:"vendor_id"`
-	ID       string `json:"job_id"`
-}
-
-func (m testMessage) Job() (string, string) { return m.VendorID, m.ID }
-
-var testKind = Kind{Name: "test job", IDPrefix: "job", Key: testKey, Retention: time.Hour, Queue: "test-jobs",
-	Parse: jobstart.Parse[testMessage]}
+var testKind = Kind{Name: "test job", IDPrefix: "job", Key: testKey, Retention: time.Hour,
+	Start: jobstart.Start{Prefix: "TESTJOB#", Queue: "test-jobs", IDField: "job_id"}}
 
 // message is the queue message of job id.
 func message(t *testing.T, id string) queue.Message {
 	t.Helper()
-	b, err := json.Marshal(testMessage{VendorID: "ven_1", ID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return queue.Message{ID: "msg_" + id, Queue: testKind.Queue, Body: b}
+	return queue.Message{ID: "msg_" + id, Queue: testKind.Queue, Body: testKind.Message("ven_1", id)}
 }
 
 type sent struct {
@@ -214,8 +202,7 @@ func TestStopsAtSpentAttemptsAndLostCredentials(t *testing.T) {
 	}
 	for name, c := range cases {
 		r, _, id := fixture(t, 2, &recorder{})
-		r.MaxAttempts = 2
-		r.Exhausted = func(n int) error { return errs.Ef(errs.CodeServiceUnavailable, "%d attempts", n) }
+		r.Kind.MaxAttempts, r.Kind.Exhausted = 2, "%d attempts"
 		r.Recheck = func(context.Context, testJob) error { return c.recheck }
 		if c.attempts > 0 {
 			j, ver, _ := r.Load(ctx, "ven_1", id)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/ids"
-	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/jobstart"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -22,14 +22,25 @@ type Kind struct {
 	Key func(vendorID, id string) store.Key
 	// Retention is how long a finished job is kept after its completion.
 	Retention time.Duration
-	// Queue is the queue the kind's messages are on.
-	Queue string
-	// Parse reads the vendor and the job a message names.
-	Parse func(queue.Message) (vendorID, id string, err error)
+	// MaxAttempts is how many tries a record gets when the service cannot
+	// settle it; the job then stops at the record, with the
+	// SERVICE_UNAVAILABLE detail Exhausted formats with the count. Zero is
+	// no bound.
+	MaxAttempts int
+	Exhausted   string
+	// Start is how a job of the kind starts: its records' prefix, its
+	// queue (Queue) and its message (Parse reads the vendor and the job a
+	// message names).
+	jobstart.Start
 }
 
 // NotFound is the error of a job of the kind that does not exist.
-func (k Kind) NotFound() error { return errs.E(errs.CodeNotFound, k.Name+" not found") }
+func (k Kind) NotFound() error { return k.errors().NotFound() }
+
+// errors is how errors name the kind's jobs.
+func (k Kind) errors() errs.Record {
+	return errs.Record{Name: k.Name, Unreadable: "the " + k.Name + " could not be read"}
+}
 
 // Header is the header of a new job of the kind: a fresh id, queued at now.
 func (k Kind) Header(vendorID string, now time.Time) Header {
@@ -75,6 +86,6 @@ func Load[J any](ctx context.Context, st store.Store, k Kind, vendorID, id strin
 	v, err := store.Read(ctx, st, k.Key(vendorID, id), func(it store.Item) (versioned, error) {
 		j, err := Decode[J](it)
 		return versioned{j, it.Version}, err
-	}, k.NotFound(), func(err error) error { return errs.Unavailablef(err, "the %s could not be read", k.Name) })
+	}, k.NotFound(), k.errors().Unavailable)
 	return v.job, v.version, err
 }

@@ -22,11 +22,8 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.Absent("listing") }
-
-func unavailable(err error) error {
-	return errs.Unavailablef(err, "listing state could not be read safely")
-}
+// listingErrors is how the package's errors name its records.
+var listingErrors = errs.Record{Name: "listing", Unreadable: "listing state could not be read safely"}
 
 func versionConflict(current int64) error {
 	return errs.StaleVersion(errs.CodeListingVersion, "listing", current)
@@ -68,25 +65,25 @@ type state struct {
 
 func (s Service) read(ctx context.Context, vendorID, id string) (state, error) {
 	if !ids.Issued("lst", id) {
-		return state{}, notFound()
+		return state{}, listingErrors.NotFound()
 	}
-	l, err := store.Read(ctx, s.Store, datamodel.ListingKey(vendorID, id), Decode, notFound(), unavailable)
+	l, err := store.Read(ctx, s.Store, datamodel.ListingKey(vendorID, id), Decode, listingErrors.NotFound(), listingErrors.Unavailable)
 	if err != nil {
 		return state{}, err
 	}
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, l.ConnectionID), datamodel.ProductKey(vendorID, l.ProductID)})
 	if err != nil {
-		return state{}, unavailable(err)
+		return state{}, listingErrors.Unavailable(err)
 	}
 	if items[0].PK == "" || items[1].PK == "" {
-		return state{}, unavailable(errors.New("listing: connection or product missing"))
+		return state{}, listingErrors.Unavailable(errors.New("listing: connection or product missing"))
 	}
 	st := state{l: l}
 	if st.conn, err = connection.Decode(items[0]); err != nil {
-		return state{}, unavailable(err)
+		return state{}, listingErrors.Unavailable(err)
 	}
 	if st.product, err = catalog.Decode(items[1]); err != nil {
-		return state{}, unavailable(err)
+		return state{}, listingErrors.Unavailable(err)
 	}
 	return st, nil
 }
@@ -108,7 +105,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	uk := datamodel.ListingUniqueKey(vendorID, in.ConnectionID, in.ProductID, in.VariationID)
 	items, err := s.Store.GetMany(ctx, []store.Key{datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.ProductKey(vendorID, in.ProductID), uk})
 	if err != nil {
-		return store.Prepared[View]{}, unavailable(err)
+		return store.Prepared[View]{}, listingErrors.Unavailable(err)
 	}
 	if items[0].PK == "" {
 		return store.Prepared[View]{}, errs.Absent("connection")
@@ -118,11 +115,11 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	}
 	conn, err := connection.Decode(items[0])
 	if err != nil {
-		return store.Prepared[View]{}, unavailable(err)
+		return store.Prepared[View]{}, listingErrors.Unavailable(err)
 	}
 	p, err := catalog.Decode(items[1])
 	if err != nil {
-		return store.Prepared[View]{}, unavailable(err)
+		return store.Prepared[View]{}, listingErrors.Unavailable(err)
 	}
 	if err := usable(conn); err != nil {
 		return store.Prepared[View]{}, err
@@ -297,7 +294,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ListingKey(vendorID, "").PK, Prefix: datamodel.ListingPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, listingErrors.Unavailable(err)
 	}
 	// The sync flags come from the connections' current roles.
 	roles := map[string]connection.Roles{}
@@ -311,7 +308,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	if len(keys) > 0 {
 		conns, err := s.Store.GetMany(ctx, keys)
 		if err != nil {
-			return store.PageOf[View]{}, unavailable(err)
+			return store.PageOf[View]{}, listingErrors.Unavailable(err)
 		}
 		for _, it := range conns {
 			if it.PK == "" {
@@ -319,7 +316,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 			}
 			c, err := connection.Decode(it)
 			if err != nil {
-				return store.PageOf[View]{}, unavailable(err)
+				return store.PageOf[View]{}, listingErrors.Unavailable(err)
 			}
 			roles[c.ID] = c.Roles
 		}

@@ -89,7 +89,7 @@ func (s Service) Exchange(ctx context.Context, raw string) (Exchanged, error) {
 	if !ok {
 		return Exchanged{}, codeInvalid()
 	}
-	cr, err := store.Read(ctx, s.Store, datamodel.PairingCodeKey(hash(norm)), decodeJSON[codeRecord], codeInvalid(), unavailable)
+	cr, err := store.Read(ctx, s.Store, datamodel.PairingCodeKey(hash(norm)), decodeJSON[codeRecord], codeInvalid(), pairingErrors.Unavailable)
 	if err != nil {
 		return Exchanged{}, err
 	}

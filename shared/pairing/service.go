@@ -35,9 +35,8 @@ type Created struct {
 	Code *string `json:"code"`
 }
 
-func notFound() error { return errs.Absent("store pairing") }
-
-func unavailable(err error) error { return errs.Unavailablef(err, "store pairings could not be read") }
+// pairingErrors is how the package's errors name its records.
+var pairingErrors = errs.Record{Name: "store pairing", Unreadable: "store pairings could not be read"}
 
 // PrepareCreate builds a new pairing with its code, and the operations that
 // store it (the code only as its hash) and record its event.
@@ -78,9 +77,9 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string) (store.Prep
 // Get reads a pairing of a vendor.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Pairing, error) {
 	if !ids.Issued(IDPrefix, id) {
-		return Pairing{}, notFound()
+		return Pairing{}, pairingErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.PairingKey(vendorID, id), decode, notFound(), unavailable)
+	return store.Read(ctx, s.Store, datamodel.PairingKey(vendorID, id), decode, pairingErrors.NotFound(), pairingErrors.Unavailable)
 }
 
 // View reads a pairing's view.
@@ -109,7 +108,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (s
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.PairingKey(vendorID, "").PK, Prefix: datamodel.PairingPrefix, After: after}, limit, decode, nil)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, pairingErrors.Unavailable(err)
 	}
 	now := s.Clock.Now()
 	return store.MapPage(page, func(p Pairing) View { return p.View(now) }), nil
@@ -270,9 +269,9 @@ func (s Service) connectionVersion(ctx context.Context, vendorID, id string) int
 // again changes nothing.
 func (s Service) Review(ctx context.Context, id, reviewer string) (View, error) {
 	if !ids.Issued(IDPrefix, id) {
-		return View{}, notFound()
+		return View{}, pairingErrors.NotFound()
 	}
-	rec, err := store.Read(ctx, s.Store, datamodel.PairingSecretKey(id), decodeJSON[secretRecord], notFound(), unavailable)
+	rec, err := store.Read(ctx, s.Store, datamodel.PairingSecretKey(id), decodeJSON[secretRecord], pairingErrors.NotFound(), pairingErrors.Unavailable)
 	if err != nil {
 		return View{}, err
 	}
@@ -315,11 +314,11 @@ func (s Service) Revoke(ctx context.Context, vendorID, id string) (View, error) 
 	}
 	it, err := s.Store.Get(ctx, datamodel.PairingSecretKey(id))
 	if err != nil {
-		return View{}, unavailable(err)
+		return View{}, pairingErrors.Unavailable(err)
 	}
 	var rec secretRecord
 	if err := json.Unmarshal(it.Data, &rec); err != nil {
-		return View{}, unavailable(err)
+		return View{}, pairingErrors.Unavailable(err)
 	}
 	rec.RevokedAt = &now
 	if p.Credential != nil {

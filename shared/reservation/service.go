@@ -24,11 +24,8 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.Absent("reservation") }
-
-func unavailable(err error) error {
-	return errs.Unavailablef(err, "reservation state could not be read safely")
-}
+// reservationErrors is how the package's errors name its records.
+var reservationErrors = errs.Record{Name: "reservation", Unreadable: "reservation state could not be read safely"}
 
 // context of a create: the connection, the authority and the product, read
 // in one round trip.
@@ -48,21 +45,21 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 	items, err := s.Store.GetMany(ctx, []store.Key{
 		datamodel.ConnectionKey(vendorID, in.ConnectionID), datamodel.AuthorityKey(vendorID), datamodel.ProductKey(vendorID, productID)})
 	if err != nil {
-		return createState{}, unavailable(err)
+		return createState{}, reservationErrors.Unavailable(err)
 	}
 	var st createState
 	if items[0].PK == "" {
 		return createState{}, errs.Absent("connection")
 	}
 	if st.conn, err = connection.Decode(items[0]); err != nil {
-		return createState{}, unavailable(err)
+		return createState{}, reservationErrors.Unavailable(err)
 	}
 	st.authority = items[1]
 	if items[2].PK == "" {
 		return createState{}, errs.Absent("inventory item")
 	}
 	if st.product, err = catalog.Decode(items[2]); err != nil {
-		return createState{}, unavailable(err)
+		return createState{}, reservationErrors.Unavailable(err)
 	}
 	if v, ok := st.product.VariationBySeq(seq); (st.product.Kind == catalog.KindSimple && seq != 0) || (st.product.Kind == catalog.KindVariable && !ok) {
 		return createState{}, errs.Absent("inventory item")
@@ -71,7 +68,7 @@ func (s Service) readCreate(ctx context.Context, vendorID string, in CreateInput
 	}
 	b, ok := inventory.BucketsOf(items[2].Nums, seq)
 	if !ok {
-		return createState{}, unavailable(errors.New("reservation: inventory buckets missing"))
+		return createState{}, reservationErrors.Unavailable(errors.New("reservation: inventory buckets missing"))
 	}
 	st.buckets, st.seq = b, seq
 	return st, nil
@@ -174,9 +171,9 @@ func (s Service) authorityOp(vendorID string, delta int64) store.Op {
 // Get reads a reservation.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Reservation, error) {
 	if !ids.Issued("res", id) {
-		return Reservation{}, notFound()
+		return Reservation{}, reservationErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.ReservationKey(vendorID, id), Decode, notFound(), unavailable)
+	return store.Read(ctx, s.Store, datamodel.ReservationKey(vendorID, id), Decode, reservationErrors.NotFound(), reservationErrors.Unavailable)
 }
 
 // Filter narrows a list.
@@ -196,7 +193,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	}
 	rs, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.ReservationKey(vendorID, "").PK, Prefix: datamodel.ReservationPrefix, After: after}, limit, Decode, f.match)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, reservationErrors.Unavailable(err)
 	}
 	return store.MapPage(rs, Reservation.View), nil
 }
@@ -291,11 +288,11 @@ func (s Service) PrepareRelease(ctx context.Context, vendorID, id string, in Ver
 func (s Service) buckets(ctx context.Context, vendorID string, r Reservation) (inventory.Buckets, error) {
 	it, err := s.Store.Get(ctx, datamodel.ProductKey(vendorID, r.ProductID))
 	if err != nil {
-		return inventory.Buckets{}, unavailable(err)
+		return inventory.Buckets{}, reservationErrors.Unavailable(err)
 	}
 	b, ok := inventory.BucketsOf(it.Nums, r.Seq)
 	if !ok {
-		return inventory.Buckets{}, unavailable(errors.New("reservation: inventory buckets missing"))
+		return inventory.Buckets{}, reservationErrors.Unavailable(errors.New("reservation: inventory buckets missing"))
 	}
 	return b, nil
 }

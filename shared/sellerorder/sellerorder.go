@@ -231,18 +231,15 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func notFound() error { return errs.Absent("seller order") }
-
-func unavailable(err error) error {
-	return errs.Unavailablef(err, "seller order state could not be read safely")
-}
+// sellerOrderErrors is how the package's errors name its records.
+var sellerOrderErrors = errs.Record{Name: "seller order", Unreadable: "seller order state could not be read safely"}
 
 // Get reads one seller order.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Order, error) {
 	if !ids.Issued("so", id) {
-		return Order{}, notFound()
+		return Order{}, sellerOrderErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.SellerOrderKey(vendorID, id), decode, notFound(), unavailable)
+	return store.Read(ctx, s.Store, datamodel.SellerOrderKey(vendorID, id), decode, sellerOrderErrors.NotFound(), sellerOrderErrors.Unavailable)
 }
 
 // Filter narrows a list.
@@ -258,7 +255,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SellerOrderKey(vendorID, "").PK, Prefix: datamodel.SellerOrderPrefix, After: after}, limit, decode, keep)
 	if err != nil {
-		return store.PageOf[Order]{}, unavailable(err)
+		return store.PageOf[Order]{}, sellerOrderErrors.Unavailable(err)
 	}
 	return page, nil
 }

@@ -122,7 +122,8 @@ type Service struct {
 	Store store.Store
 }
 
-func unavailable(err error) error { return errs.Unavailablef(err, "stock effects could not be read") }
+// effectErrors is how the package's errors name its records.
+var effectErrors = errs.Record{Name: "stock effect", Unreadable: "stock effects could not be read"}
 
 func decode(it store.Item) (Effect, error) {
 	var e Effect
@@ -134,12 +135,11 @@ func decode(it store.Item) (Effect, error) {
 
 // Get reads one effect.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Effect, error) {
-	notFound := errs.Absent("stock effect")
 	itemID, v, ok := parseID(id)
 	if !ok || len(id) > 1100 {
-		return Effect{}, notFound
+		return Effect{}, effectErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.StockEffectKey(vendorID, itemID, v), decode, notFound, unavailable)
+	return store.Read(ctx, s.Store, datamodel.StockEffectKey(vendorID, itemID, v), decode, effectErrors.NotFound(), effectErrors.Unavailable)
 }
 
 // ListPrefix is the sort-key prefix of the effects List reads: the
@@ -160,7 +160,7 @@ func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: prefix, After: after}, limit, decode, nil)
 	if err != nil {
-		return store.PageOf[Effect]{}, unavailable(err)
+		return store.PageOf[Effect]{}, effectErrors.Unavailable(err)
 	}
 	return page, nil
 }

@@ -285,7 +285,8 @@ type Service struct {
 	Clock clock.Clock
 }
 
-func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs could not be read") }
+// syncJobErrors is how the package's errors name its records.
+var syncJobErrors = errs.Record{Name: "sync job", Unreadable: "sync jobs could not be read"}
 
 // PrepareCreate checks a submission against its connection and builds the
 // job and the operations that store it, conditioned on the connection as
@@ -352,7 +353,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	}
 	jobs, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.SyncJobKey(vendorID, "").PK, Prefix: datamodel.SyncJobPrefix, After: after}, limit, jobrun.Decode[Job], f.keep)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, syncJobErrors.Unavailable(err)
 	}
 	return store.MapPage(jobs, Job.View), nil
 }

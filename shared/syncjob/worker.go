@@ -35,25 +35,13 @@ const MaxBatch = 25
 // counts as a failed attempt and the job continues after a backoff.
 const MaxRaces = 20
 
-// Message is the work item of one sync job on queue.SyncJobs.
-type Message struct {
-	VendorID string `json:"vendor_id"`
-	ID       string `json:"sync_job_id"`
-}
-
-// Job names the message's job.
-func (m Message) Job() (vendorID, id string) { return m.VendorID, m.ID }
-
-// kind is how sync jobs are named, stored and queued.
+// kind is how sync jobs are named, stored, queued, started and given up.
 var kind = jobrun.Kind{Name: "sync job", IDPrefix: IDPrefix, Key: datamodel.SyncJobKey, Retention: Retention,
-	Queue: queue.SyncJobs, Parse: jobstart.Parse[Message]}
+	Start:       jobstart.Start{Prefix: datamodel.SyncJobPrefix, Queue: queue.SyncJobs, IDField: "sync_job_id"},
+	MaxAttempts: MaxAttempts, Exhausted: "the item could not be decided after %d attempts"}
 
 // Rule starts a job: the insert of a job item makes one message.
-func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
-	return jobstart.Rule(c, datamodel.SyncJobPrefix, queue.SyncJobs, func(vendorID, id string) jobstart.Message {
-		return Message{VendorID: vendorID, ID: id}
-	})
-}
+func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) { return kind.Rule(c) }
 
 // Worker decides the items of sync jobs.
 type Worker struct {
@@ -67,9 +55,6 @@ type Worker struct {
 
 // NewWorker builds a worker over st, sending continuations to q (may be nil).
 func NewWorker(st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) Worker {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	w := Worker{
 		Store:     st,
 		Clock:     c,
@@ -77,11 +62,7 @@ func NewWorker(st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) 
 		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
 		Conflicts: conflict.Service{Store: st, Clock: c},
 	}
-	w.jobs = jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, MaxAttempts: MaxAttempts,
-		Exhausted: func(n int) error {
-			return errs.Ef(errs.CodeServiceUnavailable, "the item could not be decided after %d attempts", n)
-		},
-		Recheck: w.recheck(auth.Service{Store: st, Clock: c})}
+	w.jobs = jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, Recheck: w.recheck(auth.Service{Store: st, Clock: c})}
 	return w
 }
 

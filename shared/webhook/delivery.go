@@ -288,7 +288,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	if err != nil {
 		if errs.As(err).Kind == errs.NotFound {
 			log.WarnContext(ctx, "webhook delivery dropped: the event has expired")
-			return d.replayOutcome(ctx, m, replayFailed)
+			return d.countOutcome(ctx, m, replayFailed)
 		}
 		return err
 	}
@@ -296,13 +296,13 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	if err != nil {
 		if errs.As(err).Kind == errs.NotFound {
 			log.InfoContext(ctx, "webhook delivery dropped: the subscription was deleted")
-			return d.replayOutcome(ctx, m, replaySkipped)
+			return d.countOutcome(ctx, m, replaySkipped)
 		}
 		return err
 	}
 	if sub.Status != StatusEnabled || (m.ReplayID == "" && !sub.Matches(ev.Type)) {
 		log.InfoContext(ctx, "webhook delivery dropped: the subscription is disabled or no longer receives this type")
-		return d.replayOutcome(ctx, m, replaySkipped)
+		return d.countOutcome(ctx, m, replaySkipped)
 	}
 	if err := sub.Open(ctx, d.Secrets); err != nil {
 		return err
@@ -379,7 +379,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *time.Time) error {
 	switch outcome {
 	case OutcomeSucceeded:
-		return d.replayOutcome(ctx, m, replayDelivered)
+		return d.countOutcome(ctx, m, replayDelivered)
 	case OutcomeFailed:
 		if next == nil {
 			return fmt.Errorf("webhook: failed attempt %s/%d has no next attempt", m.DeliveryID, m.Attempt)
@@ -389,7 +389,7 @@ func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *t
 		return d.send(ctx, retry, next.Sub(d.Clock.Now()))
 	}
 	if m.ReplayID != "" || m.RecoveryID != "" {
-		return d.replayOutcome(ctx, m, replayFailed)
+		return d.countOutcome(ctx, m, replayFailed)
 	}
 	return d.disableIfFailing(ctx, m)
 }

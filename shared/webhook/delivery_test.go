@@ -9,12 +9,7 @@ import (
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
-	"github.com/moku/sellerapi/shared/datamodel"
-
 	"github.com/moku/sellerapi/shared/event"
-	"github.com/moku/sellerapi/shared/queue"
-	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 func TestRetryCeilings(t *testing.T) {
@@ -90,76 +85,43 @@ func (s *sink) Send(_ context.Context, q string, body []byte, _ time.Duration) e
 // outcome yet, and never selects twice.
 func TestReplayResumesAfterACrash(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
-	clk.Tick(time.Millisecond)
-	st, err := sqlite.Open(t.TempDir(), sqlite.WithClock(clk.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	svc := Service{Store: st, Clock: clk, Policy: Policy{AllowLoopback: true}, Secrets: testBox(t)}
-	const vendorID = "ven_1"
-	var subs []string
-	for i := 0; i < 3; i++ {
-		prep, err := svc.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS("http://127.0.0.1:9/hook"), EventTypes: []string{"product.created"}})
-		v, ops := prep.View, prep.Ops
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Transact(ctx, ops...); err != nil {
-			t.Fatal(err)
-		}
-		subs = append(subs, v.ID)
-	}
-	ev := event.New(clk.Now(), vendorID, event.ProductCreated, "product", "prd_1", nil)
-	op, _ := event.Op(ev)
-	if err := st.Transact(ctx, op); err != nil {
-		t.Fatal(err)
-	}
-	rv, err := svc.CreateReplay(ctx, vendorID, ev.ID, ReplayInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, _ := json.Marshal(replayJob{VendorID: vendorID, EventID: ev.ID, ReplayID: rv.ReplayID})
-	msg := queue.Message{ID: "m1", Queue: queue.EventReplays, Body: job}
+	f := newReplayFixture(t, 3)
+	st, clk, subs, msg := f.st, f.clk, f.subs, f.msg
 
 	// The queue is down after the selection is stored: the handler fails.
 	down := &sink{fail: errors.New("queue unavailable")}
 	if err := (Replayer{Store: st, Clock: clk, Queue: down}).Handle(ctx, msg); err == nil {
 		t.Fatal("handled without queueing the deliveries")
 	}
-	got, _ := svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
-	if got.Status != ReplayRunning || *got.Total != 3 {
+	if got := f.get(t); got.Status != ReplayRunning || *got.Total != 3 {
 		t.Fatalf("after the crash: %+v", got)
 	}
 	// One destination's outcome is in before the retry.
 	d := Deliverer{Store: st, Clock: clk}
-	first := Message{VendorID: vendorID, EventID: ev.ID, SubscriptionID: subs[0], ReplayID: rv.ReplayID, DeliveryID: DeliveryID(ev.ID, subs[0], rv.ReplayID)}
-	if err := d.replayOutcome(ctx, first, replayDelivered); err != nil {
+	first := Message{VendorID: fixtureVendor, EventID: f.ev.ID, SubscriptionID: subs[0], ReplayID: f.rv.ID, DeliveryID: DeliveryID(f.ev.ID, subs[0], f.rv.ID)}
+	if err := d.countOutcome(ctx, first, replayDelivered); err != nil {
 		t.Fatal(err)
 	}
 	// Counted once, however often it is reported.
-	if err := d.replayOutcome(ctx, first, replayDelivered); err != nil {
+	if err := d.countOutcome(ctx, first, replayDelivered); err != nil {
 		t.Fatal(err)
 	}
 	up := &sink{}
 	if err := (Replayer{Store: st, Clock: clk, Queue: up}).Handle(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	if len(up.sent) != 2 || up.sent[0].SubscriptionID != subs[1] || up.sent[1].SubscriptionID != subs[2] || up.sent[0].ReplayID != rv.ReplayID {
+	if len(up.sent) != 2 || up.sent[0].SubscriptionID != subs[1] || up.sent[1].SubscriptionID != subs[2] || up.sent[0].ReplayID != f.rv.ID {
 		t.Fatalf("resumed with %+v", up.sent)
 	}
-	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
-	if got.Status != ReplayRunning || *got.Total != 3 || got.Delivered != 1 {
+	if got := f.get(t); got.Status != ReplayRunning || *got.Total != 3 || got.Delivered != 1 {
 		t.Fatalf("still running: %+v", got)
 	}
 	for _, m := range up.sent {
-		if err := d.replayOutcome(ctx, m, replaySkipped); err != nil {
+		if err := d.countOutcome(ctx, m, replaySkipped); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, _ = svc.GetReplay(ctx, vendorID, ev.ID, rv.ReplayID)
-	if got.Status != ReplayCompleted || got.Delivered != 1 || got.Skipped != 2 || got.CompletedAt == nil {
+	if got := f.get(t); got.Status != ReplayCompleted || got.Delivered != 1 || got.Skipped != 2 || got.CompletedAt == nil {
 		t.Fatalf("completed: %+v", got)
 	}
 	// Handled again once complete, it does nothing.
@@ -167,14 +129,7 @@ func TestReplayResumesAfterACrash(t *testing.T) {
 	if err := (Replayer{Store: st, Clock: clk, Queue: again}).Handle(ctx, msg); err != nil || len(again.sent) != 0 {
 		t.Fatalf("a completed replay re-sent %d: %v", len(again.sent), err)
 	}
-	items, _ := st.Query(ctx, store.Query{PK: "VENDOR#" + vendorID, Prefix: datamodel.EventPrefix, Limit: 100})
-	completed := 0
-	for _, it := range items {
-		if e, _ := event.Decode(it); e.Type == event.EventReplayCompleted {
-			completed++
-		}
-	}
-	if completed != 1 {
-		t.Fatalf("%d event_replay.completed events", completed)
+	if n := completions(t, st, event.EventReplayCompleted); n != 1 {
+		t.Fatalf("%d event_replay.completed events", n)
 	}
 }

@@ -15,12 +15,10 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
@@ -55,6 +53,19 @@ const (
 // subscription's types read so far), skipped (delivered before, or
 // dropped when their delivery came up), delivered, failed, and pending.
 type Recovery struct {
+	RecoveryHead
+	// Cursor is the event log's sort key the next page starts after; ""
+	// before the first page.
+	Cursor string `json:"cursor,omitempty"`
+	// InFlight are the events of the last page queued for delivery.
+	InFlight []string `json:"in_flight,omitempty"`
+	// Done is set once the last page has been read.
+	Done bool `json:"done,omitempty"`
+	JobTimes
+}
+
+// RecoveryHead is what a recovery is and shows alike.
+type RecoveryHead struct {
 	ID             string    `json:"id"`
 	VendorID       string    `json:"vendor_id"`
 	SubscriptionID string    `json:"subscription_id"`
@@ -63,45 +74,51 @@ type Recovery struct {
 	Status         string    `json:"status"`
 	// Reason says why a failed recovery stopped early; nil otherwise.
 	Reason *string `json:"reason"`
-	// Cursor is the event log's sort key the next page starts after; ""
-	// before the first page.
-	Cursor string `json:"cursor,omitempty"`
-	// InFlight are the events of the last page queued for delivery.
-	InFlight []string `json:"in_flight,omitempty"`
-	// Done is set once the last page has been read.
-	Done        bool       `json:"done,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	StartedAt   *time.Time `json:"started_at"`
-	CompletedAt *time.Time `json:"completed_at"`
 }
 
 // RecoveryView is a recovery as the API shows it.
 type RecoveryView struct {
-	ID             string     `json:"id"`
-	VendorID       string     `json:"vendor_id"`
-	SubscriptionID string     `json:"subscription_id"`
-	Since          time.Time  `json:"since"`
-	Until          time.Time  `json:"until"`
-	Status         string     `json:"status"`
-	Reason         *string    `json:"reason"`
-	Total          int64      `json:"total"`
-	Delivered      int64      `json:"delivered"`
-	Failed         int64      `json:"failed"`
-	Skipped        int64      `json:"skipped"`
-	CreatedAt      time.Time  `json:"created_at"`
-	StartedAt      *time.Time `json:"started_at"`
-	CompletedAt    *time.Time `json:"completed_at"`
+	RecoveryHead
+	Total int64 `json:"total"`
+	Outcomes
+	JobTimes
 }
 
-func decodeRecovery(it store.Item) (Recovery, RecoveryView, error) {
-	var r Recovery
-	if err := json.Unmarshal(it.Data, &r); err != nil {
-		return Recovery{}, RecoveryView{}, fmt.Errorf("webhook: decode %s: %w", it.SK, err)
+func (rc Recovery) view(t tally) RecoveryView {
+	return RecoveryView{RecoveryHead: rc.RecoveryHead, Total: t.Total, Outcomes: t.Outcomes, JobTimes: rc.JobTimes}
+}
+
+func (rc *Recovery) running() bool { return rc.Status == ReplayRunning }
+func (rc *Recovery) more() bool    { return !rc.Done }
+
+func (rc *Recovery) message() replayJob {
+	return replayJob{Kind: jobRecovery, VendorID: rc.VendorID, SubscriptionID: rc.SubscriptionID, RecoveryID: rc.ID, After: rc.Cursor}
+}
+
+// delay is until the window's end is event.Settle old (at most
+// queue.MaxDelay), so that every event stamped before it has committed.
+func (rc *Recovery) delay(now time.Time) time.Duration {
+	return min(max(rc.Until.Add(event.Settle).Sub(now), 0), queue.MaxDelay)
+}
+
+// delivery is an event's delivery, in the slow lane.
+func (rc *Recovery) delivery(eventID string, successes int64) Message {
+	return Message{VendorID: rc.VendorID, EventID: eventID, SubscriptionID: rc.SubscriptionID, DeliveryID: DeliveryID(eventID, rc.SubscriptionID, rc.ID),
+		RecoveryID: rc.ID, Successes: successes, Lane: LaneSlow}
+}
+
+func (rc *Recovery) end(now time.Time, t tally) {
+	rc.Status, rc.CompletedAt, rc.InFlight = t.final(), &now, nil
+}
+
+func (rc *Recovery) ended(t tally) *event.Event {
+	if rc.CompletedAt == nil {
+		return nil
 	}
-	v := RecoveryView{ID: r.ID, VendorID: r.VendorID, SubscriptionID: r.SubscriptionID, Since: r.Since, Until: r.Until, Status: r.Status, Reason: r.Reason,
-		Total: it.Nums[datamodel.ReplayTotalAttr], Delivered: it.Nums[datamodel.ReplayDeliveredAttr], Failed: it.Nums[datamodel.ReplayFailedAttr],
-		Skipped: it.Nums[datamodel.ReplaySkippedAttr], CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt}
-	return r, v, nil
+	ev := event.New(*rc.CompletedAt, rc.VendorID, event.WebhookRecoveryCompleted, "webhook_recovery", rc.ID, map[string]any{
+		"subscription_id": rc.SubscriptionID, "since": rc.Since, "until": rc.Until, "status": rc.Status, "reason": rc.Reason,
+		"total": t.Total, "delivered": t.Delivered, "failed": t.Failed, "skipped": t.Skipped})
+	return &ev
 }
 
 // RecoverInput is a parsed recover body.
@@ -154,8 +171,6 @@ func CheckWindow(field string, since time.Time, until *time.Time, now time.Time)
 	return end, nil
 }
 
-func recoveryNotFound() error { return errs.Absent("recovery") }
-
 func disabledConflict(id string) error {
 	return errs.Ef(errs.CodeWebhookSubscriptionState, "webhook subscription %s is disabled: its deliveries would be dropped; re-enable it with PATCH {\"status\": \"enabled\", \"recover_since\": ...}", id)
 }
@@ -163,16 +178,13 @@ func disabledConflict(id string) error {
 // newRecovery builds the item of a queued recovery of sub over [since,
 // end) and the operation that stores it.
 func newRecovery(now time.Time, sub Subscription, since, end time.Time) (RecoveryView, store.Op, error) {
-	rc := Recovery{ID: ids.Sortable("rcv", now), VendorID: sub.VendorID, SubscriptionID: sub.ID, Since: since, Until: end, Status: ReplayQueued, CreatedAt: now}
-	doc, err := json.Marshal(rc)
+	rc := Recovery{RecoveryHead: RecoveryHead{ID: ids.Sortable("rcv", now), VendorID: sub.VendorID, SubscriptionID: sub.ID, Since: since, Until: end,
+		Status: ReplayQueued}, JobTimes: JobTimes{CreatedAt: now}}
+	it, err := recoveryKind.item(datamodel.RecoveryKey(sub.VendorID, sub.ID, rc.ID), rc, now)
 	if err != nil {
 		return RecoveryView{}, store.Op{}, err
 	}
-	k := datamodel.RecoveryKey(sub.VendorID, sub.ID, rc.ID)
-	it := store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: doc, ExpiresAt: now.Add(RecoveryRetention).Unix(),
-		Nums: map[string]int64{datamodel.ReplayTotalAttr: 0, datamodel.ReplayDeliveredAttr: 0, datamodel.ReplayFailedAttr: 0, datamodel.ReplaySkippedAttr: 0, datamodel.ReplayPendingAttr: 0}}
-	_, v, err := decodeRecovery(it)
-	return v, store.Put(it, store.IfAbsent()), err
+	return rc.view(tallyOf(it)), store.Put(it, store.IfAbsent()), nil
 }
 
 // PrepareRecover checks the subscription (it must exist and be enabled)
@@ -197,25 +209,23 @@ func (s Service) PrepareRecover(ctx context.Context, vendorID, subID string, in 
 		return store.Prepared[RecoveryView]{}, err
 	}
 	ops := []store.Op{put, store.Check(datamodel.SubscriptionKey(vendorID, subID), store.Cond{Exists: true})}
-	explain := func(*store.ConditionError) error { return notFound() }
+	explain := func(*store.ConditionError) error { return subscriptionErrors.NotFound() }
 	return store.Prepared[RecoveryView]{View: v, Ops: ops, Explain: explain}, nil
 }
 
 // GetRecovery reads a recovery of a subscription.
 func (s Service) GetRecovery(ctx context.Context, vendorID, subID, recoveryID string) (RecoveryView, error) {
-	if !ids.Issued("whsub", subID) || !ids.Issued("rcv", recoveryID) {
-		return RecoveryView{}, recoveryNotFound()
-	}
-	return store.Read(ctx, s.Store, datamodel.RecoveryKey(vendorID, subID, recoveryID), viewOf(decodeRecovery), recoveryNotFound(), func(err error) error {
-		return errs.Unavailablef(err, "the recovery could not be read")
-	})
+	return readView(ctx, s.Store, recoveryKind, ids.Issued("whsub", subID) && ids.Issued("rcv", recoveryID),
+		datamodel.RecoveryKey(vendorID, subID, recoveryID), Recovery.view)
 }
 
 // jobRecovery is replayJob.Kind for a recovery's message.
 const jobRecovery = "recovery"
 
+// recoveryJob is the message that runs rc's page after the cursor after.
 func recoveryJob(rc Recovery, after string) ([]byte, error) {
-	return json.Marshal(replayJob{Kind: jobRecovery, VendorID: rc.VendorID, SubscriptionID: rc.SubscriptionID, RecoveryID: rc.ID, After: after})
+	rc.Cursor = after
+	return json.Marshal(rc.message())
 }
 
 // recover runs a recovery's message: the page after job.After, when that
@@ -227,46 +237,53 @@ func (r Replayer) recover(ctx context.Context, job replayJob, receives int) erro
 	k := datamodel.RecoveryKey(job.VendorID, job.SubscriptionID, job.RecoveryID)
 	after := job.After
 	for range RecoveryQuietPages {
-		it, err := r.Store.Get(ctx, k)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+		it, j, found, err := r.jobs().load(ctx, recoveryKind, k)
+		if !found {
 			return err
 		}
-		rc, v, err := decodeRecovery(it)
-		if err != nil {
-			return err
-		}
+		rc := j.(*Recovery)
 		if rc.Status != ReplayQueued && rc.Status != ReplayRunning {
 			return nil
 		}
-		if wait := rc.Until.Add(event.Settle).Sub(r.Clock.Now()); rc.Status == ReplayQueued && wait > 0 {
+		if wait := rc.delay(r.Clock.Now()); rc.Status == ReplayQueued && wait > 0 {
 			// Early (a queue that did not keep the delay): not before until
 			// is settled.
-			b, err := recoveryJob(rc, after)
+			b, err := recoveryJob(*rc, after)
 			if err != nil {
 				return err
 			}
-			return r.Queue.Send(ctx, queue.EventReplays, b, min(wait, queue.MaxDelay))
+			return r.Queue.Send(ctx, queue.EventReplays, b, wait)
 		}
-		if rc.Cursor != after || it.Nums[datamodel.ReplayPendingAttr] > 0 {
+		if rc.Cursor != after || tallyOf(it).Pending > 0 {
 			if receives > 1 {
-				return recoveries{r.Store, r.Clock, r.Queue}.nudge(ctx, it, rc, true)
+				return r.jobs().settle(ctx, recoveryKind, it, rc, r.requeue(ctx))
 			}
 			return nil
 		}
-		next, sent, err := r.page(ctx, it, rc, v)
+		next, sent, err := r.page(ctx, it, rc)
 		if err != nil || sent || next == nil {
 			return err
 		}
 		after = *next
 	}
-	b, err := recoveryJob(Recovery{ID: job.RecoveryID, VendorID: job.VendorID, SubscriptionID: job.SubscriptionID}, after)
+	b, err := recoveryJob(Recovery{RecoveryHead: RecoveryHead{ID: job.RecoveryID, VendorID: job.VendorID, SubscriptionID: job.SubscriptionID}}, after)
 	if err != nil {
 		return err
 	}
 	return r.Queue.Send(ctx, queue.EventReplays, b, 0)
+}
+
+// requeue queues again the deliveries of a recovery's page that have no
+// outcome (after a crash between recording the page and queueing it).
+func (r Replayer) requeue(ctx context.Context) func(record) error {
+	return func(j record) error {
+		rc := j.(*Recovery)
+		sub, err := Service{Store: r.Store, Clock: r.Clock}.Get(ctx, rc.VendorID, rc.SubscriptionID)
+		if err != nil && errs.As(err).Kind != errs.NotFound {
+			return err
+		}
+		return r.jobs().requeue(ctx, recoveryKind, rc, sub.Successes, rc.InFlight)
+	}
 }
 
 // page reads the recovery's next page of events, records it (the cursor,
@@ -275,7 +292,7 @@ func (r Replayer) recover(ctx context.Context, job replayJob, receives int) erro
 // next is the cursor to go on from when the page queued nothing and more
 // may follow; sent reports deliveries queued; neither means the recovery
 // is over, or another worker took the page.
-func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v RecoveryView) (next *string, sent bool, err error) {
+func (r Replayer) page(ctx context.Context, it store.Item, rc *Recovery) (next *string, sent bool, err error) {
 	now := r.Clock.Now()
 	if rc.StartedAt == nil {
 		rc.Status, rc.StartedAt = ReplayRunning, &now
@@ -290,7 +307,7 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v Recove
 			reason = RecoveryStoppedDeleted
 		}
 		rc.Status, rc.Reason, rc.CompletedAt, rc.InFlight = ReplayFailed, &reason, &now, nil
-		if err := r.commitPage(ctx, it, rc, v, nil); err != nil && !store.IsCondition(err) {
+		if err := r.jobs().write(ctx, it, rc, nil, false); err != nil && !store.IsCondition(err) {
 			return nil, false, err
 		}
 		return nil, false, nil
@@ -324,18 +341,18 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v Recove
 	}
 	rc.Done = !events.More
 	if rc.Done && len(rc.InFlight) == 0 {
-		rc.Status, rc.CompletedAt = finalStatus(v.Delivered, v.Failed), &now
+		rc.Status, rc.CompletedAt = tallyOf(it).final(), &now
 	}
 	deltas := map[string]int64{datamodel.ReplayTotalAttr: int64(len(found)), datamodel.ReplaySkippedAttr: int64(len(found) - len(rc.InFlight)),
 		datamodel.ReplayPendingAttr: int64(len(rc.InFlight))}
-	if err := r.commitPage(ctx, it, rc, v, deltas); err != nil {
+	if err := r.jobs().write(ctx, it, rc, deltas, false); err != nil {
 		if store.IsCondition(err) {
 			return nil, false, nil // another worker took this page
 		}
 		return nil, false, err
 	}
 	if len(rc.InFlight) > 0 {
-		return nil, true, recoveries{r.Store, r.Clock, r.Queue}.queue(ctx, rc, sub.Successes, rc.InFlight)
+		return nil, true, r.jobs().fan(ctx, recoveryKind, rc, sub.Successes, rc.InFlight)
 	}
 	if rc.CompletedAt != nil {
 		return nil, false, nil
@@ -343,45 +360,11 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v Recove
 	return &rc.Cursor, false, nil
 }
 
-// commitPage writes rc with deltas, conditioned on the version read, with
-// the completion event when rc is over.
-func (r Replayer) commitPage(ctx context.Context, it store.Item, rc Recovery, v RecoveryView, deltas map[string]int64) error {
-	doc, err := json.Marshal(rc)
-	if err != nil {
-		return err
-	}
-	ops := []store.Op{store.Update(it.Key(), doc, it.Version+1, deltas, store.IfVersion(it.Version))}
-	if rc.CompletedAt != nil {
-		v.Status, v.Reason = rc.Status, rc.Reason
-		v.Total += deltas[datamodel.ReplayTotalAttr]
-		v.Skipped += deltas[datamodel.ReplaySkippedAttr]
-		ev, err := recoveryEvent(*rc.CompletedAt, v)
-		if err != nil {
-			return err
-		}
-		ops = append(ops, ev)
-	}
-	return r.Store.Transact(ctx, ops...)
-}
-
 // windowStart is the sort key just before the first event of since's
 // millisecond: the floor id without its trailing zeros, a prefix of
 // every id of that millisecond and after every id before it.
 func windowStart(since time.Time) string {
 	return datamodel.EventPrefix + strings.TrimRight(ids.SortableFloor("evt", since), "0")
-}
-
-func finalStatus(delivered, failed int64) string {
-	if delivered == 0 && failed > 0 {
-		return ReplayFailed
-	}
-	return ReplayCompleted
-}
-
-func recoveryEvent(now time.Time, v RecoveryView) (store.Op, error) {
-	return event.Op(event.New(now, v.VendorID, event.WebhookRecoveryCompleted, "webhook_recovery", v.ID, map[string]any{
-		"subscription_id": v.SubscriptionID, "since": v.Since, "until": v.Until, "status": v.Status, "reason": v.Reason,
-		"total": v.Total, "delivered": v.Delivered, "failed": v.Failed, "skipped": v.Skipped}))
 }
 
 // delivered reports which of the events the subscription has received
@@ -419,130 +402,4 @@ func delivered(ctx context.Context, st store.Store, vendorID, subID string, even
 		}
 	}
 	return out, nil
-}
-
-// recoveries are the steps of a recovery both workers take: the replay
-// worker's pages, and the delivery worker's outcomes.
-type recoveries struct {
-	Store store.Store
-	Clock clock.Clock
-	Queue queue.Sender
-}
-
-// queue sends the deliveries of events to the slow lane.
-func (rs recoveries) queue(ctx context.Context, rc Recovery, successes int64, eventIDs []string) error {
-	now := rs.Clock.Now()
-	for _, id := range eventIDs {
-		m := Message{VendorID: rc.VendorID, EventID: id, SubscriptionID: rc.SubscriptionID, DeliveryID: DeliveryID(id, rc.SubscriptionID, rc.ID),
-			RecoveryID: rc.ID, Attempt: 1, CreatedAt: now, NotBefore: now, Successes: successes, Lane: LaneSlow}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		if err := rs.Queue.Send(ctx, queue.WebhookSlowLane, b, 0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// nudge moves a running recovery on from where it stands: with requeue,
-// it queues again the deliveries of its page that have no outcome (after
-// a crash between recording the page and queueing it; the attempts'
-// claims drop what was queued already); with nothing pending, it sends
-// the job on to the next page, or completes the recovery after its last.
-func (rs recoveries) nudge(ctx context.Context, it store.Item, rc Recovery, requeue bool) error {
-	k := it.Key()
-	for range 3 {
-		if rc.Status != ReplayRunning {
-			return nil
-		}
-		if it.Nums[datamodel.ReplayPendingAttr] > 0 {
-			if !requeue {
-				return nil
-			}
-			open, err := unmarked(ctx, rs.Store, rc.InFlight, func(id string) store.Key {
-				return datamodel.RecoveryEventKey(rc.VendorID, rc.ID, id)
-			})
-			if err != nil {
-				return err
-			}
-			sub, err := Service{Store: rs.Store, Clock: rs.Clock}.Get(ctx, rc.VendorID, rc.SubscriptionID)
-			if err != nil && errs.As(err).Kind != errs.NotFound {
-				return err
-			}
-			return rs.queue(ctx, rc, sub.Successes, open)
-		}
-		if !rc.Done {
-			b, err := recoveryJob(rc, rc.Cursor)
-			if err != nil {
-				return err
-			}
-			return rs.Queue.Send(ctx, queue.EventReplays, b, 0)
-		}
-		_, v, err := decodeRecovery(it)
-		if err != nil {
-			return err
-		}
-		now := rs.Clock.Now()
-		rc.Status, rc.CompletedAt, rc.InFlight = finalStatus(v.Delivered, v.Failed), &now, nil
-		v.Status = rc.Status
-		doc, err := json.Marshal(rc)
-		if err != nil {
-			return err
-		}
-		ev, err := recoveryEvent(now, v)
-		if err != nil {
-			return err
-		}
-		cond := store.IfVersion(it.Version)
-		cond.Bounds = []store.Bound{{Attr: datamodel.ReplayPendingAttr, Cmp: store.LE, Value: 0}}
-		err = rs.Store.Transact(ctx, store.Update(k, doc, it.Version+1, nil, cond), ev)
-		if !store.IsCondition(err) {
-			return err
-		}
-		// Changed meanwhile: look again.
-		if it, err = rs.Store.Get(ctx, k); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return nil
-			}
-			return err
-		}
-		if rc, _, err = decodeRecovery(it); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// recoveryOutcome counts a recovery delivery's outcome once (a marker
-// created in the same transaction as the counters), then nudges the
-// recovery on, also when the outcome was counted already (the message
-// handled again after a crash between the two).
-func (d Deliverer) recoveryOutcome(ctx context.Context, m Message, outcome string) error {
-	now := d.Clock.Now()
-	k := datamodel.RecoveryKey(m.VendorID, m.SubscriptionID, m.RecoveryID)
-	mk := datamodel.RecoveryEventKey(m.VendorID, m.RecoveryID, m.EventID)
-	mark, err := json.Marshal(map[string]any{"outcome": outcome, "delivery_id": m.DeliveryID, "at": now})
-	if err != nil {
-		return err
-	}
-	err = d.Store.Transact(ctx,
-		store.Put(store.Item{PK: mk.PK, SK: mk.SK, Version: 1, Data: mark, ExpiresAt: now.Add(RecoveryRetention).Unix()}, store.IfAbsent()),
-		store.Add(k, map[string]int64{outcome: 1, datamodel.ReplayPendingAttr: -1}, 0, store.Cond{Exists: true}))
-	if err != nil && !store.IsCondition(err) {
-		return err
-	}
-	it, err := d.Store.Get(ctx, k)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	rc, _, err := decodeRecovery(it)
-	if err != nil {
-		return err
-	}
-	return recoveries{d.Store, d.Clock, d.Queue}.nudge(ctx, it, rc, false)
 }

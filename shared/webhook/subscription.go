@@ -184,18 +184,15 @@ type Service struct {
 	Secrets *envelope.Box
 }
 
-func notFound() error { return errs.Absent("webhook subscription") }
-
-func unavailable(err error) error {
-	return errs.Unavailablef(err, "webhook subscriptions could not be read")
-}
+// subscriptionErrors is how the package's errors name its records.
+var subscriptionErrors = errs.Record{Name: "webhook subscription", Unreadable: "webhook subscriptions could not be read"}
 
 // Get reads a subscription.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Subscription, error) {
 	if !ids.Issued("whsub", id) {
-		return Subscription{}, notFound()
+		return Subscription{}, subscriptionErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.SubscriptionKey(vendorID, id), Decode, notFound(), unavailable)
+	return store.Read(ctx, s.Store, datamodel.SubscriptionKey(vendorID, id), Decode, subscriptionErrors.NotFound(), subscriptionErrors.Unavailable)
 }
 
 // List reads a page of subscriptions, oldest first.
@@ -205,7 +202,7 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (s
 	}
 	page, err := store.Page(ctx, s.Store, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, After: after}, limit, Decode, nil)
 	if err != nil {
-		return store.PageOf[View]{}, unavailable(err)
+		return store.PageOf[View]{}, subscriptionErrors.Unavailable(err)
 	}
 	return store.MapPage(page, Subscription.View), nil
 }
@@ -261,7 +258,7 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	case errors.Is(err, store.ErrNotFound):
 		count = store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: map[string]int64{datamodel.SubscriptionCountAttr: 1}}, store.IfAbsent())
 	case err != nil:
-		return store.Prepared[WithSecret]{}, unavailable(err)
+		return store.Prepared[WithSecret]{}, subscriptionErrors.Unavailable(err)
 	case cit.Nums[datamodel.SubscriptionCountAttr] >= MaxSubscriptions:
 		return store.Prepared[WithSecret]{}, limitErr()
 	default:
@@ -446,7 +443,7 @@ func (s Service) Delete(ctx context.Context, vendorID, id string) error {
 			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.GT, Value: 0}}}),
 		ev)
 	if store.IsCondition(err) {
-		return notFound()
+		return subscriptionErrors.NotFound()
 	}
 	if err != nil {
 		var e *errs.Error
@@ -467,7 +464,7 @@ func (s Service) Delete(ctx context.Context, vendorID, id string) error {
 func (s Service) SealPlaintext(ctx context.Context, vendorID string) (int, error) {
 	items, err := s.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(vendorID), Prefix: datamodel.SubscriptionPrefix, Limit: 100})
 	if err != nil {
-		return 0, unavailable(err)
+		return 0, subscriptionErrors.Unavailable(err)
 	}
 	n := 0
 	for _, it := range items {
