@@ -50,6 +50,10 @@ type App struct {
 	// wires it (WithKeySource; awsapp does when SELLERAPI_KMS_KEY_ARN is
 	// set), otherwise from the local master key file.
 	Secrets *envelope.Box
+	// Services are the process's services over Store, built once by New
+	// (NewServices): the handler, the works and the admin commands
+	// receive them.
+	Services Services
 
 	opener Opener
 	local  *Local
@@ -158,6 +162,7 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 		}
 		a.Secrets = envelope.New(envelope.NewKeyFile(cfg.LocalKeyFile()))
 	}
+	a.Services = NewServices(a, a.Store)
 	if a.local != nil {
 		bg, err := a.newBackground(*a.local)
 		if err != nil {
@@ -169,13 +174,13 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 }
 
 // Handler builds the HTTP handler serving groups (and knowing every
-// group's paths, Mounted).
+// group's paths, Mounted) over the app's services.
 func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Server, error) {
 	cursors, err := a.CursorKeys().Live(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver, WebhookAWS: a.WebhookAWS}, Mounted(groups...)...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Services: a.Services.API}, Mounted(groups...)...)
 }
 
 // Mounted is what a process serving groups mounts: the groups, and every

@@ -283,6 +283,16 @@ func domainName(kind string) string {
 type Service struct {
 	Store store.Store
 	Clock clock.Clock
+	// Connections reads the connection a job is for.
+	Connections connection.Service
+}
+
+// With is s, and the connection service it calls, reading and writing
+// through st, a request's view of the store: the root builds the service
+// once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store, s.Connections = st, s.Connections.With(st)
+	return s
 }
 
 func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs could not be read") }
@@ -292,7 +302,7 @@ func unavailable(err error) error { return errs.Unavailablef(err, "sync jobs cou
 // read; the caller commits them with its receipt. Its Explain explains a lost
 // race on the connection as worth another run.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (store.Prepared[View], error) {
-	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, sub.ConnectionID)
+	c, _, _, err := s.Connections.Get(ctx, vendorID, sub.ConnectionID)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
-	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
@@ -65,23 +64,28 @@ type Worker struct {
 	jobs      jobrun.Runner[Job, *Job]
 }
 
-// NewWorker builds a worker over st, sending continuations to q (may be nil).
-func NewWorker(st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) Worker {
+// Services are the services a worker calls, built by the process's root
+// (app.NewServices).
+type Services struct {
+	Pairings  pairing.Service
+	Inventory inventory.Service
+	Conflicts conflict.Service
+	// Tokens rechecks the job's credential before each item.
+	Tokens auth.Service
+}
+
+// NewWorker builds a worker calling svc, keeping its jobs in st and
+// sending continuations to q (may be nil).
+func NewWorker(svc Services, st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := Worker{
-		Store:     st,
-		Clock:     c,
-		Pairings:  pairing.Service{Store: st, Clock: c, Connections: connection.Service{Store: st, Clock: c}},
-		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
-		Conflicts: conflict.Service{Store: st, Clock: c},
-	}
+	w := Worker{Store: st, Clock: c, Pairings: svc.Pairings, Inventory: svc.Inventory, Conflicts: svc.Conflicts}
 	w.jobs = jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, MaxAttempts: MaxAttempts,
 		Exhausted: func(n int) error {
 			return errs.Ef(errs.CodeServiceUnavailable, "the item could not be decided after %d attempts", n)
 		},
-		Recheck: w.recheck(auth.Service{Store: st, Clock: c})}
+		Recheck: w.recheck(svc.Tokens)}
 	return w
 }
 

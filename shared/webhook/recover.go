@@ -280,7 +280,7 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc Recovery, v Recove
 	if rc.StartedAt == nil {
 		rc.Status, rc.StartedAt = ReplayRunning, &now
 	}
-	sub, err := Service{Store: r.Store, Clock: r.Clock}.Get(ctx, rc.VendorID, rc.SubscriptionID)
+	sub, err := get(ctx, r.Store, rc.VendorID, rc.SubscriptionID)
 	if err != nil && errs.As(err).Kind != errs.NotFound {
 		return nil, false, err
 	}
@@ -467,7 +467,7 @@ func (rs recoveries) nudge(ctx context.Context, it store.Item, rc Recovery, requ
 			if err != nil {
 				return err
 			}
-			sub, err := Service{Store: rs.Store, Clock: rs.Clock}.Get(ctx, rc.VendorID, rc.SubscriptionID)
+			sub, err := get(ctx, rs.Store, rc.VendorID, rc.SubscriptionID)
 			if err != nil && errs.As(err).Kind != errs.NotFound {
 				return err
 			}
