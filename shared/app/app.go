@@ -1,8 +1,11 @@
 // Package app assembles the service from the adapters its caller wires:
 // the store, the media store and, in a process that runs its own
 // background work, the change feed and the work queue (Local); with the
-// clock, the JSON logger and the cursor key. Every Lambda's main (through
-// app/awsapp) and the local binary build one App and mount its handler.
+// clock, the JSON logger and the cursor key. It is every process's
+// composition root: New builds each service once over the adapters
+// (NewServices), and the handler, the works and the admin commands
+// receive them. Every Lambda's main (through app/awsapp) and the local
+// binary build one App and mount its handler.
 // app imports no adapter: what it needs of one beyond the ports is a small
 // interface here (MessageQueue, BatchQueue). Nothing here holds business
 // rules.
