@@ -45,5 +45,7 @@ func newHandler(ctx context.Context, opts ...app.Option) (admin.Service, error) 
 	if err != nil {
 		return admin.Service{}, err
 	}
-	return admin.Service{Store: a.Store, Clock: a.Clock, MaxTokenLifetime: admin.DeployedTokenLifetime, Secrets: a.Secrets, Log: a.Log}, nil
+	h := a.Services.Admin
+	h.MaxTokenLifetime = admin.DeployedTokenLifetime
+	return h, nil
 }

@@ -28,7 +28,6 @@ import (
 	"os"
 	"time"
 
-	adminpkg "github.com/moku/sellerapi/shared/admin"
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/cmdline"
 	"github.com/moku/sellerapi/shared/config"
@@ -139,7 +138,7 @@ func admin(ctx context.Context, c cmdline.Admin, args []string, stdout io.Writer
 		return err
 	}
 	defer a.Close()
-	res, err := adminpkg.Service{Store: a.Store, Clock: a.Clock, Secrets: a.Secrets}.Do(ctx, req)
+	res, err := a.Services.Admin.Do(ctx, req)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/admin"
+	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -347,7 +349,8 @@ func (d *Drill) copyTags(ctx context.Context, src, tgt *types.TableDescription) 
 // check runs the admin function's store.check on the restored table.
 func (d *Drill) check(ctx context.Context) (admin.Check, error) {
 	st := dynamodb.New(d.Client, d.Target, dynamodb.WithClock(d.Now))
-	res, err := admin.Service{Store: st, Clock: clockFunc(d.Now), Secrets: d.Secrets}.Do(ctx, admin.Request{Action: admin.StoreCheck, Vendor: d.Vendor})
+	res, err := admin.Service{Store: st, Clock: clockFunc(d.Now), Secrets: d.Secrets,
+		Vendors: account.Service{Store: st, Clock: clockFunc(d.Now)}, Catalog: catalog.Service{Store: st, Clock: clockFunc(d.Now)}}.Do(ctx, admin.Request{Action: admin.StoreCheck, Vendor: d.Vendor})
 	if err != nil {
 		return admin.Check{}, fmt.Errorf("store.check on %s: %w", d.Target, err)
 	}

@@ -38,13 +38,14 @@ import (
 
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
-	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // The actions.
@@ -115,6 +116,14 @@ type Service struct {
 	// Log, when set, receives one line per action: what was asked, what it
 	// acted on, the outcome; never a secret.
 	Log *slog.Logger
+
+	// The services the actions call, built by the process's root
+	// (app.NewServices) over Store.
+	Vendors  account.Service
+	Tokens   auth.Service
+	Pairings pairing.Service
+	Webhooks webhook.Service
+	Catalog  catalog.Service
 }
 
 // DeployedTokenLifetime is the longest a token issued by a deployed stage's
@@ -177,8 +186,7 @@ func refused(e *errs.Error) Response {
 }
 
 func (s Service) do(ctx context.Context, req Request) (any, error) {
-	vendors := account.Service{Store: s.Store, Clock: s.Clock}
-	tokens := auth.Service{Store: s.Store, Clock: s.Clock}
+	vendors, tokens := s.Vendors, s.Tokens
 	switch req.Action {
 	case VendorCreate:
 		v, err := vendors.Create(ctx, req.Name, req.Slug)
@@ -221,8 +229,7 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 		}
 		return map[string]any{"id": t.ID, "vendor_id": t.VendorID, "revoked_at": t.RevokedAt}, nil
 	case PairingReview:
-		pairings := pairing.Service{Store: s.Store, Clock: s.Clock, Connections: connection.Service{Store: s.Store, Clock: s.Clock}}
-		return pairings.Review(ctx, req.ID, req.Reviewer)
+		return s.Pairings.Review(ctx, req.ID, req.Reviewer)
 	case CursorKeyRotate:
 		if s.Secrets == nil {
 			return nil, errors.New("no box to seal the new key with")

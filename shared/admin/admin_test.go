@@ -8,9 +8,13 @@ import (
 	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/admin"
 	"github.com/moku/sellerapi/shared/auth"
+	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/errs"
+	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/store/sqlite"
+	"github.com/moku/sellerapi/shared/webhook"
 )
 
 func newService(t *testing.T) admin.Service {
@@ -21,7 +25,9 @@ func newService(t *testing.T) admin.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return admin.Service{Store: st, Clock: c}
+	return admin.Service{Store: st, Clock: c, Vendors: account.Service{Store: st, Clock: c}, Tokens: auth.Service{Store: st, Clock: c},
+		Pairings: pairing.Service{Store: st, Clock: c, Connections: connection.Service{Store: st, Clock: c}},
+		Webhooks: webhook.Service{Store: st, Clock: c}, Catalog: catalog.Service{Store: st, Clock: c}}
 }
 
 func (h handler) do(t *testing.T, raw string) admin.Response {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/moku/sellerapi/shared/account"
-	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/cursor"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
@@ -59,7 +58,7 @@ func (s Service) sealWebhookSecrets(ctx context.Context) (Sealed, error) {
 	if s.Secrets == nil {
 		return Sealed{}, errors.New("no box to seal secrets with")
 	}
-	hooks := webhook.Service{Store: s.Store, Clock: s.Clock, Secrets: s.Secrets}
+	hooks := s.Webhooks
 	var out Sealed
 	err := s.eachVendor(ctx, func(id string) error {
 		n, err := hooks.SealPlaintext(ctx, id)
@@ -110,13 +109,13 @@ func (s Service) check(ctx context.Context, vendorID string) (Check, error) {
 	if vendorID == "" {
 		return c, nil
 	}
-	v, err := account.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID)
+	v, err := s.Vendors.Get(ctx, vendorID)
 	if err != nil {
 		return Check{}, err
 	}
 	view := v.View()
 	c.Vendor = &view
-	products := catalog.Service{Store: s.Store, Clock: s.Clock}
+	products := s.Catalog
 	binding := cursor.Binding{Resource: "products", VendorID: v.ID, TokenID: "store.check"}
 	after := ""
 	for page := range 2 {

@@ -23,6 +23,7 @@ func TestWebhookSecretsSeal(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
 	s.Secrets = envelope.New(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key")))
+	s.Webhooks.Secrets = s.Secrets
 	h := handler{s}
 	var v struct{ ID string }
 	roundTrip(t, h.do(t, `{"action":"vendor.create","name":"Acme Goods","slug":"acme-goods"}`).Data, &v)

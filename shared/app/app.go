@@ -1,8 +1,11 @@
 // Package app assembles the service from the adapters its caller wires:
 // the store, the media store and, in a process that runs its own
 // background work, the change feed and the work queue (Local); with the
-// clock, the JSON logger and the cursor key. Every Lambda's main (through
-// app/awsapp) and the local binary build one App and mount its handler.
+// clock, the JSON logger and the cursor key. It is every process's
+// composition root: New builds each service once over the adapters
+// (NewServices), and the handler, the works and the admin commands
+// receive them. Every Lambda's main (through app/awsapp) and the local
+// binary build one App and mount its handler.
 // app imports no adapter: what it needs of one beyond the ports is a small
 // interface here (MessageQueue, BatchQueue). Nothing here holds business
 // rules.
@@ -50,6 +53,10 @@ type App struct {
 	// wires it (WithKeySource; awsapp does when SELLERAPI_KMS_KEY_ARN is
 	// set), otherwise from the local master key file.
 	Secrets *envelope.Box
+	// Services are the process's services over Store, built once by New
+	// (NewServices): the handler, the works and the admin commands
+	// receive them.
+	Services Services
 
 	opener Opener
 	local  *Local
@@ -158,6 +165,7 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 		}
 		a.Secrets = envelope.New(envelope.NewKeyFile(cfg.LocalKeyFile()))
 	}
+	a.Services = NewServices(a, a.Store)
 	if a.local != nil {
 		bg, err := a.newBackground(*a.local)
 		if err != nil {
@@ -169,13 +177,13 @@ func New(ctx context.Context, cfg config.Config, opts ...Option) (*App, error) {
 }
 
 // Handler builds the HTTP handler serving groups (and knowing every
-// group's paths, Mounted).
+// group's paths, Mounted) over the app's services.
 func (a *App) Handler(ctx context.Context, groups ...httpapi.Group) (*httpapi.Server, error) {
 	cursors, err := a.CursorKeys().Live(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Blob: a.Blob, MediaEncode: a.MediaEncode, WebhookResolver: a.WebhookResolver, WebhookAWS: a.WebhookAWS}, Mounted(groups...)...)
+	return httpapi.New(httpapi.Deps{Config: a.Config, Store: a.Store, Clock: a.Clock, Log: a.Log, Cursors: cursors, Services: a.Services.API}, Mounted(groups...)...)
 }
 
 // Mounted is what a process serving groups mounts: the groups, and every

@@ -16,7 +16,7 @@ import (
 // and left for the next pass. The reservation-expirer Lambda runs it on a
 // schedule; the local server runs it every second.
 func (a *App) ExpireReservations(ctx context.Context) (reservation.Run, error) {
-	run, err := reservation.Service{Store: a.Store, Clock: a.Clock}.ExpireDue(ctx, 100)
+	run, err := a.Services.API.Reservations.ExpireDue(ctx, 100)
 	for _, e := range run.Errors {
 		a.Log.ErrorContext(ctx, "expire reservation", "error", e)
 	}

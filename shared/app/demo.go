@@ -40,11 +40,11 @@ func (a *App) EnsureDemo(ctx context.Context) (d Demo, ok bool, err error) {
 	if err != nil {
 		return Demo{}, false, fmt.Errorf("app: claim demo: %w", err)
 	}
-	v, err := account.Service{Store: a.Store, Clock: a.Clock}.Create(ctx, "Demo Vendor", "demo-vendor")
+	v, err := a.Services.Vendors.Create(ctx, "Demo Vendor", "demo-vendor")
 	if err != nil {
 		return Demo{}, false, fmt.Errorf("app: demo vendor: %w", err)
 	}
-	tok, err := auth.Service{Store: a.Store, Clock: a.Clock}.Issue(ctx, v.ID, auth.AllScopes(), 0)
+	tok, err := a.Services.Tokens.Issue(ctx, v.ID, auth.AllScopes(), 0)
 	if err != nil {
 		return Demo{}, false, fmt.Errorf("app: demo token: %w", err)
 	}

@@ -8,6 +8,6 @@ import (
 // syncWork decides sync jobs: the insert of a job starts it, and its worker
 // compares each reported item with the source of truth, in order.
 func (a *App) syncWork(q queue.Sender) Work {
-	w := syncjob.NewWorker(a.Store, a.Clock, q, a.Log)
+	w := syncjob.NewWorker(a.Services.Sync, a.Store, a.Clock, q, a.Log)
 	return Work{Queue: queue.SyncJobs, Rule: syncjob.Rule, Handle: w.Handle}
 }

@@ -140,7 +140,7 @@ func (s Service) Issue(ctx context.Context, vendorID string, scopes []Scope, ttl
 	if ttl < 0 {
 		return Issued{}, errs.E(errs.CodeInvalidRequest, "expires_in: must be positive")
 	}
-	v, err := account.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID)
+	v, err := account.Read(ctx, s.Store, vendorID)
 	if err != nil {
 		return Issued{}, err
 	}

@@ -269,3 +269,10 @@ func (s Service) Get(ctx context.Context, vendorID, id string) (View, error) {
 	}
 	return j.View(), nil
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

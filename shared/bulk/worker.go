@@ -9,7 +9,6 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
-	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/idempotency"
@@ -45,15 +44,24 @@ type Worker struct {
 	jobs      jobrun.Runner[Job, *Job]
 }
 
-// NewWorker builds a worker over st, spending each record from the
-// vendor's allowance of writes per one-minute window and sending
-// continuations to q (may be nil).
-func NewWorker(st store.Store, c clock.Clock, writes int, q queue.Sender, log *slog.Logger) Worker {
-	tokens := auth.Service{Store: st, Clock: c}
+// Services are the services a worker calls, built by the process's root
+// (app.NewServices).
+type Services struct {
+	// Limiter spends each record from the vendor's allowance of writes
+	// per one-minute window (its Writes).
+	Limiter   ratelimit.Limiter
+	Inventory inventory.Service
+	// Tokens rechecks the job's credential before each record.
+	Tokens auth.Service
+}
+
+// NewWorker builds a worker calling svc, keeping its jobs in st and
+// sending continuations to q (may be nil).
+func NewWorker(svc Services, st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) Worker {
+	tokens := svc.Tokens
 	return Worker{
-		Limiter: ratelimit.Limiter{Store: st, Clock: c, Writes: writes},
-		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st},
-			Connections: connection.Service{Store: st, Clock: c}, Conflicts: conflict.Service{Store: st, Clock: c}},
+		Limiter:   svc.Limiter,
+		Inventory: svc.Inventory,
 		jobs: jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q,
 			// The job's original credential: valid, unexpired, unrevoked,
 			// with both scopes, and still owned by the vendor's owner.

@@ -324,3 +324,15 @@ const (
 	Archive   = "archive"
 	Restore   = "restore"
 )
+
+// With is s reading and writing through st, a request's view of the
+// store, and so is its Authority when that reads the store
+// (connection.Masters): the root builds the service once, a request uses
+// a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	if a, ok := s.Authority.(interface{ With(store.Store) Authority }); ok {
+		s.Authority = a.With(st)
+	}
+	return s
+}

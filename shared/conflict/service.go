@@ -299,3 +299,10 @@ func (s Service) Explain(ctx context.Context, vendorID, id string, expected int6
 		return errs.E(errs.CodeConflict, "the conflict's connection changed concurrently; read it and retry")
 	})
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

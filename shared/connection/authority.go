@@ -172,3 +172,6 @@ func equalPtr(a, b *string) bool {
 func handsInventoryToChannel(prev, next Authority) bool {
 	return next.Inventory != nil && !equalPtr(prev.Inventory, next.Inventory)
 }
+
+// With is m reading through st, a request's view of the store.
+func (m Masters) With(st store.Store) catalog.Authority { return Masters{Store: st} }

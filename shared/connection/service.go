@@ -350,3 +350,10 @@ func (s Service) ReportHealth(ctx context.Context, vendorID, id string, h Health
 	}
 	return c.View(h), nil
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

@@ -106,7 +106,7 @@ func (e Env) Product(t testing.TB, a catalog.Authority, body string) catalog.Pro
 // inventory service with authority a.
 func (e Env) Stock(t testing.TB, a catalog.Authority, itemID string, onHand int64) {
 	t.Helper()
-	svc := inventory.Service{Store: e.Store, Clock: e.Clock, Authority: a}
+	svc := inventory.Service{Store: e.Store, Clock: e.Clock, Authority: a, Catalog: catalog.Service{Store: e.Store, Clock: e.Clock}}
 	p, err := svc.PrepareAdjust(context.Background(), VendorID, itemID, inventory.Adjustment{TargetOnHand: onHand, ExpectedVersion: 1})
 	Must(t, e, p, err)
 }

@@ -16,11 +16,17 @@ type Log struct{ Store store.Store }
 
 // Get reads one event.
 func (l Log) Get(ctx context.Context, vendorID, id string) (Event, error) {
+	return Read(ctx, l.Store, vendorID, id)
+}
+
+// Read reads one event from st: what a worker reads of the log (the
+// event a delivery or a replay carries) without a Log.
+func Read(ctx context.Context, st store.Store, vendorID, id string) (Event, error) {
 	notFound := errs.Absent("event")
 	if !ids.Issued("evt", id) {
 		return Event{}, notFound
 	}
-	return store.Read(ctx, l.Store, datamodel.EventKey(vendorID, id), Decode, notFound, func(err error) error {
+	return store.Read(ctx, st, datamodel.EventKey(vendorID, id), Decode, notFound, func(err error) error {
 		return errs.Unavailablef(err, "the event log could not be read")
 	})
 }
@@ -90,4 +96,11 @@ func Known(typ string) bool {
 		}
 	}
 	return false
+}
+
+// With is l reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (l Log) With(st store.Store) Log {
+	l.Store = st
+	return l
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/moku/sellerapi/shared/catalog"
+	"github.com/moku/sellerapi/shared/conflict"
 	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
 	dt "github.com/moku/sellerapi/shared/domaintest"
@@ -25,8 +27,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	e := dt.New(t, 2026, 7, 5, 13, 0, 0)
-	f := &fixture{Env: e, svc: extorder.Service{Store: e.Store, Clock: e.Clock}, conns: connection.Service{Store: e.Store, Clock: e.Clock},
-		inv: inventory.Service{Store: e.Store, Clock: e.Clock, Authority: connection.Masters{Store: e.Store}}}
+	f := &fixture{Env: e, svc: extorder.Service{Store: e.Store, Clock: e.Clock, Conflicts: conflict.Service{Store: e.Store, Clock: e.Clock}}, conns: connection.Service{Store: e.Store, Clock: e.Clock},
+		inv: inventory.Service{Store: e.Store, Clock: e.Clock, Authority: connection.Masters{Store: e.Store}, Catalog: catalog.Service{Store: e.Store, Clock: e.Clock}}}
 	p, item := e.Stocked(t, "mug", 10)
 	f.product, f.item = p.ID, item
 	return f

@@ -29,6 +29,17 @@ const (
 type Service struct {
 	Store store.Store
 	Clock clock.Clock
+	// Conflicts records a duplicate import and closes an unreservable
+	// order's conflict.
+	Conflicts conflict.Service
+}
+
+// With is s, and the conflict service it calls, reading and writing
+// through st, a request's view of the store: the root builds the service
+// once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store, s.Conflicts = st, s.Conflicts.With(st)
+	return s
 }
 
 // externalOrderErrors is how the package's errors name its records.
@@ -58,7 +69,7 @@ func (s Service) duplicate(ctx context.Context, vendorID, orderID string, in Imp
 		return err
 	}
 	conn := in.ConnectionID
-	id, err := conflict.Service{Store: s.Store, Clock: s.Clock}.Record(ctx, vendorID, conflict.Draft{
+	id, err := s.Conflicts.Record(ctx, vendorID, conflict.Draft{
 		Type: conflict.TypeDuplicateExternalID, ConnectionID: &conn,
 		Resource:     conflict.Resource{Type: conflict.ResourceExternalOrder, ID: orderID},
 		ServiceValue: map[string]any{"external_order_id": first.ExternalOrderID, "lines": first.Lines},
@@ -311,7 +322,7 @@ func (s Service) closeConflict(ctx context.Context, prev Order, action string, n
 	if prev.Status != StatusUnreservable || prev.ConflictID == nil {
 		return nil, nil
 	}
-	c, err := conflict.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, prev.VendorID, *prev.ConflictID)
+	c, err := s.Conflicts.Get(ctx, prev.VendorID, *prev.ConflictID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return nil, nil
 	}

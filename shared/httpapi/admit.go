@@ -35,7 +35,7 @@ func (s *Server) admit(c *Call, rt Route) error {
 	vendorID := c.R.PathValue("vendor_id")
 	var p auth.Principal
 	var err error
-	if account.ValidID(vendorID) && s.auth.Vouched(raw, vendorID) {
+	if account.ValidID(vendorID) && s.svc.Auth.Vouched(raw, vendorID) {
 		p, err = s.admitVouched(c, rt, raw, vendorID)
 	} else {
 		p, err = s.admitChecked(c, rt, raw, vendorID)
@@ -68,7 +68,7 @@ func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Pri
 		c.tokenID = strings.TrimPrefix(tk.PK, "TOKEN#")
 	}
 	ahead, pages := s.startBeside(c, rt, vendorID)
-	p, items, err := s.auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
+	p, items, err := s.svc.Auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
 	joinAll(pages)
 	if err != nil {
 		s.giveBack(c, rt, vendorID)
@@ -77,7 +77,7 @@ func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Pri
 	if len(items) > len(ahead) {
 		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
 	}
-	c.gate.ahead.set(ahead, items, pages)
+	c.view.gate.ahead.set(ahead, items, pages)
 	return p, nil
 }
 
@@ -102,14 +102,14 @@ func (s *Server) startBeside(c *Call, rt Route, vendorID string) ([]store.Key, [
 // vendor; the token's first request in a process waits for one round
 // trip more than a vouched one.
 func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Principal, error) {
-	t, err := s.auth.Check(c.Ctx, raw)
+	t, err := s.svc.Auth.Check(c.Ctx, raw)
 	if err != nil {
 		return auth.Principal{}, err
 	}
 	if vendorID == "" || vendorID != t.VendorID {
 		// No vendor in the path (GET /vendors), or another one (404): the
 		// token's vendor is read and checked, and only then its window spent.
-		p, _, err := s.auth.Grant(c.Ctx, t, vendorID, nil)
+		p, _, err := s.svc.Auth.Grant(c.Ctx, t, vendorID, nil)
 		if err != nil {
 			return auth.Principal{}, err
 		}
@@ -118,7 +118,7 @@ func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Pri
 	}
 	c.tokenID = t.ID
 	ahead, pages := s.startBeside(c, rt, vendorID)
-	p, items, err := s.auth.Grant(c.Ctx, t, vendorID, ahead)
+	p, items, err := s.svc.Auth.Grant(c.Ctx, t, vendorID, ahead)
 	joinAll(pages)
 	if err != nil {
 		// The vendor's owner is no longer the token's (a credential that
@@ -126,7 +126,7 @@ func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Pri
 		s.giveBack(c, rt, vendorID)
 		return auth.Principal{}, err
 	}
-	c.gate.ahead.set(append(ahead, datamodel.VendorKey(vendorID)), items, pages)
+	c.view.gate.ahead.set(append(ahead, datamodel.VendorKey(vendorID)), items, pages)
 	return p, nil
 }
 
@@ -165,19 +165,19 @@ func joinAll(pages []*readahead.Pending) {
 // decision: the refusal is the credential's (401), never the window's
 // 429, and carries no rate headers.
 func (s *Server) giveBack(c *Call, rt Route, vendorID string) {
-	g := c.gate
-	c.gate = nil
+	g := c.view.gate
+	c.view.gate = nil
 	if err := g.wait(); err != nil {
 		return // nothing was spent
 	}
-	if err := s.limiter.GiveBack(c.Ctx, vendorID, classOf(rt), g.status); err != nil {
+	if err := s.svc.Limiter.GiveBack(c.Ctx, vendorID, classOf(rt), g.status); err != nil {
 		c.logger().WarnContext(c.Ctx, "rate window unit not given back", "error", err)
 	}
 }
 
 // admitDiscovery admits a discovery credential, to its own routes only.
 func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
-	d, err := s.discovery.Authenticate(c.Ctx, raw)
+	d, err := s.svc.Discovery.Authenticate(c.Ctx, raw)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	// or not yet accepted, never spends the seller's window.
 	class := classOf(rt)
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
-		return s.limiter.TakeFrom(roundtrip.Beside(ctx), datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.limiter.Limit(class))
+		return s.svc.Limiter.TakeFrom(roundtrip.Beside(ctx), datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.svc.Limiter.Limit(class))
 	})
 	return nil
 }
@@ -208,7 +208,7 @@ func (s *Server) admitPublic(c *Call, rt Route) error {
 	}
 	pk := ratelimit.ClientPartition(s.clientAddr(c.R))
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
-		return s.limiter.TakeFrom(ctx, pk, "client's", rt.Throttle, limit)
+		return s.svc.Limiter.TakeFrom(ctx, pk, "client's", rt.Throttle, limit)
 	})
 	return c.settleRate()
 }
@@ -224,34 +224,35 @@ func classOf(rt Route) ratelimit.Class {
 // the process's lease decides it at once.
 func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 	class := classOf(rt)
-	if st, ok := s.limiter.TakeLeased(vendorID, class); ok {
+	if st, ok := s.svc.Limiter.TakeLeased(vendorID, class); ok {
 		g := &rateGate{done: make(chan struct{}), status: st}
 		close(g.done)
-		c.gate = g
+		c.view.gate = g
 		return
 	}
 	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
-		return s.limiter.Take(roundtrip.Beside(ctx), vendorID, class)
+		return s.svc.Limiter.Take(roundtrip.Beside(ctx), vendorID, class)
 	})
 }
 
 // startRate starts the request's rate decision beside its handler; the
-// store its handlers see finds it through the request's context (gateOf).
+// request's view of the store (Call.view) holds it, so that the services
+// its handler calls wait for it.
 func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status, error)) {
-	c.gate = startGate(c.Ctx, take)
+	c.view.gate = startGate(c.Ctx, take)
 }
 
 // settleRate waits for the request's rate decision, once, before anything
 // is sent: it sets the RateLimit headers and returns a refusal that
 // replaces whatever the handler produced.
 func (c *Call) settleRate() error {
-	if c.gate == nil {
+	if c.view.gate == nil {
 		return nil
 	}
 	var err error
-	c.gate.once.Do(func() {
-		err = c.gate.wait()
-		if st := c.gate.status; st.Limit > 0 {
+	c.view.gate.once.Do(func() {
+		err = c.view.gate.wait()
+		if st := c.view.gate.status; st.Limit > 0 {
 			// Set as h.Set would, the three values in one allocation.
 			v := []string{itoa(st.Limit), itoa(st.Remaining), itoa(int(st.Reset.Unix()))}
 			h := c.W.Header()

@@ -20,11 +20,6 @@ var BulkOperations = Group{Name: "bulk-operations", Routes: func(s *Server) []Ro
 	}
 }}
 
-// bulkOps is the bulk service; its writes wait for the request's rate decision.
-func (s *Server) bulkOps() bulk.Service {
-	return bulk.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock}
-}
-
 // createBulkOperation stores the job with its receipt and answers 202: the
 // adjustments happen later, in the worker. The whole batch is checked
 // first; any structural error rejects it before anything is stored.
@@ -34,10 +29,10 @@ func (s *Server) createBulkOperation(c *Call) error {
 		return err
 	}
 	return c.Mutate("bulk_operations.create", idempotency.ProductKeyPattern, body, answer(http.StatusAccepted, func(context.Context) (store.Prepared[bulk.View], error) {
-		return s.bulkOps().PrepareCreate(c.Principal.Vendor.ID, c.Principal.Token.ID, sub)
+		return c.bulkOps().PrepareCreate(c.Principal.Vendor.ID, c.Principal.Token.ID, sub)
 	}))
 }
 
 func (s *Server) getBulkOperation(c *Call) error {
-	return getByID(c, "bulk_operation_id", s.bulkOps().Get)
+	return getByID(c, "bulk_operation_id", c.bulkOps().Get)
 }

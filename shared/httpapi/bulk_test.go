@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/bulk"
 	"github.com/moku/sellerapi/shared/catalog"
@@ -635,7 +636,7 @@ func TestBulkCrashResumes(t *testing.T) {
 				items := seedItems(t, e, 5)
 				b := mustSubmit(t, e, e.Token, "bulk-crash-1", batch(items, 10, 20, 30, 40, 50))
 
-				crashing := bulk.NewWorker(&crashStore{Store: e.App.Store, failAt: 3, mode: mode}, e.Clock, 1<<20, nil, nil)
+				crashing := bulkWorker(e, &crashStore{Store: e.App.Store, failAt: 3, mode: mode}, nil)
 				err := func() (err error) {
 					defer func() {
 						if p := recover(); p != nil {
@@ -712,7 +713,7 @@ func TestBulkAttemptsRunOut(t *testing.T) {
 		b := mustSubmit(t, e, e.Token, "bulk-attempts-1", batch(items, 10, 20, 30, 40, 50))
 		productID, seq, _ := catalog.ParseInventoryItemID(items[2])
 		sent := &sender{}
-		w := bulk.NewWorker(failingStore{Store: e.App.Store, productKey: datamodel.ProductKey(e.Vendor.ID, productID).SK, attr: datamodel.OnHandAttr(seq)}, e.Clock, 1<<20, sent, nil)
+		w := bulkWorker(e, failingStore{Store: e.App.Store, productKey: datamodel.ProductKey(e.Vendor.ID, productID).SK, attr: datamodel.OnHandAttr(seq)}, sent)
 		msg := bulkMessage(t, e, b.Data.ID)
 		var last time.Duration
 		for i := 1; i <= bulk.MaxAttempts; i++ {
@@ -836,7 +837,7 @@ func TestBulkLostResponse(t *testing.T) {
 		e := bulkEnv(t, kind, 1<<20)
 		items := seedItems(t, e, 4)
 		b := mustSubmit(t, e, e.Token, "bulk-lost-1", batch(items, 10, 20, 30, 40))
-		w := bulk.NewWorker(&crashStore{Store: e.App.Store, failAt: 2, mode: "lost"}, e.Clock, 1<<20, nil, nil)
+		w := bulkWorker(e, &crashStore{Store: e.App.Store, failAt: 2, mode: "lost"}, nil)
 		if err := w.Handle(context.Background(), bulkMessage(t, e, b.Data.ID)); err != nil {
 			t.Fatalf("worker: %v", err)
 		}
@@ -882,7 +883,7 @@ func TestBulkLostRace(t *testing.T) {
 				t.Errorf("competing adjustment: %d %s", r.Status, r.Body)
 			}
 		}
-		w := bulk.NewWorker(&racingStore{Store: e.App.Store, race: race}, e.Clock, 1<<20, nil, nil)
+		w := bulkWorker(e, &racingStore{Store: e.App.Store, race: race}, nil)
 		if err := w.Handle(context.Background(), bulkMessage(t, e, b.Data.ID)); err != nil {
 			t.Fatalf("worker: %v", err)
 		}
@@ -917,4 +918,13 @@ func TestBulkRoundTrips(t *testing.T) {
 			t.Errorf("getBulkOperation made %d store round trips, budget 1", got)
 		}
 	})
+}
+
+// bulkWorker is the bulk worker over st, a test's store in front of the
+// app's, with its services built over st as the root builds them, and
+// paced by no window; it sends continuations to q.
+func bulkWorker(e *apitest.Env, st store.Store, q queue.Sender) bulk.Worker {
+	svc := app.NewServices(e.App, st).Bulk
+	svc.Limiter.Writes = 1 << 20
+	return bulk.NewWorker(svc, st, e.Clock, q, nil)
 }

@@ -46,8 +46,14 @@ type Call struct {
 	// tokenID is the id the bearer token names, before it is checked:
 	// routes' ReadAhead keys may use it.
 	tokenID string
-	gate    *rateGate
+	// view is the request's view of the store (gate.go): its rate gate
+	// and what it read ahead. The services the handler calls are bound
+	// to it (services.go); nothing finds it through the context.
+	view gatedStore
 }
+
+// store is the request's view of the store, for the services it calls.
+func (c *Call) store() store.Store { return &c.view }
 
 // recorder remembers the status written.
 type recorder struct {

@@ -26,11 +26,11 @@ var Conflicts = Group{Name: "conflicts", Routes: func(s *Server) []Route {
 func (s *Server) listConflicts(c *Call) error {
 	q := c.R.URL.Query()
 	f := conflict.Filter{Status: q.Get("status"), Type: q.Get("type"), ConnectionID: q.Get("connection_id"), ResourceID: q.Get("resource_id")}
-	return listedBy(c, "conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID, f, s.conflicts.List)
+	return listedBy(c, "conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID, f, c.conflicts().List)
 }
 
 func (s *Server) getConflict(c *Call) error {
-	return getByID(c, "conflict_id", s.conflicts.Get)
+	return getByID(c, "conflict_id", c.conflicts().Get)
 }
 
 // closeConflict resolves or dismisses a conflict. expected_version makes a
@@ -42,12 +42,12 @@ func (s *Server) closeConflict(status string) func(*Call) error {
 			return err
 		}
 		vendorID, id := c.Principal.Vendor.ID, c.R.PathValue("conflict_id")
-		p, err := s.conflicts.PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
+		p, err := c.conflicts().PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
 		if err != nil {
 			return err
 		}
-		if err := s.conflicts.Store.Transact(c.Ctx, p.Ops...); err != nil {
-			return s.conflicts.Explain(c.Ctx, vendorID, id, in.ExpectedVersion, err)
+		if err := c.conflicts().Store.Transact(c.Ctx, p.Ops...); err != nil {
+			return c.conflicts().Explain(c.Ctx, vendorID, id, in.ExpectedVersion, err)
 		}
 		return c.Data(http.StatusOK, p.View)
 	}

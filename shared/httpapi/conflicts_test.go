@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
-	"github.com/moku/sellerapi/shared/syncjob"
 )
 
 type conflictBody struct {
@@ -344,7 +343,7 @@ func TestSyncJobRecordsNoFenceViolation(t *testing.T) {
 				t.Errorf("the pool back to the service: %d %s", r.Status, r.Body)
 			}
 		}
-		w := syncjob.NewWorker(&readRacingStore{Store: e.App.Store, race: handBack}, e.Clock, &sender{}, nil)
+		w := syncWorker(e, &readRacingStore{Store: e.App.Store, race: handBack}, &sender{})
 		if err := w.Handle(context.Background(), syncMessage(t, e, b.Data.ID)); err != nil {
 			t.Fatalf("worker: %v", err)
 		}

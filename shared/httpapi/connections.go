@@ -32,7 +32,7 @@ var Connections = Group{Name: "connections", Routes: func(s *Server) []Route {
 }}
 
 func (s *Server) getAuthority(c *Call) error {
-	v, err := s.connections.Authority(c.Ctx, c.Principal.Vendor.ID)
+	v, err := c.connections().Authority(c.Ctx, c.Principal.Vendor.ID)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (s *Server) getAuthority(c *Call) error {
 }
 
 func (s *Server) listConnections(c *Call) error {
-	return listed(c, "connections", "", s.connections.List)
+	return listed(c, "connections", "", c.connections().List)
 }
 
 func (s *Server) createConnection(c *Call) error {
@@ -52,12 +52,12 @@ func (s *Server) createConnection(c *Call) error {
 		return err
 	}
 	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[connection.View], error) {
-		return s.connections.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		return c.connections().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	}))
 }
 
 func (s *Server) getConnection(c *Call) error {
-	conn, h, _, err := s.connections.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	conn, h, _, err := c.connections().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (s *Server) getConnection(c *Call) error {
 }
 
 func (s *Server) getConnectionHealth(c *Call) error {
-	conn, h, _, err := s.connections.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+	conn, h, _, err := c.connections().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *Server) reportHealth(c *Call, vendorID, connID string) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.connections.ReportHealth(c.Ctx, vendorID, connID, h)
+	v, err := c.connections().ReportHealth(c.Ctx, vendorID, connID, h)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (s *Server) connectionTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		view, err := s.connections.Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), action, v)
+		view, err := c.connections().Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), action, v)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (s *Server) replaceRoles(c *Call) error {
 	if err := c.requireSourceScopes(in.Roles); err != nil {
 		return err
 	}
-	v, err := s.connections.ReplaceRoles(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), in)
+	v, err := c.connections().ReplaceRoles(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), in)
 	if err != nil {
 		return err
 	}

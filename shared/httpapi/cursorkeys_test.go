@@ -51,7 +51,7 @@ func TestCursorKeyRotation(t *testing.T) {
 		old := *first.Page.NextCursor
 		want := get(old)
 
-		ops := admin.Service{Store: e.Store, Clock: e.Clock, Secrets: e.App.Secrets}
+		ops := e.App.Services.Admin
 		rotate := func() {
 			t.Helper()
 			e.Clock.Advance(cursor.MinRotationInterval) // also past the server's RefreshEvery

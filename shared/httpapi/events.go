@@ -79,7 +79,7 @@ func (s *Server) listEvents(c *Call) error {
 	if pr.After == "" && after != "" {
 		pr.After = datamodel.EventPrefix + after
 	}
-	evs, err := event.Log{Store: gatedStore{Store: s.deps.Store}}.Page(c.Ctx, c.Principal.Vendor.ID, f, pr.After, pr.Limit)
+	evs, err := c.events().Page(c.Ctx, c.Principal.Vendor.ID, f, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *Server) listEvents(c *Call) error {
 }
 
 func (s *Server) getEvent(c *Call) error {
-	e, err := event.Log{Store: gatedStore{Store: s.deps.Store}}.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"))
+	e, err := c.events().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"))
 	if err != nil {
 		return err
 	}

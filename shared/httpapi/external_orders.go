@@ -30,11 +30,11 @@ var ExternalOrders = Group{Name: "external-orders", Routes: func(s *Server) []Ro
 func (s *Server) listExternalOrders(c *Call) error {
 	q := c.R.URL.Query()
 	f := extorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
-	return listedBy(c, "external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, s.extorders.List)
+	return listedBy(c, "external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, c.extorders().List)
 }
 
 func (s *Server) getExternalOrder(c *Call) error {
-	return getByID(c, "external_order_id", s.extorders.Get)
+	return getByID(c, "external_order_id", c.extorders().Get)
 }
 
 func (s *Server) importExternalOrder(c *Call) error {
@@ -42,9 +42,9 @@ func (s *Server) importExternalOrder(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.Principal.Vendor.ID, in))
+	return c.Mutate("external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.extorders(), c.Principal.Vendor.ID, in))
 }
 
 func (s *Server) externalOrderTransition(action string) func(*Call) error {
-	return applyTransition(s.extorders.Store, "external order", "external_order_id", action, s.extorders.PrepareTransition)
+	return applyTransition((*Call).extorders, "external order", "external_order_id", action, extorder.Service.PrepareTransition)
 }

@@ -45,17 +45,6 @@ func (g *rateGate) wait() error {
 	return g.err
 }
 
-// callKey carries a request's Call in its context, for the store its
-// handlers see to find the request's gate.
-type callKey struct{}
-
-func gateOf(ctx context.Context) *rateGate {
-	if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
-		return c.gate
-	}
-	return nil
-}
-
 // readAhead holds the items a request read in its admission batch, so that
 // the handler's reads of the same keys cost no round trip. It answers only
 // until the request first writes: after a write, or a failed write, every
@@ -119,16 +108,23 @@ func (a *readAhead) drop() {
 	a.pages = nil
 }
 
-// gatedStore is the store handlers see: reads of keys the request read
+// gatedStore is a request's view of the store, which the services its
+// handler calls are bound to (Call.store): reads of keys the request read
 // ahead are answered from that batch, and its first query by the page
 // query started beside it when identical; other single reads and a
 // request's first query go straight through; writes and any further
 // query wait for the request's rate decision and are refused when it is
-// no, so a refused request does no expensive work.
-type gatedStore struct{ store.Store }
+// no, so a refused request does no expensive work. Without a gate (no
+// decision started, or one given back) it is the store itself.
+type gatedStore struct {
+	store.Store
+	// gate is the request's rate decision and read-ahead, set when its
+	// admission starts the decision.
+	gate *rateGate
+}
 
-func (s gatedStore) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	if g := gateOf(ctx); g != nil {
+func (s *gatedStore) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	if g := s.gate; g != nil {
 		if it, ok := g.ahead.get(k); ok {
 			if it.PK == "" {
 				return store.Item{}, store.ErrNotFound
@@ -139,8 +135,8 @@ func (s gatedStore) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	return s.Store.Get(ctx, k)
 }
 
-func (s gatedStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
-	g := gateOf(ctx)
+func (s *gatedStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item, error) {
+	g := s.gate
 	if g == nil {
 		return s.Store.GetMany(ctx, keys)
 	}
@@ -167,8 +163,8 @@ func (s gatedStore) GetMany(ctx context.Context, keys []store.Key) ([]store.Item
 	return out, nil
 }
 
-func (s gatedStore) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
-	if g := gateOf(ctx); g != nil {
+func (s *gatedStore) Query(ctx context.Context, q store.Query) ([]store.Item, error) {
+	if g := s.gate; g != nil {
 		if g.queries.Add(1) > 1 {
 			if err := g.wait(); err != nil {
 				return nil, err
@@ -180,8 +176,8 @@ func (s gatedStore) Query(ctx context.Context, q store.Query) ([]store.Item, err
 	return s.Store.Query(ctx, q)
 }
 
-func (s gatedStore) Transact(ctx context.Context, ops ...store.Op) error {
-	if g := gateOf(ctx); g != nil {
+func (s *gatedStore) Transact(ctx context.Context, ops ...store.Op) error {
+	if g := s.gate; g != nil {
 		if err := g.wait(); err != nil {
 			return err
 		}
@@ -190,8 +186,8 @@ func (s gatedStore) Transact(ctx context.Context, ops ...store.Op) error {
 	return s.Store.Transact(ctx, ops...)
 }
 
-func (s gatedStore) Increment(ctx context.Context, k store.Key, attr string, delta, below, expiresAt int64) (int64, error) {
-	if g := gateOf(ctx); g != nil {
+func (s *gatedStore) Increment(ctx context.Context, k store.Key, attr string, delta, below, expiresAt int64) (int64, error) {
+	if g := s.gate; g != nil {
 		if err := g.wait(); err != nil {
 			return 0, err
 		}

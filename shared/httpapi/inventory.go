@@ -34,7 +34,7 @@ func (s *Server) listInventory(c *Call) error {
 	if err != nil {
 		return err
 	}
-	items, err := s.inventory.ListEncoded(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	items, err := c.inventory().ListEncoded(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) listInventory(c *Call) error {
 }
 
 func (s *Server) getInventoryItem(c *Call) error {
-	it, err := s.inventory.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("inventory_item_id"))
+	it, err := c.inventory().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("inventory_item_id"))
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (s *Server) adjustInventory(c *Call) error {
 	}
 	id := c.R.PathValue("inventory_item_id")
 	err = c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, answer(http.StatusOK, func(ctx context.Context) (store.Prepared[inventory.Item], error) {
-		return s.inventory.PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
+		return c.inventory().PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
 	}))
 	if err == nil {
 		return nil
@@ -65,7 +65,7 @@ func (s *Server) adjustInventory(c *Call) error {
 	if rid := ids.RequestID(c.Ctx); rid != nil {
 		source.ID = *rid
 	}
-	return s.inventory.Fence(c.Ctx, c.Principal.Vendor.ID, id, a, source, err)
+	return c.inventory().Fence(c.Ctx, c.Principal.Vendor.ID, id, a, source, err)
 }
 
 func (s *Server) listStockEffects(c *Call) error {
@@ -77,7 +77,7 @@ func (s *Server) listStockEffects(c *Call) error {
 	if err != nil {
 		return err
 	}
-	effects, err := s.effects.List(c.Ctx, c.Principal.Vendor.ID, item, pr.After, pr.Limit)
+	effects, err := c.effects().List(c.Ctx, c.Principal.Vendor.ID, item, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) listStockEffects(c *Call) error {
 }
 
 func (s *Server) getStockEffect(c *Call) error {
-	e, err := s.effects.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("effect_id"))
+	e, err := c.effects().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("effect_id"))
 	if err != nil {
 		return err
 	}

@@ -32,11 +32,11 @@ var Listings = Group{Name: "listings", Routes: func(s *Server) []Route {
 func (s *Server) listListings(c *Call) error {
 	q := c.R.URL.Query()
 	f := listing.Filter{ConnectionID: q.Get("connection_id"), ProductID: q.Get("product_id"), Status: q.Get("status")}
-	return listedBy(c, "listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status, f, s.listings.List)
+	return listedBy(c, "listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status, f, c.listings().List)
 }
 
 func (s *Server) getListing(c *Call) error {
-	return getByID(c, "listing_id", s.listings.Get)
+	return getByID(c, "listing_id", c.listings().Get)
 }
 
 func (s *Server) createListing(c *Call) error {
@@ -45,7 +45,7 @@ func (s *Server) createListing(c *Call) error {
 		return err
 	}
 	return c.Mutate("listings.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[listing.View], error) {
-		return s.listings.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		return c.listings().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	}))
 }
 
@@ -54,11 +54,11 @@ func (s *Server) updateListing(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return apply(c, s.listings.Store, "listing", func(ctx context.Context) (store.Prepared[listing.View], error) {
-		return s.listings.PrepareUpdate(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), in)
+	return apply(c, c.store(), "listing", func(ctx context.Context) (store.Prepared[listing.View], error) {
+		return c.listings().PrepareUpdate(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), in)
 	})
 }
 
 func (s *Server) listingTransition(action string) func(*Call) error {
-	return applyTransition(s.listings.Store, "listing", "listing_id", action, s.listings.PrepareTransition)
+	return applyTransition((*Call).listings, "listing", "listing_id", action, listing.Service.PrepareTransition)
 }

@@ -35,7 +35,7 @@ func (s *Server) putMedia(c *Call) error {
 	if err := c.settleRate(); err != nil {
 		return err
 	}
-	if !s.media.Configured() {
+	if !c.media().Configured() {
 		return errs.Unavailablef(nil, "media storage is not configured for this deployment")
 	}
 	digest := c.R.PathValue("sha256")
@@ -56,7 +56,7 @@ func (s *Server) putMedia(c *Call) error {
 	// The transfer may have used up the request's deadline, and decoding
 	// is CPU work no store deadline should cut: the upload's phases get
 	// their own bounds (media.Service.Put), keeping the request's values.
-	rec, err := s.media.Put(context.WithoutCancel(c.Ctx), media.Upload{VendorID: c.Principal.Vendor.ID, SHA256: digest, ContentType: mt, Body: body})
+	rec, err := c.media().Put(context.WithoutCancel(c.Ctx), media.Upload{VendorID: c.Principal.Vendor.ID, SHA256: digest, ContentType: mt, Body: body})
 	if err != nil {
 		return err
 	}
@@ -99,11 +99,11 @@ var mediaFile = regexp.MustCompile(`^[0-9a-f]{64}\.webp$`)
 // be cached for a year; the digest in its name is its ETag.
 func (s *Server) getMediaFile(c *Call) error {
 	name := c.R.PathValue("file")
-	if !mediaFile.MatchString(name) || s.deps.Blob == nil {
+	if !mediaFile.MatchString(name) || s.svc.Media.Blob == nil {
 		return errs.E(errs.CodeNotFound, "No media object has this name.")
 	}
 	etag := `"` + name[:64] + `"`
-	rc, info, err := s.deps.Blob.Get(c.Ctx, "media/"+name)
+	rc, info, err := s.svc.Media.Blob.Get(c.Ctx, "media/"+name)
 	if errors.Is(err, blob.ErrNotFound) {
 		return errs.E(errs.CodeNotFound, "No media object has this name.")
 	}

@@ -40,7 +40,7 @@ func (c *Call) keep(sc idempotency.Scope, operation string, pattern *regexp.Rege
 		return idempotency.Result{}, err
 	}
 	sc.Operation, sc.Key = operation, key
-	return c.s.keeper.Run(ids.WithIdempotencyKey(c.Ctx, key), sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
+	return c.keeper().Run(ids.WithIdempotencyKey(c.Ctx, key), sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
 }
 
 // writeKept writes a kept mutation's response, marking a replayed original.
@@ -125,14 +125,15 @@ func apply[V any](c *Call, st store.Store, what string, prepare func(context.Con
 // applyTransition is the handler of a lifecycle action on the resource the
 // path parameter param names: the body's expected_version, then the
 // service's PrepareTransition applied (apply).
-func applyTransition[V any](st store.Store, what, param, action string, prepare func(ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[V], error)) func(*Call) error {
+func applyTransition[S, V any](of func(*Call) S, what, param, action string, prepare func(svc S, ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[V], error)) func(*Call) error {
 	return func(c *Call) error {
 		_, expected, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}
-		return apply(c, st, what, func(ctx context.Context) (store.Prepared[V], error) {
-			return prepare(ctx, c.Principal.Vendor.ID, c.R.PathValue(param), action, expected)
+		svc := of(c)
+		return apply(c, c.store(), what, func(ctx context.Context) (store.Prepared[V], error) {
+			return prepare(svc, ctx, c.Principal.Vendor.ID, c.R.PathValue(param), action, expected)
 		})
 	}
 }

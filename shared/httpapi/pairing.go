@@ -41,7 +41,7 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 }}
 
 func (s *Server) listPairings(c *Call) error {
-	return listed(c, "store-pairings", "", s.pairings.List)
+	return listed(c, "store-pairings", "", c.pairings().List)
 }
 
 // createPairing stores a pairing under the Idempotency-Key. The receipt
@@ -58,7 +58,7 @@ func (s *Server) createPairing(c *Call) error {
 	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID}
 	var fresh pairing.Created
 	res, err := c.keep(sc, "store_pairings.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		p, err := s.pairings.PrepareCreate(ctx, c.Principal.Vendor.ID)
+		p, err := c.pairings().PrepareCreate(ctx, c.Principal.Vendor.ID)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
@@ -78,7 +78,7 @@ func (s *Server) createPairing(c *Call) error {
 }
 
 func (s *Server) getPairing(c *Call) error {
-	v, err := s.pairings.View(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
+	v, err := c.pairings().View(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Server) acceptPairing(c *Call) error {
 			return err
 		}
 	}
-	v, err := s.pairings.Accept(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"), c.Principal.Token.ID, in)
+	v, err := c.pairings().Accept(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"), c.Principal.Token.ID, in)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (s *Server) acceptPairing(c *Call) error {
 }
 
 func (s *Server) revokePairing(c *Call) error {
-	v, err := s.pairings.Revoke(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
+	v, err := c.pairings().Revoke(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (s *Server) exchangePairing(c *Call) error {
 	if err != nil {
 		return err
 	}
-	x, err := s.pairings.Exchange(c.Ctx, code)
+	x, err := c.pairings().Exchange(c.Ctx, code)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (s *Server) exchangePairing(c *Call) error {
 }
 
 func (s *Server) currentPairing(c *Call) error {
-	v, err := s.pairings.Current(c.Ctx, c.Discovery)
+	v, err := c.pairings().Current(c.Ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *Server) postDiscovery(c *Call) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.pairings.Discover(c.Ctx, c.Discovery, d)
+	v, err := c.pairings().Discover(c.Ctx, c.Discovery, d)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func pluginScope(c *Call) idempotency.Scope {
 // importPluginOrder imports an order of the plugin's store, exactly as the
 // external-orders import does for a token.
 func (s *Server) importPluginOrder(c *Call) error {
-	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
@@ -36,16 +36,16 @@ func (s *Server) importPluginOrder(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.mutateIn(pluginScope(c), "external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.Discovery.VendorID, in))
+	return c.mutateIn(pluginScope(c), "external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.extorders(), c.Discovery.VendorID, in))
 }
 
 // getPluginOrder reads an order of the pairing's connection; any other is 404.
 func (s *Server) getPluginOrder(c *Call) error {
-	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
-	o, err := s.extorders.Get(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
+	o, err := c.extorders().Get(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (s *Server) getPluginOrder(c *Call) error {
 
 // reportPluginHealth records the plugin's health report on its connection.
 func (s *Server) reportPluginHealth(c *Call) error {
-	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
@@ -65,9 +65,9 @@ func (s *Server) reportPluginHealth(c *Call) error {
 }
 
 // prepareImport is the import mutation of both import routes.
-func (s *Server) prepareImport(vendorID string, in extorder.ImportInput) func(context.Context) (idempotency.Mutation, error) {
+func (s *Server) prepareImport(svc extorder.Service, vendorID string, in extorder.ImportInput) func(context.Context) (idempotency.Mutation, error) {
 	return func(ctx context.Context) (idempotency.Mutation, error) {
-		p, err := s.extorders.PrepareImport(ctx, vendorID, in)
+		p, err := svc.PrepareImport(ctx, vendorID, in)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}

@@ -33,7 +33,7 @@ func (s *Server) listProducts(c *Call) error {
 	if err != nil {
 		return err
 	}
-	ps, err := s.catalog.List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	ps, err := c.catalog().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (s *Server) listProducts(c *Call) error {
 }
 
 func (s *Server) getProduct(c *Call) error {
-	b, err := s.catalog.EncodedViewOf(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
+	b, err := c.catalog().EncodedViewOf(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (s *Server) createProduct(c *Call) error {
 		return err
 	}
 	return c.Mutate("products.create", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
-		p, err := s.catalog.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		p, err := c.catalog().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 		if err != nil {
 			return idempotency.Mutation{}, err
 		}
@@ -68,7 +68,7 @@ func (s *Server) updateProduct(c *Call) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.catalog.Update(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), in)
+	p, err := c.catalog().Update(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), in)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *Server) transition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		p, err := s.catalog.Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), action, t)
+		p, err := c.catalog().Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), action, t)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func (s *Server) replayEvent(c *Call) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.webhooks().CreateReplay(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"), in)
+	v, err := c.webhooks().CreateReplay(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"), in)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Server) replayEvent(c *Call) error {
 }
 
 func (s *Server) getEventReplay(c *Call) error {
-	v, err := s.webhooks().GetReplay(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"), c.R.PathValue("replay_id"))
+	v, err := c.webhooks().GetReplay(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"), c.R.PathValue("replay_id"))
 	if err != nil {
 		return err
 	}
@@ -50,14 +50,14 @@ func (s *Server) recoverWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	svc := s.webhooks()
+	svc := c.webhooks()
 	return c.Mutate("webhook_subscriptions.recover", idempotency.ConnectionKeyPattern, body, answer(http.StatusAccepted, func(ctx context.Context) (store.Prepared[webhook.RecoveryView], error) {
 		return svc.PrepareRecover(ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), in)
 	}))
 }
 
 func (s *Server) getWebhookRecovery(c *Call) error {
-	v, err := s.webhooks().GetRecovery(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), c.R.PathValue("recovery_id"))
+	v, err := c.webhooks().GetRecovery(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), c.R.PathValue("recovery_id"))
 	if err != nil {
 		return err
 	}

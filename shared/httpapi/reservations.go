@@ -22,19 +22,19 @@ var Reservations = Group{Name: "reservations", Routes: func(s *Server) []Route {
 			ReadAhead: aheadOf(aheadReservationBody, aheadAuthority, aheadReceipt("reservations.create", idempotency.ConnectionKeyPattern)), Handle: s.createReservation},
 		{Method: http.MethodGet, Path: one, Operation: "getReservation", Scopes: read, ReadAhead: aheadOf(aheadReservation), Handle: s.getReservation},
 		{Method: http.MethodPost, Path: one + "/renew", Operation: "renewReservation", Scopes: write, Handle: s.renewReservation},
-		{Method: http.MethodPost, Path: one + "/commit", Operation: "commitReservation", Scopes: write, Handle: s.settleReservation("reservations.commit", s.reservations.PrepareCommit)},
-		{Method: http.MethodPost, Path: one + "/release", Operation: "releaseReservation", Scopes: write, Handle: s.settleReservation("reservations.release", s.reservations.PrepareRelease)},
+		{Method: http.MethodPost, Path: one + "/commit", Operation: "commitReservation", Scopes: write, Handle: s.settleReservation("reservations.commit", reservation.Service.PrepareCommit)},
+		{Method: http.MethodPost, Path: one + "/release", Operation: "releaseReservation", Scopes: write, Handle: s.settleReservation("reservations.release", reservation.Service.PrepareRelease)},
 	}
 }}
 
 func (s *Server) listReservations(c *Call) error {
 	q := c.R.URL.Query()
 	f := reservation.Filter{Status: q.Get("status"), ConnectionID: q.Get("connection_id")}
-	return listedBy(c, "reservations", "status="+f.Status+"&connection_id="+f.ConnectionID, f, s.reservations.List)
+	return listedBy(c, "reservations", "status="+f.Status+"&connection_id="+f.ConnectionID, f, c.reservations().List)
 }
 
 func (s *Server) getReservation(c *Call) error {
-	r, err := s.reservations.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
+	r, err := c.reservations().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Server) createReservation(c *Call) error {
 		return err
 	}
 	return c.mutateReservation("reservations.create", http.StatusCreated, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
-		return s.reservations.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
+		return c.reservations().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	})
 }
 
@@ -61,11 +61,11 @@ func (s *Server) renewReservation(c *Call) error {
 		return err
 	}
 	return c.mutateReservation("reservations.renew", http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
-		return s.reservations.PrepareRenew(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
+		return c.reservations().PrepareRenew(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
 	})
 }
 
-type settleFunc = func(context.Context, string, string, reservation.VersionInput) (store.Prepared[reservation.View], error)
+type settleFunc = func(reservation.Service, context.Context, string, string, reservation.VersionInput) (store.Prepared[reservation.View], error)
 
 func (s *Server) settleReservation(operation string, settle settleFunc) func(*Call) error {
 	return func(c *Call) error {
@@ -74,7 +74,7 @@ func (s *Server) settleReservation(operation string, settle settleFunc) func(*Ca
 			return err
 		}
 		return c.mutateReservation(operation, http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
-			return settle(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
+			return settle(c.reservations(), ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
 		})
 	}
 }

@@ -25,11 +25,11 @@ var SellerOrders = Group{Name: "seller-orders", Routes: func(s *Server) []Route 
 func (s *Server) listSellerOrders(c *Call) error {
 	q := c.R.URL.Query()
 	f := sellerorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
-	return listedBy(c, "seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, s.sellerorders.List)
+	return listedBy(c, "seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, c.sellerorders().List)
 }
 
 func (s *Server) getSellerOrder(c *Call) error {
-	return getByID(c, "seller_order_id", s.sellerorders.Get)
+	return getByID(c, "seller_order_id", c.sellerorders().Get)
 }
 
 func (s *Server) sellerOrderTransition(action string) func(*Call) error {
@@ -42,7 +42,7 @@ func (s *Server) sellerOrderTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		o, err := s.sellerorders.Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"), action, in)
+		o, err := c.sellerorders().Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"), action, in)
 		if err != nil {
 			return err
 		}

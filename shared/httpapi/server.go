@@ -17,68 +17,41 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moku/sellerapi/shared/account"
 	"github.com/moku/sellerapi/shared/auth"
-	"github.com/moku/sellerapi/shared/blob"
-	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
-	"github.com/moku/sellerapi/shared/conflict"
-	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/cursor"
-	sealed "github.com/moku/sellerapi/shared/envelope"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/event"
-	"github.com/moku/sellerapi/shared/extorder"
-	"github.com/moku/sellerapi/shared/idempotency"
 	"github.com/moku/sellerapi/shared/ids"
-	"github.com/moku/sellerapi/shared/inventory"
-	"github.com/moku/sellerapi/shared/listing"
 	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/openapi"
-	"github.com/moku/sellerapi/shared/pairing"
 	"github.com/moku/sellerapi/shared/ratelimit"
-	"github.com/moku/sellerapi/shared/reservation"
-	"github.com/moku/sellerapi/shared/sellerorder"
-	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/decoded"
 	"github.com/moku/sellerapi/shared/store/roundtrip"
-	"github.com/moku/sellerapi/shared/webhook"
 )
 
 // Deps are what the server needs from its process.
 type Deps struct {
 	Config config.Config
-	Store  store.Store
-	Clock  clock.Clock
-	Log    *slog.Logger
+	// Store is the process's store: what each request's view of it
+	// (Call.store) and its reads ahead go to.
+	Store store.Store
+	Clock clock.Clock
+	Log   *slog.Logger
 	// Cursors signs and checks page cursors: the keyring's live keys
 	// (cursor.Keyring.Live).
 	Cursors cursor.Signer
 	// CursorKey, when Cursors is nil, is one fixed key instead: for a
 	// server that only lists its routes (infra's route table).
 	CursorKey []byte
-	// Secrets seals and opens webhook signing secrets at rest; nil only
-	// in a server that is never served (webhook writes then fail).
-	Secrets *sealed.Box
-	// Authority tells who masters each vendor's Catalog, base price and Stock
-	// Pool; nil means the vendor's authority record, kept by connections.
-	Authority catalog.Authority
-	// WebhookResolver resolves webhook host names; nil is the system's.
-	WebhookResolver webhook.Resolver
-	// WebhookAWS sends test deliveries to AWS destinations.
-	WebhookAWS webhook.Senders
+	// Services are the services the server calls, built by the process's
+	// root (app.NewServices); a server that only lists its routes needs
+	// none.
+	Services Services
 	// Observe, when set, is told about every finished request; benchmarks
 	// and budget tests read the store round trips from it.
 	Observe func(Observation)
-	// Blob holds uploaded media; nil means media storage is not configured
-	// and uploads answer 503.
-	Blob blob.Store
-	// MediaEncode makes the canonical WebP of an upload
-	// (media/canonical.Encode); nil, as without Blob, answers uploads 503,
-	// so that only the processes that take uploads link the encoder.
-	MediaEncode media.Encoder
 }
 
 // Observation describes a finished request.
@@ -186,40 +159,11 @@ type Server struct {
 	mux      *http.ServeMux
 	routes   []Route
 	basePath string
-
-	auth    auth.Service
-	vendors account.Service
-	limiter ratelimit.Limiter
-	keeper  idempotency.Keeper
-	cursors cursor.Signer
-
-	catalog      catalog.Service
-	inventory    inventory.Service
-	connections  connection.Service
-	reservations reservation.Service
-	media        media.Service
-	effects      stockeffect.Service
-	listings     listing.Service
-	extorders    extorder.Service
-	conflicts    conflict.Service
-	sellerorders sellerorder.Service
-	pairings     pairing.Service
-	// discovery checks discovery credentials on the ungated store, as auth
-	// does tokens.
-	discovery pairing.Service
+	cursors  cursor.Signer
+	// svc are the services the root built (Deps.Services); a request
+	// calls copies bound to its view of the store (services.go).
+	svc Services
 }
-
-// decodedDocs is how many tokens, vendors and products a server keeps
-// decoded between requests (decoded.Cache): each entry is a document's
-// bytes, its decoded value and its encoded views, and each cache also
-// holds at most 16 MiB of documents and views.
-const decodedDocs = 4096
-
-// verifiedTokens is how many tokens a server remembers having
-// authenticated (auth.Verified): only those spend a vendor's window and
-// read its partition beside their check. An entry is an id, a hash, a
-// vendor id and an expiry, so a full set is well under a megabyte.
-const verifiedTokens = 4096
 
 // New builds a server for the given groups.
 func New(d Deps, groups ...Group) (*Server, error) {
@@ -235,45 +179,13 @@ func New(d Deps, groups ...Group) (*Server, error) {
 	}
 	// Every event a request's transaction writes names the request.
 	d.Store = event.CausedStore{Store: d.Store}
-	// Handlers write only once the request's rate decision is in, and read
-	// what the request read ahead from that batch.
-	gated := gatedStore{Store: d.Store}
-	if d.Authority == nil {
-		d.Authority = connection.Masters{Store: gated}
-	}
 	s := &Server{
 		deps:     d,
 		mux:      http.NewServeMux(),
 		basePath: d.Config.BasePath(),
-		auth:     auth.Service{Store: d.Store, Clock: d.Clock, Decoded: auth.NewDecoded(decodedDocs), Verified: auth.NewVerified(verifiedTokens)},
-		vendors:  account.Service{Store: gated, Clock: d.Clock},
-		limiter:  ratelimit.Limiter{Store: d.Store, Clock: d.Clock, Reads: d.Config.RateReads, Writes: d.Config.RateWrites},
-		keeper:   idempotency.Keeper{Store: gated, Clock: d.Clock, Secrets: d.Secrets},
 		cursors:  d.Cursors,
-
-		catalog:   catalog.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
-		inventory: inventory.Service{Store: gated, Clock: d.Clock, Authority: d.Authority},
-
-		connections:  connection.Service{Store: gated, Clock: d.Clock},
-		reservations: reservation.Service{Store: gated, Clock: d.Clock},
-		effects:      stockeffect.Service{Store: gated},
-		listings:     listing.Service{Store: gated, Clock: d.Clock},
-		extorders:    extorder.Service{Store: gated, Clock: d.Clock},
-		conflicts:    conflict.Service{Store: gated, Clock: d.Clock},
-		sellerorders: sellerorder.Service{Store: gated, Clock: d.Clock},
-		discovery:    pairing.Service{Store: d.Store, Clock: d.Clock},
-		media: media.Service{Store: gated, Blob: d.Blob, Encode: d.MediaEncode, Clock: d.Clock, BaseURL: d.Config.MediaURL(),
-			Budget: media.Budget{Bytes: d.Config.MediaBudgetBytes, Objects: d.Config.MediaBudgetObjects},
-			Gate:   media.NewGate(d.Config.MediaDecodeBytes, decodeSlots()), StoreTimeout: d.Config.StoreTimeout, DecodeTimeout: d.Config.MediaDecodeTimeout},
+		svc:      d.Services,
 	}
-	products := decoded.New[catalog.Product](decodedDocs)
-	s.catalog.Decoded, s.inventory.Products = products, products
-	// An adjustment's refused claim of authority is recorded (inventory.Fence).
-	s.inventory.Connections, s.inventory.Conflicts = s.connections, s.conflicts
-	// Rate-window units are taken in growing chunks (ratelimit.Leases): a
-	// window costs a few store writes, not one a request.
-	s.limiter.Leases = ratelimit.NewLeases()
-	s.pairings = pairing.Service{Store: gated, Clock: d.Clock, Connections: s.connections}
 	var routes []Route
 	served := map[string]bool{} // "METHOD path" of the mounted operations
 	for _, g := range groups {
@@ -326,7 +238,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 
 // MediaDecodes reports the process's image decodes: the memory and slots
 // they hold, how many wait, and the high-water marks.
-func (s *Server) MediaDecodes() media.GateStats { return s.media.Gate.Stats() }
+func (s *Server) MediaDecodes() media.GateStats { return s.svc.Media.Gate.Stats() }
 
 // Routes lists the mounted routes (not those of Elsewhere).
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
@@ -430,8 +342,11 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 		s: s, rec: rec, cancel: cancel, start: time.Now(), roundTrips: rts,
 		logAttrs: append(make([]slog.Attr, 0, 12), slog.String("request_id", rid)),
 	}
-	c.Ctx = context.WithValue(ctx, callKey{}, c)
-	c.R = r.WithContext(c.Ctx)
+	c.Ctx = ctx
+	c.R = r.WithContext(ctx)
+	// The request's view of the store, which the services it calls are
+	// bound to; its rate gate is set once admission starts the decision.
+	c.view = gatedStore{Store: s.deps.Store}
 	return c
 }
 

@@ -25,11 +25,6 @@ var SyncJobs = Group{Name: "sync-jobs", Routes: func(s *Server) []Route {
 	}
 }}
 
-// syncJobs is the sync job service; its writes wait for the request's rate decision.
-func (s *Server) syncJobs() syncjob.Service {
-	return syncjob.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock}
-}
-
 // createSyncJob stores the job with its receipt and answers 202: the
 // comparison happens later, in the worker. The whole job is checked first;
 // any structural error rejects it before anything is stored.
@@ -46,17 +41,17 @@ func (s *Server) createSyncJob(c *Call) error {
 		return err
 	}
 	by := syncjob.StartedBy{Type: syncjob.StartedByToken, ID: c.Principal.Token.ID}
-	return c.Mutate("sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.Principal.Vendor.ID, by, sub))
+	return c.Mutate("sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.syncJobs(), c.Principal.Vendor.ID, by, sub))
 }
 
-func (s *Server) prepareSyncJob(vendorID string, by syncjob.StartedBy, sub syncjob.Submission) func(context.Context) (idempotency.Mutation, error) {
+func (s *Server) prepareSyncJob(svc syncjob.Service, vendorID string, by syncjob.StartedBy, sub syncjob.Submission) func(context.Context) (idempotency.Mutation, error) {
 	return answer(http.StatusAccepted, func(ctx context.Context) (store.Prepared[syncjob.View], error) {
-		return s.syncJobs().PrepareCreate(ctx, vendorID, by, sub)
+		return svc.PrepareCreate(ctx, vendorID, by, sub)
 	})
 }
 
 func (s *Server) getSyncJob(c *Call) error {
-	v, err := s.syncJobs().Get(c.Ctx, c.Principal.Vendor.ID, "", c.R.PathValue("sync_job_id"))
+	v, err := c.syncJobs().Get(c.Ctx, c.Principal.Vendor.ID, "", c.R.PathValue("sync_job_id"))
 	if err != nil {
 		return err
 	}
@@ -66,7 +61,7 @@ func (s *Server) getSyncJob(c *Call) error {
 func (s *Server) listSyncJobs(c *Call) error {
 	q := c.R.URL.Query()
 	f := syncjob.Filter{ConnectionID: q.Get("connection_id"), Kind: q.Get("kind"), Status: q.Get("status")}
-	return listedBy(c, "sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status, f, s.syncJobs().List)
+	return listedBy(c, "sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status, f, c.syncJobs().List)
 }
 
 // createPluginSyncJob is the store plugin's create: the pairing must pass
@@ -81,23 +76,23 @@ func (s *Server) createPluginSyncJob(c *Call) error {
 	if err != nil {
 		return err
 	}
-	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
 	sub.ConnectionID = connID
 	by := syncjob.StartedBy{Type: syncjob.StartedByPairing, ID: c.Discovery.PairingID}
-	return c.mutateIn(pluginScope(c), "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.Discovery.VendorID, by, sub))
+	return c.mutateIn(pluginScope(c), "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.syncJobs(), c.Discovery.VendorID, by, sub))
 }
 
 // getPluginSyncJob reads a job of the pairing's own connection; any other
 // is 404.
 func (s *Server) getPluginSyncJob(c *Call) error {
-	connID, err := s.pairings.AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
-	v, err := s.syncJobs().Get(c.Ctx, c.Discovery.VendorID, connID, c.R.PathValue("sync_job_id"))
+	v, err := c.syncJobs().Get(c.Ctx, c.Discovery.VendorID, connID, c.R.PathValue("sync_job_id"))
 	if err != nil {
 		return err
 	}

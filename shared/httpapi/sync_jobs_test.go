@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/catalog"
 	"github.com/moku/sellerapi/shared/conflict"
@@ -651,7 +652,7 @@ func TestSyncJobCrashResumes(t *testing.T) {
 				e := f.e
 				b := mustSync(t, syncSubmit(e, e.Token, "sync-crash-1", map[string]any{"connection_id": f.master, "kind": "inventory",
 					"items": stockItems(f.items[0], 11, f.items[1], 12, f.items[2], 13)}))
-				crashing := syncjob.NewWorker(&crashStore{Store: e.App.Store, failAt: 2, mode: mode}, e.Clock, nil, nil)
+				crashing := syncWorker(e, &crashStore{Store: e.App.Store, failAt: 2, mode: mode}, nil)
 				if err := crashing.Handle(context.Background(), syncMessage(t, e, b.Data.ID)); err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
 					t.Fatalf("crashing worker: %v", err)
 				}
@@ -730,7 +731,7 @@ func TestSyncJobDecidesAgainOnRace(t *testing.T) {
 					}
 				}
 				sent := &sender{}
-				w := syncjob.NewWorker(wrap(e.App.Store, race), e.Clock, sent, nil)
+				w := syncWorker(e, wrap(e.App.Store, race), sent)
 				if err := w.Handle(context.Background(), syncMessage(t, e, b.Data.ID)); err != nil {
 					t.Fatalf("worker: %v", err)
 				}
@@ -763,7 +764,7 @@ func TestSyncJobAttemptsRunOut(t *testing.T) {
 			"items": stockItems(f.items[1], 5, f.items[0], 12, f.items[2], 7)}))
 		productID, seq, _ := catalog.ParseInventoryItemID(f.items[0])
 		sent := &sender{}
-		w := syncjob.NewWorker(failingStore{Store: e.App.Store, productKey: datamodel.ProductKey(e.Vendor.ID, productID).SK, attr: datamodel.OnHandAttr(seq)}, e.Clock, sent, nil)
+		w := syncWorker(e, failingStore{Store: e.App.Store, productKey: datamodel.ProductKey(e.Vendor.ID, productID).SK, attr: datamodel.OnHandAttr(seq)}, sent)
 		msg := syncMessage(t, e, b.Data.ID)
 		var last time.Duration
 		for i := 1; i <= syncjob.MaxAttempts; i++ {
@@ -922,4 +923,11 @@ func TestConcurrentSyncJobsOpenOneConflict(t *testing.T) {
 			t.Fatalf("the connection counts %d open conflicts, want 1", c)
 		}
 	})
+}
+
+// syncWorker is the sync worker over st, a test's store in front of the
+// app's, with its services built over st as the root builds them; it
+// sends continuations to q.
+func syncWorker(e *apitest.Env, st store.Store, q queue.Sender) syncjob.Worker {
+	return syncjob.NewWorker(app.NewServices(e.App, st).Sync, st, e.Clock, q, nil)
 }

@@ -48,9 +48,9 @@ func (s *Server) listVendors(c *Call) error {
 // authentication.
 func (s *Server) getVendor(c *Call) error {
 	// The vendor's item admission read and checked, its view kept encoded.
-	if c.gate != nil {
-		if it, ok := c.gate.ahead.get(datamodel.VendorKey(c.Principal.Vendor.ID)); ok && it.PK != "" {
-			b, err := s.auth.Decoded.VendorView(it)
+	if c.view.gate != nil {
+		if it, ok := c.view.gate.ahead.get(datamodel.VendorKey(c.Principal.Vendor.ID)); ok && it.PK != "" {
+			b, err := s.svc.Auth.Decoded.VendorView(it)
 			if err != nil {
 				return errs.Unavailablef(err, "the vendor could not be read")
 			}

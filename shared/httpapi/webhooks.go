@@ -33,15 +33,8 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 	}
 }}
 
-// webhooks is the subscription service under this deployment's address
-// policy; its writes wait for the request's rate decision.
-func (s *Server) webhooks() webhook.Service {
-	return webhook.Service{Store: gatedStore{Store: s.deps.Store}, Clock: s.deps.Clock, Secrets: s.deps.Secrets,
-		Policy: webhook.Policy{AllowLoopback: s.deps.Config.AllowPrivateWebhooks, Resolver: s.deps.WebhookResolver}}
-}
-
 func (s *Server) listWebhookSubscriptions(c *Call) error {
-	return listed(c, "webhook-subscriptions", "", s.webhooks().List)
+	return listed(c, "webhook-subscriptions", "", c.webhooks().List)
 }
 
 func (s *Server) createWebhookSubscription(c *Call) error {
@@ -49,7 +42,7 @@ func (s *Server) createWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	svc := s.webhooks()
+	svc := c.webhooks()
 	in, err := webhook.ParseCreate(body, svc.Policy)
 	if err != nil {
 		return err
@@ -60,7 +53,7 @@ func (s *Server) createWebhookSubscription(c *Call) error {
 }
 
 func (s *Server) getWebhookSubscription(c *Call) error {
-	sub, err := s.webhooks().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
+	sub, err := c.webhooks().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
 	if err != nil {
 		return err
 	}
@@ -72,7 +65,7 @@ func (s *Server) updateWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	svc := s.webhooks()
+	svc := c.webhooks()
 	in, err := webhook.ParseUpdate(body, svc.Policy)
 	if err != nil {
 		return err
@@ -92,7 +85,7 @@ type deleted struct {
 
 func (s *Server) deleteWebhookSubscription(c *Call) error {
 	id := c.R.PathValue("subscription_id")
-	if err := s.webhooks().Delete(c.Ctx, c.Principal.Vendor.ID, id); err != nil {
+	if err := c.webhooks().Delete(c.Ctx, c.Principal.Vendor.ID, id); err != nil {
 		return err
 	}
 	return c.Data(http.StatusOK, deleted{ID: id, Deleted: true})
@@ -102,7 +95,7 @@ func (s *Server) rotateWebhookSecret(c *Call) error {
 	if err := optionalEmptyBody(c); err != nil {
 		return err
 	}
-	v, err := s.webhooks().Rotate(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
+	v, err := c.webhooks().Rotate(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
 	if err != nil {
 		return err
 	}
@@ -117,18 +110,17 @@ func (s *Server) testWebhookSubscription(c *Call) error {
 	if err := optionalEmptyBody(c); err != nil {
 		return err
 	}
-	svc := s.webhooks()
+	svc := c.webhooks()
 	sub, err := svc.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
 	if err != nil {
 		return err
 	}
-	if g := c.gate; g != nil {
+	if g := c.view.gate; g != nil {
 		if err := g.wait(); err != nil {
 			return err
 		}
 	}
-	d := webhook.Deliverer{Clock: s.deps.Clock, Policy: svc.Policy, Log: s.deps.Log, Secrets: s.deps.Secrets, AWS: s.deps.WebhookAWS}
-	res, err := d.Test(context.WithoutCancel(c.Ctx), sub)
+	res, err := s.svc.Tester.Test(context.WithoutCancel(c.Ctx), sub)
 	if err != nil {
 		return err
 	}
@@ -149,7 +141,7 @@ func (s *Server) listWebhookDeliveries(c *Call) error {
 	if err != nil {
 		return err
 	}
-	attempts, err := s.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
+	attempts, err := c.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
 	if err != nil {
 		return err
 	}

@@ -285,3 +285,10 @@ func (k Keeper) replay(ctx context.Context, sc Scope, fingerprint string, cause 
 	}
 	return Result{Status: r.Status, Body: bytes.Clone(r.Body), Replayed: true}, nil
 }
+
+// With is k reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (k Keeper) With(st store.Store) Keeper {
+	k.Store = st
+	return k
+}

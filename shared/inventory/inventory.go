@@ -23,7 +23,6 @@ import (
 	"github.com/moku/sellerapi/shared/fields"
 	"github.com/moku/sellerapi/shared/stockeffect"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/decoded"
 )
 
 // The one location and pool every vendor has.
@@ -114,9 +113,23 @@ type Service struct {
 	// (Fence); a service that applies no connection's claim needs neither.
 	Connections connection.Service
 	Conflicts   conflict.Service
-	// Products, when set, keeps products decoded between list pages; see
-	// decoded.Cache.
-	Products *decoded.Cache[catalog.Product]
+	// Catalog reads the items' products; its Decoded, when set, keeps
+	// them decoded between list pages (decoded.Cache).
+	Catalog catalog.Service
+}
+
+// With is s, and the services it calls, reading and writing through st, a
+// request's view of the store: the root builds the service once, a
+// request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store, s.Catalog = st, s.Catalog.With(st)
+	s.Connections, s.Conflicts = s.Connections.With(st), s.Conflicts.With(st)
+	if a, ok := s.Authority.(interface {
+		With(store.Store) catalog.Authority
+	}); ok {
+		s.Authority = a.With(st)
+	}
+	return s
 }
 
 // itemErrors is how the package's errors name its records.
@@ -136,7 +149,7 @@ func (s Service) load(ctx context.Context, vendorID, itemID string) (catalog.Pro
 		return catalog.Product{}, store.Item{}, 0, itemErrors.NotFound()
 	}
 	// Shared: the product is only read here and by every caller of load.
-	p, it, err := catalog.Service{Store: s.Store, Clock: s.Clock, Decoded: s.Products}.GetShared(ctx, vendorID, productID)
+	p, it, err := s.Catalog.GetShared(ctx, vendorID, productID)
 	if errs.Is(err, errs.CodeNotFound) {
 		return catalog.Product{}, store.Item{}, 0, itemErrors.NotFound()
 	}
@@ -196,13 +209,13 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int) (s
 }
 
 // ListEncoded is List answering each item's JSON view, kept encoded in
-// s.Products beside its product (decoded.Cache.View: an encoding answers
+// s.Catalog.Decoded beside its product (decoded.Cache.View: an encoding answers
 // only for the product's very bytes and the item's counters), so a page
 // of unchanged items is neither built nor encoded again. The bytes are
 // shared and must not be modified.
 func (s Service) ListEncoded(ctx context.Context, vendorID, after string, limit int) (store.PageOf[json.RawMessage], error) {
 	return page(ctx, s, vendorID, after, limit, func(it store.Item, p catalog.Product, seq int, b Buckets) (json.RawMessage, error) {
-		return s.Products.View(it, catalog.Decode, itemView{seq, b}, func(p catalog.Product) ([]byte, error) {
+		return s.Catalog.Decoded.View(it, catalog.Decode, itemView{seq, b}, func(p catalog.Product) ([]byte, error) {
 			return json.Marshal(view(p, seq, b))
 		})
 	})
@@ -241,7 +254,7 @@ func page[V any](ctx context.Context, s Service, vendorID, after string, limit i
 	// emit adds the items of one product after the start position; it
 	// reports whether the page is full.
 	emit := func(it store.Item) (full bool, err error) {
-		p, err := s.Products.Decode(it, catalog.Decode)
+		p, err := s.Catalog.Decoded.Decode(it, catalog.Decode)
 		if err != nil {
 			return false, errs.Unavailablef(err, "inventory could not be read")
 		}

@@ -31,7 +31,7 @@ func newFixture(t *testing.T) fixture {
 	e := dt.New(t, 2026, 4, 2, 10, 0, 0)
 	a := &masters{}
 	return fixture{Env: e, auth: a,
-		svc:     inventory.Service{Store: e.Store, Clock: e.Clock, Authority: a},
+		svc:     inventory.Service{Store: e.Store, Clock: e.Clock, Authority: a, Catalog: catalog.Service{Store: e.Store, Clock: e.Clock}},
 		catalog: catalog.Service{Store: e.Store, Clock: e.Clock, Authority: a}}
 }
 

@@ -1,9 +1,10 @@
 // Package lambdaapi is the Lambda front of the service: the API Gateway
 // HTTP API (payload format 2.0) front of the operation groups (Main), the
 // stream router on the table's DynamoDB stream (StreamRouterMain) and the
-// SQS workers (WorkerMain). Each assembles the app on the AWS adapters
-// (app/awsapp) once at init, so that each functions/<name>/main.go is one
-// call.
+// SQS workers (WorkerMain). Each is its Lambda's composition root: it
+// builds the app on the AWS adapters (app/awsapp), with every service
+// built once (app.NewServices), and the handler or worker over them once
+// at init, so that each functions/<name>/main.go is one call.
 //
 // Routes, platform rules and business rules live in shared/httpapi and the
 // domain packages, not here; test helpers are in lambdatest.
@@ -27,29 +28,34 @@ import (
 // Handler is the function Lambda invokes with each HTTP API request.
 type Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// New assembles the app from cfg on the AWS adapters (the options may give
-// others, as tests do) and returns groups behind the HTTP API v2 adapter. Main calls it once at init; tests call the result with sample
-// events, as Lambda does.
+// New builds the handler an API Lambda serves, as MainWith does: the
+// adapters cfg names (the options may give others, as tests do) and every
+// service over them, built once (awsapp.New → app.New → app.NewServices);
+// then the groups' handler, which receives those services (App.Handler →
+// httpapi.New), behind the HTTP API v2 adapter. Tests call the result with
+// sample events, as Lambda does.
 func New(ctx context.Context, cfg config.Config, groups []httpapi.Group, opts ...app.Option) (Handler, error) {
 	a, err := awsapp.New(ctx, cfg, append(opts, app.WithLogHandler(WithRequestIDs))...)
 	if err != nil {
 		return nil, err
 	}
-	h, err := a.Handler(ctx, groups...)
+	srv, err := a.Handler(ctx, groups...)
 	if err != nil {
 		return nil, err
 	}
-	return httpadapter.NewV2(h).ProxyWithContext, nil
+	return httpadapter.NewV2(srv).ProxyWithContext, nil
 }
 
-// Main is the whole main of the Lambda called name: configuration from the
-// environment, the handler of groups built once, then the Lambda loop. An
-// init failure is printed as "<name>: init: <err>" and exits with status 1,
-// which Lambda reports as the init error.
+// Main is the whole main of the API Lambda called name (MainWith).
 func Main(name string, groups ...httpapi.Group) { MainWith(name, nil, groups...) }
 
-// MainWith is Main with options the function's main wires beyond the AWS
-// adapters (the media Lambda's encoder).
+// MainWith is the composition root of the API Lambda called name, with
+// the options its main wires beyond the AWS adapters (the media Lambda's
+// encoder), in the order it wires (docs/architecture.md, "Wiring"):
+// configuration from the environment; the adapters, the services and the
+// handler of groups, built once at init (New); then the Lambda loop. An
+// init failure is printed as "<name>: init: <err>" and exits with status
+// 1, which Lambda reports as the init error.
 func MainWith(name string, opts []app.Option, groups ...httpapi.Group) {
 	ctx := context.Background()
 	cfg, err := config.FromEnv()

@@ -111,12 +111,14 @@ func NewWorker(a *app.App, q Queues, queueName string) (SQSHandler, error) {
 	return newSQSHandler(queueName, w.Handle, w.Parallel, q, a.Log), nil
 }
 
-// WorkerMain is the whole main of the worker Lambda called name for the
-// named queue: configuration from the environment (the store; the URL of
-// its own queue, which it delays retries on and may send follow-up work
-// to; and the URLs of the other queues its work sends to), the handler
-// built once, then the Lambda loop. An init failure is printed
-// as "<name>: init: <err>" and exits with status 1.
+// WorkerMain is the composition root of the worker Lambda called name for
+// the named queue, in the order it wires: configuration from the
+// environment (the store; the URL of its own queue, which it delays
+// retries on and may send follow-up work to; and the URLs of the other
+// queues its work sends to), the adapters and the services over them
+// (boot), the queue's work over those services (NewWorker), then the
+// Lambda loop. An init failure is printed as "<name>: init: <err>" and
+// exits with status 1.
 func WorkerMain(name, queueName string) {
 	a, q := boot(context.Background(), name, queueName)
 	h, err := NewWorker(a, q, queueName)
@@ -128,8 +130,9 @@ func WorkerMain(name, queueName string) {
 
 // boot is the init of the mains the queues drive (the workers, the stream
 // router): configuration from the environment, the app on the AWS
-// adapters, and the queues named, each of which must have a URL. A
-// failure ends the process (see fail).
+// adapters with its services built once (awsapp.New), and the queues
+// named, each of which must have a URL. A failure ends the process (see
+// fail).
 func boot(ctx context.Context, name string, queues ...string) (*app.App, *sqsqueue.Queue) {
 	cfg, err := config.FromEnv()
 	if err != nil {

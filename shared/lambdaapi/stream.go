@@ -58,10 +58,12 @@ func NewStreamRouter(a *app.App, q queue.Sender) StreamHandler {
 	return NewStreamHandler(r.Route, a.Log)
 }
 
-// StreamRouterMain is the whole main of the stream-router Lambda called
-// name: configuration from the environment (the store, and the URL of
-// every work queue: any rule may send to any), the handler built once, then the Lambda loop. An init
-// failure is printed as "<name>: init: <err>" and exits with status 1.
+// StreamRouterMain is the composition root of the stream-router Lambda
+// called name: configuration from the environment (the store, and the URL
+// of every work queue: any rule may send to any), the adapters and the
+// services over them (boot), the router over every work's rule, built
+// once, then the Lambda loop. An init failure is printed as
+// "<name>: init: <err>" and exits with status 1.
 func StreamRouterMain(name string) {
 	a, q := boot(context.Background(), name, queue.Names()...)
 	lambda.Start(NewRouterHandler(NewStreamRouter(a, q), a.SweepUnrouted, q))

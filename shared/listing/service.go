@@ -323,3 +323,10 @@ func (s Service) List(ctx context.Context, vendorID, after string, limit int, f 
 	}
 	return store.MapPage(page, func(l Listing) View { return l.View(roles[l.ConnectionID]) }), nil
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

@@ -471,3 +471,10 @@ func (s Service) view(d doc) Record {
 	r.URL = strings.TrimRight(s.BaseURL, "/") + "/" + d.Key
 	return r
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

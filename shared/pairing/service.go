@@ -355,3 +355,11 @@ func (s Service) AuthorizeOperationalWrite(ctx context.Context, pr Principal) (s
 	}
 	return c.ID, nil
 }
+
+// With is s, and the connection service it calls, reading and writing
+// through st, a request's view of the store: the root builds the service
+// once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store, s.Connections = st, s.Connections.With(st)
+	return s
+}

@@ -360,3 +360,10 @@ func (s Service) settle(ctx context.Context, vendorID string, r Reservation, to 
 	}
 	return store.Prepared[View]{View: r.View(), Ops: ops, Explain: explain}, nil
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

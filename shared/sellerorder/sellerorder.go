@@ -332,3 +332,10 @@ func (s Service) Transition(ctx context.Context, vendorID, id, action string, in
 	}
 	return o, nil
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

@@ -164,3 +164,10 @@ func (s Service) List(ctx context.Context, vendorID, itemID, after string, limit
 	}
 	return page, nil
 }
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
+}

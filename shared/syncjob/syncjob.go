@@ -283,6 +283,16 @@ func domainName(kind string) string {
 type Service struct {
 	Store store.Store
 	Clock clock.Clock
+	// Connections reads the connection a job is for.
+	Connections connection.Service
+}
+
+// With is s, and the connection service it calls, reading and writing
+// through st, a request's view of the store: the root builds the service
+// once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store, s.Connections = st, s.Connections.With(st)
+	return s
 }
 
 // syncJobErrors is how the package's errors name its records.
@@ -293,7 +303,7 @@ var syncJobErrors = errs.Record{Name: "sync job", Unreadable: "sync jobs could n
 // read; the caller commits them with its receipt. Its Explain explains a lost
 // race on the connection as worth another run.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, by StartedBy, sub Submission) (store.Prepared[View], error) {
-	c, _, _, err := connection.Service{Store: s.Store, Clock: s.Clock}.Get(ctx, vendorID, sub.ConnectionID)
+	c, _, _, err := s.Connections.Get(ctx, vendorID, sub.ConnectionID)
 	if err != nil {
 		return store.Prepared[View]{}, err
 	}

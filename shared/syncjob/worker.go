@@ -9,7 +9,6 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/conflict"
-	"github.com/moku/sellerapi/shared/connection"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/inventory"
@@ -53,16 +52,21 @@ type Worker struct {
 	jobs      jobrun.Runner[Job, *Job]
 }
 
-// NewWorker builds a worker over st, sending continuations to q (may be nil).
-func NewWorker(st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) Worker {
-	w := Worker{
-		Store:     st,
-		Clock:     c,
-		Pairings:  pairing.Service{Store: st, Clock: c, Connections: connection.Service{Store: st, Clock: c}},
-		Inventory: inventory.Service{Store: st, Clock: c, Authority: connection.Masters{Store: st}},
-		Conflicts: conflict.Service{Store: st, Clock: c},
-	}
-	w.jobs = jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, Recheck: w.recheck(auth.Service{Store: st, Clock: c})}
+// Services are the services a worker calls, built by the process's root
+// (app.NewServices).
+type Services struct {
+	Pairings  pairing.Service
+	Inventory inventory.Service
+	Conflicts conflict.Service
+	// Tokens rechecks the job's credential before each item.
+	Tokens auth.Service
+}
+
+// NewWorker builds a worker calling svc, keeping its jobs in st and
+// sending continuations to q (may be nil).
+func NewWorker(svc Services, st store.Store, c clock.Clock, q queue.Sender, log *slog.Logger) Worker {
+	w := Worker{Store: st, Clock: c, Pairings: svc.Pairings, Inventory: svc.Inventory, Conflicts: svc.Conflicts}
+	w.jobs = jobrun.Runner[Job, *Job]{Kind: kind, Store: st, Clock: c, Log: log, Queue: q, Recheck: w.recheck(svc.Tokens)}
 	return w
 }
 

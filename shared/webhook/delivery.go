@@ -284,7 +284,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 			log.WarnContext(ctx, "webhook delivery slot not given back; its lease frees it", "error", err)
 		}
 	}()
-	ev, err := event.Log{Store: d.Store}.Get(ctx, m.VendorID, m.EventID)
+	ev, err := event.Read(ctx, d.Store, m.VendorID, m.EventID)
 	if err != nil {
 		if errs.As(err).Kind == errs.NotFound {
 			log.WarnContext(ctx, "webhook delivery dropped: the event has expired")
@@ -292,7 +292,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		}
 		return err
 	}
-	sub, err := Service{Store: d.Store, Clock: d.Clock, Secrets: d.Secrets}.Get(ctx, m.VendorID, m.SubscriptionID)
+	sub, err := get(ctx, d.Store, m.VendorID, m.SubscriptionID)
 	if err != nil {
 		if errs.As(err).Kind == errs.NotFound {
 			log.InfoContext(ctx, "webhook delivery dropped: the subscription was deleted")

@@ -278,7 +278,7 @@ func (r Replayer) recover(ctx context.Context, job replayJob, receives int) erro
 func (r Replayer) requeue(ctx context.Context) func(record) error {
 	return func(j record) error {
 		rc := j.(*Recovery)
-		sub, err := Service{Store: r.Store, Clock: r.Clock}.Get(ctx, rc.VendorID, rc.SubscriptionID)
+		sub, err := get(ctx, r.Store, rc.VendorID, rc.SubscriptionID)
 		if err != nil && errs.As(err).Kind != errs.NotFound {
 			return err
 		}
@@ -297,7 +297,7 @@ func (r Replayer) page(ctx context.Context, it store.Item, rc *Recovery) (next *
 	if rc.StartedAt == nil {
 		rc.Status, rc.StartedAt = ReplayRunning, &now
 	}
-	sub, err := Service{Store: r.Store, Clock: r.Clock}.Get(ctx, rc.VendorID, rc.SubscriptionID)
+	sub, err := get(ctx, r.Store, rc.VendorID, rc.SubscriptionID)
 	if err != nil && errs.As(err).Kind != errs.NotFound {
 		return nil, false, err
 	}

@@ -94,7 +94,7 @@ func (r *Replay) ended(t tally) *event.Event {
 // CreateReplay stores a queued replay of an event; the pipeline starts it.
 // Each call makes a new replay.
 func (s Service) CreateReplay(ctx context.Context, vendorID, eventID string, in ReplayInput) (ReplayView, error) {
-	if _, err := (event.Log{Store: s.Store}).Get(ctx, vendorID, eventID); err != nil {
+	if _, err := event.Read(ctx, s.Store, vendorID, eventID); err != nil {
 		return ReplayView{}, err
 	}
 	now := s.Clock.Now()
@@ -208,7 +208,7 @@ func (r Replayer) Handle(ctx context.Context, qm queue.Message) error {
 func (r Replayer) start(ctx context.Context, it store.Item, rp *Replay) error {
 	now := r.Clock.Now()
 	rp.StartedAt = &now
-	ev, err := event.Log{Store: r.Store}.Get(ctx, rp.VendorID, rp.EventID)
+	ev, err := event.Read(ctx, r.Store, rp.VendorID, rp.EventID)
 	if err != nil && errs.As(err).Kind != errs.NotFound {
 		return err
 	}

@@ -189,10 +189,16 @@ var subscriptionErrors = errs.Record{Name: "webhook subscription", Unreadable: "
 
 // Get reads a subscription.
 func (s Service) Get(ctx context.Context, vendorID, id string) (Subscription, error) {
+	return get(ctx, s.Store, vendorID, id)
+}
+
+// get reads a subscription from st: the service's Get, and what the
+// workers read of a subscription.
+func get(ctx context.Context, st store.Store, vendorID, id string) (Subscription, error) {
 	if !ids.Issued("whsub", id) {
 		return Subscription{}, subscriptionErrors.NotFound()
 	}
-	return store.Read(ctx, s.Store, datamodel.SubscriptionKey(vendorID, id), Decode, subscriptionErrors.NotFound(), subscriptionErrors.Unavailable)
+	return store.Read(ctx, st, datamodel.SubscriptionKey(vendorID, id), Decode, subscriptionErrors.NotFound(), subscriptionErrors.Unavailable)
 }
 
 // List reads a page of subscriptions, oldest first.
@@ -489,4 +495,11 @@ func (s Service) SealPlaintext(ctx context.Context, vendorID string) (int, error
 		n++
 	}
 	return n, nil
+}
+
+// With is s reading and writing through st, a request's view of the
+// store: the root builds the service once, a request uses a copy.
+func (s Service) With(st store.Store) Service {
+	s.Store = st
+	return s
 }

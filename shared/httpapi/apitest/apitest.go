@@ -56,8 +56,9 @@ type Options struct {
 	Config func(*config.Config)
 	// WrapStore lets a test put a faulty or slow store in front of the real one.
 	WrapStore func(store.Store) store.Store
-	// AppOptions are applied to the built app, before the server is made
-	// (a benchmark logs as a Lambda function does, app.WithLogHandler).
+	// AppOptions are given to the app after the harness's own, so before
+	// its services are built (a benchmark logs as a Lambda function does,
+	// app.WithLogHandler).
 	AppOptions []app.Option
 	// Observe receives every finished request (operation, round trips).
 	Observe func(httpapi.Observation)
@@ -177,13 +178,14 @@ func New(t testing.TB, o Options) *Env {
 		}
 		local = app.WithLocal(l)
 	}
-	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), app.WithWebhookSenders(o.WebhookAWS), local,
-		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key"))))
+	if o.MediaEncode == nil {
+		o.MediaEncode = canonical.Encode
+	}
+	opts := append([]app.Option{app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), app.WithWebhookSenders(o.WebhookAWS), local,
+		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key"))), app.WithBlob(o.Blob), app.WithMediaEncoder(o.MediaEncode)}, o.AppOptions...)
+	a, err := app.New(ctx, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, opt := range o.AppOptions {
-		opt(a)
 	}
 	// The cursor key and the fixtures go through the real store even when
 	// the test puts a faulty one in front of the server.
@@ -191,10 +193,7 @@ func New(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.MediaEncode == nil {
-		o.MediaEncode = canonical.Encode
-	}
-	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, Cursors: cursors, Secrets: a.Secrets, Observe: o.Observe, Blob: o.Blob, MediaEncode: o.MediaEncode, WebhookResolver: o.WebhookResolver, WebhookAWS: o.WebhookAWS}, o.Groups...)
+	srvH, err := httpapi.New(httpapi.Deps{Config: a.Config, Store: st, Clock: fake, Log: a.Log, Cursors: cursors, Observe: o.Observe, Services: a.Services.API}, o.Groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
