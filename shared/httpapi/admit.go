@@ -21,24 +21,24 @@ import (
 // spends the rate window, in that order. The bearer's prefix picks the
 // authenticator; a valid credential of another kind than the route takes
 // is 403, like a missing scope.
-func (s *Server) admit(c *Call, rt Route) error {
+func (s *Server) admit(ctx context.Context, c *Call, rt Route) error {
 	if rt.Scopes == nil {
-		return s.admitPublic(c, rt)
+		return s.admitPublic(ctx, c, rt)
 	}
 	raw, ok := bearer(c.R.Header.Get("Authorization"))
 	if !ok || len(c.R.Header.Values("Authorization")) > 1 {
 		return errs.E(errs.CodeUnauthenticated, "The access token is missing, invalid, expired or revoked.")
 	}
 	if pairing.IsCredential(raw) {
-		return s.admitDiscovery(c, rt, raw)
+		return s.admitDiscovery(ctx, c, rt, raw)
 	}
 	vendorID := c.R.PathValue("vendor_id")
 	var p auth.Principal
 	var err error
 	if account.ValidID(vendorID) && s.svc.Auth.Vouched(raw, vendorID) {
-		p, err = s.admitVouched(c, rt, raw, vendorID)
+		p, err = s.admitVouched(ctx, c, rt, raw, vendorID)
 	} else {
-		p, err = s.admitChecked(c, rt, raw, vendorID)
+		p, err = s.admitChecked(ctx, c, rt, raw, vendorID)
 	}
 	if err != nil {
 		return err
@@ -63,15 +63,15 @@ func (s *Server) admit(c *Call, rt Route) error {
 // the token's check, which this request makes again, in the same batch,
 // so a token revoked or expired since is refused on this very request. A
 // refusal gives the unit back and answers 401, never 429.
-func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Principal, error) {
+func (s *Server) admitVouched(ctx context.Context, c *Call, rt Route, raw, vendorID string) (auth.Principal, error) {
 	if tk, ok := auth.TokenKey(raw); ok {
 		c.tokenID = strings.TrimPrefix(tk.PK, "TOKEN#")
 	}
-	ahead, pages := s.startBeside(c, rt, vendorID)
-	p, items, err := s.svc.Auth.AuthenticateWith(c.Ctx, raw, vendorID, ahead)
+	ahead, pages := s.startBeside(ctx, c, rt, vendorID)
+	p, items, err := s.svc.Auth.AuthenticateWith(ctx, raw, vendorID, ahead)
 	joinAll(pages)
 	if err != nil {
-		s.giveBack(c, rt, vendorID)
+		s.giveBack(ctx, c, rt, vendorID)
 		return auth.Principal{}, err
 	}
 	if len(items) > len(ahead) {
@@ -84,13 +84,13 @@ func (s *Server) admitVouched(c *Call, rt Route, raw, vendorID string) (auth.Pri
 // startBeside spends the vendor's window and starts the route's page
 // queries beside the batch read the caller makes next, and returns the
 // route's read-ahead keys for that batch.
-func (s *Server) startBeside(c *Call, rt Route, vendorID string) ([]store.Key, []*readahead.Pending) {
-	s.spendRate(c, rt, vendorID)
+func (s *Server) startBeside(ctx context.Context, c *Call, rt Route, vendorID string) ([]store.Key, []*readahead.Pending) {
+	s.spendRate(ctx, c, rt, vendorID)
 	var ahead []store.Key
 	if rt.ReadAhead != nil {
 		ahead = rt.ReadAhead(c)
 	}
-	return ahead, s.startPages(c, rt)
+	return ahead, s.startPages(ctx, c, rt)
 }
 
 // admitChecked admits any other bearer: its token alone is read and
@@ -101,29 +101,29 @@ func (s *Server) startBeside(c *Call, rt Route, vendorID string) ([]store.Key, [
 // page queries and its window, when the path names the token's own
 // vendor; the token's first request in a process waits for one round
 // trip more than a vouched one.
-func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Principal, error) {
-	t, err := s.svc.Auth.Check(c.Ctx, raw)
+func (s *Server) admitChecked(ctx context.Context, c *Call, rt Route, raw, vendorID string) (auth.Principal, error) {
+	t, err := s.svc.Auth.Check(ctx, raw)
 	if err != nil {
 		return auth.Principal{}, err
 	}
 	if vendorID == "" || vendorID != t.VendorID {
 		// No vendor in the path (GET /vendors), or another one (404): the
 		// token's vendor is read and checked, and only then its window spent.
-		p, _, err := s.svc.Auth.Grant(c.Ctx, t, vendorID, nil)
+		p, _, err := s.svc.Auth.Grant(ctx, t, vendorID, nil)
 		if err != nil {
 			return auth.Principal{}, err
 		}
-		s.spendRate(c, rt, p.Vendor.ID)
+		s.spendRate(ctx, c, rt, p.Vendor.ID)
 		return p, nil
 	}
 	c.tokenID = t.ID
-	ahead, pages := s.startBeside(c, rt, vendorID)
-	p, items, err := s.svc.Auth.Grant(c.Ctx, t, vendorID, ahead)
+	ahead, pages := s.startBeside(ctx, c, rt, vendorID)
+	p, items, err := s.svc.Auth.Grant(ctx, t, vendorID, ahead)
 	joinAll(pages)
 	if err != nil {
 		// The vendor's owner is no longer the token's (a credential that
 		// was genuine until then: 401), or the store failed (503).
-		s.giveBack(c, rt, vendorID)
+		s.giveBack(ctx, c, rt, vendorID)
 		return auth.Principal{}, err
 	}
 	c.view.gate.ahead.set(append(ahead, datamodel.VendorKey(vendorID)), items, pages)
@@ -138,7 +138,7 @@ func (s *Server) admitChecked(c *Call, rt Route, raw, vendorID string) (auth.Pri
 // vendor's partition, each at most one page (limit+1 items)
 // long; what they read reaches the handler only after admission, never
 // on a refusal.
-func (s *Server) startPages(c *Call, rt Route) []*readahead.Pending {
+func (s *Server) startPages(ctx context.Context, c *Call, rt Route) []*readahead.Pending {
 	if rt.PageAhead == nil {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (s *Server) startPages(c *Call, rt Route) []*readahead.Pending {
 	pk := datamodel.VendorPartition(c.R.PathValue("vendor_id"))
 	for _, q := range rt.PageAhead(c) {
 		if q.PK == pk && q.Limit <= maxPageLimit+1 {
-			pages = append(pages, readahead.Start(c.Ctx, s.deps.Store, q))
+			pages = append(pages, readahead.Start(ctx, s.deps.Store, q))
 		}
 	}
 	return pages
@@ -164,20 +164,20 @@ func joinAll(pages []*readahead.Pending) {
 // path vendor's window beside its check, and forgets the request's rate
 // decision: the refusal is the credential's (401), never the window's
 // 429, and carries no rate headers.
-func (s *Server) giveBack(c *Call, rt Route, vendorID string) {
+func (s *Server) giveBack(ctx context.Context, c *Call, rt Route, vendorID string) {
 	g := c.view.gate
 	c.view.gate = nil
 	if err := g.wait(); err != nil {
 		return // nothing was spent
 	}
-	if err := s.svc.Limiter.GiveBack(c.Ctx, vendorID, classOf(rt), g.status); err != nil {
-		c.logger().WarnContext(c.Ctx, "rate window unit not given back", "error", err)
+	if err := s.svc.Limiter.GiveBack(ctx, vendorID, classOf(rt), g.status); err != nil {
+		c.logger().WarnContext(ctx, "rate window unit not given back", "error", err)
 	}
 }
 
 // admitDiscovery admits a discovery credential, to its own routes only.
-func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
-	d, err := s.svc.Discovery.Authenticate(c.Ctx, raw)
+func (s *Server) admitDiscovery(ctx context.Context, c *Call, rt Route, raw string) error {
+	d, err := s.svc.Discovery.Authenticate(ctx, raw)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 	// The pairing's own allowance, of the vendor's size: a plugin, paired
 	// or not yet accepted, never spends the seller's window.
 	class := classOf(rt)
-	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+	s.startRate(ctx, c, func(ctx context.Context) (ratelimit.Status, error) {
 		return s.svc.Limiter.TakeFrom(roundtrip.Beside(ctx), datamodel.PairingPartition(d.PairingID), "store pairing's", class, s.svc.Limiter.Limit(class))
 	})
 	return nil
@@ -198,7 +198,7 @@ func (s *Server) admitDiscovery(c *Call, rt Route, raw string) error {
 
 // admitPublic decides a throttled public route's per-client window before
 // its handler does any work: there is no credential to answer for it.
-func (s *Server) admitPublic(c *Call, rt Route) error {
+func (s *Server) admitPublic(ctx context.Context, c *Call, rt Route) error {
 	if rt.Throttle == "" {
 		return nil
 	}
@@ -207,7 +207,7 @@ func (s *Server) admitPublic(c *Call, rt Route) error {
 		limit = s.deps.Config.RateExchange
 	}
 	pk := ratelimit.ClientPartition(s.clientAddr(c.R))
-	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+	s.startRate(ctx, c, func(ctx context.Context) (ratelimit.Status, error) {
 		return s.svc.Limiter.TakeFrom(ctx, pk, "client's", rt.Throttle, limit)
 	})
 	return c.settleRate()
@@ -222,7 +222,7 @@ func classOf(rt Route) ratelimit.Class {
 
 // spendRate starts the vendor's rate decision for the request; a unit of
 // the process's lease decides it at once.
-func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
+func (s *Server) spendRate(ctx context.Context, c *Call, rt Route, vendorID string) {
 	class := classOf(rt)
 	if st, ok := s.svc.Limiter.TakeLeased(vendorID, class); ok {
 		g := &rateGate{done: make(chan struct{}), status: st}
@@ -230,7 +230,7 @@ func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 		c.view.gate = g
 		return
 	}
-	s.startRate(c, func(ctx context.Context) (ratelimit.Status, error) {
+	s.startRate(ctx, c, func(ctx context.Context) (ratelimit.Status, error) {
 		return s.svc.Limiter.Take(roundtrip.Beside(ctx), vendorID, class)
 	})
 }
@@ -238,8 +238,8 @@ func (s *Server) spendRate(c *Call, rt Route, vendorID string) {
 // startRate starts the request's rate decision beside its handler; the
 // request's view of the store (Call.view) holds it, so that the services
 // its handler calls wait for it.
-func (s *Server) startRate(c *Call, take func(context.Context) (ratelimit.Status, error)) {
-	c.view.gate = startGate(c.Ctx, take)
+func (s *Server) startRate(ctx context.Context, c *Call, take func(context.Context) (ratelimit.Status, error)) {
+	c.view.gate = startGate(ctx, take)
 }
 
 // settleRate waits for the request's rate decision, once, before anything

@@ -23,16 +23,16 @@ var BulkOperations = Group{Name: "bulk-operations", Routes: func(s *Server) []Ro
 // createBulkOperation stores the job with its receipt and answers 202: the
 // adjustments happen later, in the worker. The whole batch is checked
 // first; any structural error rejects it before anything is stored.
-func (s *Server) createBulkOperation(c *Call) error {
+func (s *Server) createBulkOperation(ctx context.Context, c *Call) error {
 	body, sub, err := parsed(c, bulk.MaxBody, bulk.Parse)
 	if err != nil {
 		return err
 	}
-	return c.Mutate("bulk_operations.create", idempotency.ProductKeyPattern, body, answer(http.StatusAccepted, func(context.Context) (store.Prepared[bulk.View], error) {
+	return c.Mutate(ctx, "bulk_operations.create", idempotency.ProductKeyPattern, body, answer(http.StatusAccepted, func(context.Context) (store.Prepared[bulk.View], error) {
 		return c.bulkOps().PrepareCreate(c.Principal.Vendor.ID, c.Principal.Token.ID, sub)
 	}))
 }
 
-func (s *Server) getBulkOperation(c *Call) error {
-	return getByID(c, "bulk_operation_id", c.bulkOps().Get)
+func (s *Server) getBulkOperation(ctx context.Context, c *Call) error {
+	return getByID(ctx, c, "bulk_operation_id", c.bulkOps().Get)
 }

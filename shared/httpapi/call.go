@@ -23,7 +23,6 @@ import (
 type Call struct {
 	W         http.ResponseWriter
 	R         *http.Request
-	Ctx       context.Context
 	RequestID string
 	Route     Route
 	// Principal is set once the request is authenticated with a token.
@@ -78,7 +77,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // finish logs the request.
-func (c *Call) finish() {
+func (c *Call) finish(ctx context.Context) {
 	c.cancel()
 	if c.s.deps.Observe != nil {
 		read, write := c.roundTrips.Capacity()
@@ -102,7 +101,7 @@ func (c *Call) finish() {
 	if ns := c.s.deps.Config.MetricsNamespace; ns != "" {
 		attrs = c.metrics(attrs, ns)
 	}
-	c.s.deps.Log.LogAttrs(c.Ctx, level, "request", attrs...)
+	c.s.deps.Log.LogAttrs(ctx, level, "request", attrs...)
 }
 
 // logWith adds attributes to the request's log lines.
@@ -120,19 +119,19 @@ func (c *Call) logger() *slog.Logger {
 }
 
 // JSON writes a success body.
-func (c *Call) JSON(status int, v any) error {
+func (c *Call) JSON(ctx context.Context, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	c.raw(status, b)
+	c.raw(ctx, status, b)
 	return nil
 }
 
 // raw writes pre-encoded JSON.
-func (c *Call) raw(status int, b []byte) {
+func (c *Call) raw(ctx context.Context, status int, b []byte) {
 	if err := c.settleRate(); err != nil {
-		c.fail(err)
+		c.fail(ctx, err)
 		return
 	}
 	h := c.W.Header()
@@ -153,15 +152,17 @@ func (c *Call) page(status int, b []byte) {
 }
 
 // Data writes {"data": v}.
-func (c *Call) Data(status int, v any) error { return c.JSON(status, envelope{Data: v}) }
+func (c *Call) Data(ctx context.Context, status int, v any) error {
+	return c.JSON(ctx, status, envelope{Data: v})
+}
 
 // encodedData writes {"data": b} for b already encoded, the bytes Data
 // writes for its value.
-func (c *Call) encodedData(status int, b []byte) {
+func (c *Call) encodedData(ctx context.Context, status int, b []byte) {
 	out := make([]byte, 0, len(`{"data":}`)+len(b))
 	out = append(out, `{"data":`...)
 	out = append(out, b...)
-	c.raw(status, append(out, '}'))
+	c.raw(ctx, status, append(out, '}'))
 }
 
 type envelope struct {
@@ -197,7 +198,7 @@ func StatusOf(k errs.Kind) int { return statusOf[k] }
 
 // fail writes err as problem+json; a refusal of the rate window takes
 // precedence over the handler's own error.
-func (c *Call) fail(err error) {
+func (c *Call) fail(ctx context.Context, err error) {
 	if rateErr := c.settleRate(); rateErr != nil {
 		err = rateErr
 	}
@@ -209,7 +210,7 @@ func (c *Call) fail(err error) {
 			"(the storage item limit, property names and values counted). Nothing was stored; send a smaller record (fewer items, shorter values).",
 			tooLarge.Size, tooLarge.Limit)
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(c.Ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		if e := errs.As(err); e.Kind == errs.Internal || e.Kind == errs.Unavailable {
 			err = errs.Unavailablef(err, "the request timed out before its state could be checked")
 		}
@@ -217,7 +218,7 @@ func (c *Call) fail(err error) {
 	e := errs.As(err)
 	status := statusOf[e.Kind]
 	if e.Kind == errs.Internal || e.Kind == errs.Unavailable {
-		c.logger().ErrorContext(c.Ctx, "request failed", "code", e.Code, "error", err)
+		c.logger().ErrorContext(ctx, "request failed", "code", e.Code, "error", err)
 	}
 	h := c.W.Header()
 	if e.Kind == errs.Unauthenticated {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -23,32 +24,32 @@ var Conflicts = Group{Name: "conflicts", Routes: func(s *Server) []Route {
 	}
 }}
 
-func (s *Server) listConflicts(c *Call) error {
+func (s *Server) listConflicts(ctx context.Context, c *Call) error {
 	q := c.R.URL.Query()
 	f := conflict.Filter{Status: q.Get("status"), Type: q.Get("type"), ConnectionID: q.Get("connection_id"), ResourceID: q.Get("resource_id")}
-	return listedBy(c, "conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID, f, c.conflicts().List)
+	return listedBy(ctx, c, "conflicts", "status="+f.Status+"&type="+f.Type+"&connection_id="+f.ConnectionID+"&resource_id="+f.ResourceID, f, c.conflicts().List)
 }
 
-func (s *Server) getConflict(c *Call) error {
-	return getByID(c, "conflict_id", c.conflicts().Get)
+func (s *Server) getConflict(ctx context.Context, c *Call) error {
+	return getByID(ctx, c, "conflict_id", c.conflicts().Get)
 }
 
 // closeConflict resolves or dismisses a conflict. expected_version makes a
 // repeat fail instead of closing twice, so no Idempotency-Key is needed.
-func (s *Server) closeConflict(status string) func(*Call) error {
-	return func(c *Call) error {
+func (s *Server) closeConflict(status string) func(context.Context, *Call) error {
+	return func(ctx context.Context, c *Call) error {
 		_, in, err := parsed(c, 0, conflict.ParseClosing)
 		if err != nil {
 			return err
 		}
 		vendorID, id := c.Principal.Vendor.ID, c.R.PathValue("conflict_id")
-		p, err := c.conflicts().PrepareClose(c.Ctx, vendorID, id, status, in, c.Principal.Token.ID)
+		p, err := c.conflicts().PrepareClose(ctx, vendorID, id, status, in, c.Principal.Token.ID)
 		if err != nil {
 			return err
 		}
-		if err := c.conflicts().Store.Transact(c.Ctx, p.Ops...); err != nil {
-			return c.conflicts().Explain(c.Ctx, vendorID, id, in.ExpectedVersion, err)
+		if err := c.conflicts().Store.Transact(ctx, p.Ops...); err != nil {
+			return c.conflicts().Explain(ctx, vendorID, id, in.ExpectedVersion, err)
 		}
-		return c.Data(http.StatusOK, p.View)
+		return c.Data(ctx, http.StatusOK, p.View)
 	}
 }

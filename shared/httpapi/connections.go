@@ -31,19 +31,19 @@ var Connections = Group{Name: "connections", Routes: func(s *Server) []Route {
 	}
 }}
 
-func (s *Server) getAuthority(c *Call) error {
-	v, err := c.connections().Authority(c.Ctx, c.Principal.Vendor.ID)
+func (s *Server) getAuthority(ctx context.Context, c *Call) error {
+	v, err := c.connections().Authority(ctx, c.Principal.Vendor.ID)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
-func (s *Server) listConnections(c *Call) error {
-	return listed(c, "connections", "", c.connections().List)
+func (s *Server) listConnections(ctx context.Context, c *Call) error {
+	return listed(ctx, c, "connections", "", c.connections().List)
 }
 
-func (s *Server) createConnection(c *Call) error {
+func (s *Server) createConnection(ctx context.Context, c *Call) error {
 	body, in, err := parsed(c, 0, connection.ParseCreate)
 	if err != nil {
 		return err
@@ -51,60 +51,60 @@ func (s *Server) createConnection(c *Call) error {
 	if err := c.requireSourceScopes(in.Roles); err != nil {
 		return err
 	}
-	return c.Mutate("connections.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[connection.View], error) {
+	return c.Mutate(ctx, "connections.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[connection.View], error) {
 		return c.connections().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	}))
 }
 
-func (s *Server) getConnection(c *Call) error {
-	conn, h, _, err := c.connections().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+func (s *Server) getConnection(ctx context.Context, c *Call) error {
+	conn, h, _, err := c.connections().Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, conn.View(h))
+	return c.Data(ctx, http.StatusOK, conn.View(h))
 }
 
-func (s *Server) getConnectionHealth(c *Call) error {
-	conn, h, _, err := c.connections().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+func (s *Server) getConnectionHealth(ctx context.Context, c *Call) error {
+	conn, h, _, err := c.connections().Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, conn.View(h).Health)
+	return c.Data(ctx, http.StatusOK, conn.View(h).Health)
 }
 
-func (s *Server) reportConnectionHealth(c *Call) error {
-	return s.reportHealth(c, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
+func (s *Server) reportConnectionHealth(ctx context.Context, c *Call) error {
+	return s.reportHealth(ctx, c, c.Principal.Vendor.ID, c.R.PathValue("connection_id"))
 }
 
 // reportHealth records the body's health report on the vendor's connection
 // connID and answers with the health as stored.
-func (s *Server) reportHealth(c *Call, vendorID, connID string) error {
+func (s *Server) reportHealth(ctx context.Context, c *Call, vendorID, connID string) error {
 	_, h, err := parsed(c, 0, connection.ParseHealth)
 	if err != nil {
 		return err
 	}
-	v, err := c.connections().ReportHealth(c.Ctx, vendorID, connID, h)
+	v, err := c.connections().ReportHealth(ctx, vendorID, connID, h)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v.Health)
+	return c.Data(ctx, http.StatusOK, v.Health)
 }
 
-func (s *Server) connectionTransition(action string) func(*Call) error {
-	return func(c *Call) error {
+func (s *Server) connectionTransition(action string) func(context.Context, *Call) error {
+	return func(ctx context.Context, c *Call) error {
 		_, v, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}
-		view, err := c.connections().Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), action, v)
+		view, err := c.connections().Transition(ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), action, v)
 		if err != nil {
 			return err
 		}
-		return c.Data(http.StatusOK, view)
+		return c.Data(ctx, http.StatusOK, view)
 	}
 }
 
-func (s *Server) replaceRoles(c *Call) error {
+func (s *Server) replaceRoles(ctx context.Context, c *Call) error {
 	_, in, err := parsed(c, 0, connection.ParseRoles)
 	if err != nil {
 		return err
@@ -112,9 +112,9 @@ func (s *Server) replaceRoles(c *Call) error {
 	if err := c.requireSourceScopes(in.Roles); err != nil {
 		return err
 	}
-	v, err := c.connections().ReplaceRoles(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), in)
+	v, err := c.connections().ReplaceRoles(ctx, c.Principal.Vendor.ID, c.R.PathValue("connection_id"), in)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }

@@ -33,9 +33,9 @@ func (s *Server) viaEdge(r *http.Request) bool {
 // refuseOffEdge answers a request that bypassed the edge: 403, before any
 // route, credential or store is looked at.
 func (s *Server) refuseOffEdge(w http.ResponseWriter, r *http.Request) {
-	c := s.newCall(w, r, Route{})
-	defer c.finish()
-	c.fail(errs.Ef(errs.CodeInsufficientScope, "This API is served only through its edge at %s; its origin refuses requests that did not pass the edge.", s.deps.Config.BaseURL))
+	ctx, c := s.newCall(w, r, Route{})
+	defer c.finish(ctx)
+	c.fail(ctx, errs.Ef(errs.CodeInsufficientScope, "This API is served only through its edge at %s; its origin refuses requests that did not pass the edge.", s.deps.Config.BaseURL))
 }
 
 // clientAddr is the address a public route's per-client window is kept

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -67,29 +68,29 @@ func (s *Server) eventsQuery(c *Call) (f event.Filter, after, binding string, er
 	return f, after, binding, nil
 }
 
-func (s *Server) listEvents(c *Call) error {
+func (s *Server) listEvents(ctx context.Context, c *Call) error {
 	f, after, binding, err := s.eventsQuery(c)
 	if err != nil {
 		return err
 	}
-	pr, err := c.PageParams("events", binding)
+	pr, err := c.PageParams(ctx, "events", binding)
 	if err != nil {
 		return err
 	}
 	if pr.After == "" && after != "" {
 		pr.After = datamodel.EventPrefix + after
 	}
-	evs, err := c.events().Page(c.Ctx, c.Principal.Vendor.ID, f, pr.After, pr.Limit)
+	evs, err := c.events().Page(ctx, c.Principal.Vendor.ID, f, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return ListPage(c, pr, evs)
+	return ListPage(ctx, c, pr, evs)
 }
 
-func (s *Server) getEvent(c *Call) error {
-	e, err := c.events().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"))
+func (s *Server) getEvent(ctx context.Context, c *Call) error {
+	e, err := c.events().Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("event_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, e)
+	return c.Data(ctx, http.StatusOK, e)
 }

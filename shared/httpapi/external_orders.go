@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -27,24 +28,24 @@ var ExternalOrders = Group{Name: "external-orders", Routes: func(s *Server) []Ro
 	}
 }}
 
-func (s *Server) listExternalOrders(c *Call) error {
+func (s *Server) listExternalOrders(ctx context.Context, c *Call) error {
 	q := c.R.URL.Query()
 	f := extorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
-	return listedBy(c, "external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, c.extorders().List)
+	return listedBy(ctx, c, "external-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, c.extorders().List)
 }
 
-func (s *Server) getExternalOrder(c *Call) error {
-	return getByID(c, "external_order_id", c.extorders().Get)
+func (s *Server) getExternalOrder(ctx context.Context, c *Call) error {
+	return getByID(ctx, c, "external_order_id", c.extorders().Get)
 }
 
-func (s *Server) importExternalOrder(c *Call) error {
+func (s *Server) importExternalOrder(ctx context.Context, c *Call) error {
 	body, in, err := parsed(c, 0, extorder.ParseImport)
 	if err != nil {
 		return err
 	}
-	return c.Mutate("external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.extorders(), c.Principal.Vendor.ID, in))
+	return c.Mutate(ctx, "external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.extorders(), c.Principal.Vendor.ID, in))
 }
 
-func (s *Server) externalOrderTransition(action string) func(*Call) error {
+func (s *Server) externalOrderTransition(action string) func(context.Context, *Call) error {
 	return applyTransition((*Call).extorders, "external order", "external_order_id", action, extorder.Service.PrepareTransition)
 }

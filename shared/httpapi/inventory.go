@@ -29,65 +29,65 @@ var Inventory = Group{Name: "inventory", Routes: func(s *Server) []Route {
 	}
 }}
 
-func (s *Server) listInventory(c *Call) error {
-	pr, err := c.PageParams("inventory-items", "")
+func (s *Server) listInventory(ctx context.Context, c *Call) error {
+	pr, err := c.PageParams(ctx, "inventory-items", "")
 	if err != nil {
 		return err
 	}
-	items, err := c.inventory().ListEncoded(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	items, err := c.inventory().ListEncoded(ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return ListPage(c, pr, items)
+	return ListPage(ctx, c, pr, items)
 }
 
-func (s *Server) getInventoryItem(c *Call) error {
-	it, err := c.inventory().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("inventory_item_id"))
+func (s *Server) getInventoryItem(ctx context.Context, c *Call) error {
+	it, err := c.inventory().Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("inventory_item_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, it)
+	return c.Data(ctx, http.StatusOK, it)
 }
 
-func (s *Server) adjustInventory(c *Call) error {
+func (s *Server) adjustInventory(ctx context.Context, c *Call) error {
 	body, a, err := parsed(c, 0, inventory.ParseAdjustment)
 	if err != nil {
 		return err
 	}
 	id := c.R.PathValue("inventory_item_id")
-	err = c.Mutate("inventory.adjust", idempotency.ProductKeyPattern, body, answer(http.StatusOK, func(ctx context.Context) (store.Prepared[inventory.Item], error) {
+	err = c.Mutate(ctx, "inventory.adjust", idempotency.ProductKeyPattern, body, answer(http.StatusOK, func(ctx context.Context) (store.Prepared[inventory.Item], error) {
 		return c.inventory().PrepareAdjust(ctx, c.Principal.Vendor.ID, id, a)
 	}))
 	if err == nil {
 		return nil
 	}
 	source := conflict.Source{Type: conflict.SourceRequest}
-	if rid := ids.RequestID(c.Ctx); rid != nil {
+	if rid := ids.RequestID(ctx); rid != nil {
 		source.ID = *rid
 	}
-	return c.inventory().Fence(c.Ctx, c.Principal.Vendor.ID, id, a, source, err)
+	return c.inventory().Fence(ctx, c.Principal.Vendor.ID, id, a, source, err)
 }
 
-func (s *Server) listStockEffects(c *Call) error {
+func (s *Server) listStockEffects(ctx context.Context, c *Call) error {
 	item := c.R.URL.Query().Get("inventory_item_id")
 	if !validEffectsItem(item) {
 		return errs.E(errs.CodeInvalidParameter, "inventory_item_id: not an inventory item id")
 	}
-	pr, err := c.PageParams("stock-effects", "inventory_item_id="+item)
+	pr, err := c.PageParams(ctx, "stock-effects", "inventory_item_id="+item)
 	if err != nil {
 		return err
 	}
-	effects, err := c.effects().List(c.Ctx, c.Principal.Vendor.ID, item, pr.After, pr.Limit)
+	effects, err := c.effects().List(ctx, c.Principal.Vendor.ID, item, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return ListPage(c, pr, effects)
+	return ListPage(ctx, c, pr, effects)
 }
 
-func (s *Server) getStockEffect(c *Call) error {
-	e, err := c.effects().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("effect_id"))
+func (s *Server) getStockEffect(ctx context.Context, c *Call) error {
+	e, err := c.effects().Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("effect_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, e)
+	return c.Data(ctx, http.StatusOK, e)
 }

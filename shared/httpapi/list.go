@@ -34,7 +34,7 @@ type PageRequest struct {
 
 // PageParams reads limit and page_after for a list of resource under the
 // given canonical filters.
-func (c *Call) PageParams(resource, filters string) (PageRequest, error) {
+func (c *Call) PageParams(ctx context.Context, resource, filters string) (PageRequest, error) {
 	q := c.R.URL.Query()
 	for name := range q {
 		if name != "limit" && name != "page_after" && !c.allowedFilter(name) {
@@ -52,7 +52,7 @@ func (c *Call) PageParams(resource, filters string) (PageRequest, error) {
 		if len(v) > 1 {
 			return PageRequest{}, errs.E(errs.CodeInvalidCursor, "page_after: give one cursor")
 		}
-		after, err := c.s.cursors.Decode(c.Ctx, pr.binding, v[0])
+		after, err := c.s.cursors.Decode(ctx, pr.binding, v[0])
 		if err != nil {
 			return PageRequest{}, err
 		}
@@ -140,24 +140,24 @@ func (c *Call) AllowFilters(names ...string) { c.filters = append(c.filters, nam
 
 // ListPage writes page, read for pr, as a list response: a cursor to
 // its Last when More says items follow it.
-func ListPage[T any](c *Call, pr PageRequest, page store.PageOf[T]) error {
+func ListPage[T any](ctx context.Context, c *Call, pr PageRequest, page store.PageOf[T]) error {
 	var p Page
 	if page.More {
-		cur, err := c.s.cursors.Encode(c.Ctx, pr.binding, page.Last)
+		cur, err := c.s.cursors.Encode(ctx, pr.binding, page.Last)
 		if err != nil {
 			return err
 		}
 		p.NextCursor = &cur
 	}
 	if rows, ok := any(page.Items).([]json.RawMessage); ok {
-		return c.encodedList(rows, p)
+		return c.encodedList(ctx, rows, p)
 	}
-	return c.JSON(200, listEnvelope{Data: page.Items, Page: p})
+	return c.JSON(ctx, 200, listEnvelope{Data: page.Items, Page: p})
 }
 
 // encodedList writes a page whose rows are already encoded, the bytes
 // json.Marshal writes for a listEnvelope of them.
-func (c *Call) encodedList(rows []json.RawMessage, p Page) error {
+func (c *Call) encodedList(ctx context.Context, rows []json.RawMessage, p Page) error {
 	page, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func (c *Call) encodedList(rows []json.RawMessage, p Page) error {
 	b = append(b, `],"page":`...)
 	b = append(b, page...)
 	b = append(b, '}')
-	c.raw(200, b)
+	c.raw(ctx, 200, b)
 	return nil
 }
 
@@ -187,21 +187,21 @@ type pageReader[V any] func(ctx context.Context, vendorID, after string, limit i
 
 // listed answers a list route of resource under the canonical filters with
 // the page list reads.
-func listed[V any](c *Call, resource, filters string, list pageReader[V]) error {
-	pr, err := c.PageParams(resource, filters)
+func listed[V any](ctx context.Context, c *Call, resource, filters string, list pageReader[V]) error {
+	pr, err := c.PageParams(ctx, resource, filters)
 	if err != nil {
 		return err
 	}
-	page, err := list(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	page, err := list(ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return ListPage(c, pr, page)
+	return ListPage(ctx, c, pr, page)
 }
 
 // listedBy is listed for a list narrowed by the filter f.
-func listedBy[F, V any](c *Call, resource, filters string, f F, list func(context.Context, string, string, int, F) (store.PageOf[V], error)) error {
-	return listed(c, resource, filters, func(ctx context.Context, vendorID, after string, limit int) (store.PageOf[V], error) {
+func listedBy[F, V any](ctx context.Context, c *Call, resource, filters string, f F, list func(context.Context, string, string, int, F) (store.PageOf[V], error)) error {
+	return listed(ctx, c, resource, filters, func(ctx context.Context, vendorID, after string, limit int) (store.PageOf[V], error) {
 		return list(ctx, vendorID, after, limit, f)
 	})
 }

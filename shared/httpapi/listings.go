@@ -29,36 +29,36 @@ var Listings = Group{Name: "listings", Routes: func(s *Server) []Route {
 	}
 }}
 
-func (s *Server) listListings(c *Call) error {
+func (s *Server) listListings(ctx context.Context, c *Call) error {
 	q := c.R.URL.Query()
 	f := listing.Filter{ConnectionID: q.Get("connection_id"), ProductID: q.Get("product_id"), Status: q.Get("status")}
-	return listedBy(c, "listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status, f, c.listings().List)
+	return listedBy(ctx, c, "listings", "connection_id="+f.ConnectionID+"&product_id="+f.ProductID+"&status="+f.Status, f, c.listings().List)
 }
 
-func (s *Server) getListing(c *Call) error {
-	return getByID(c, "listing_id", c.listings().Get)
+func (s *Server) getListing(ctx context.Context, c *Call) error {
+	return getByID(ctx, c, "listing_id", c.listings().Get)
 }
 
-func (s *Server) createListing(c *Call) error {
+func (s *Server) createListing(ctx context.Context, c *Call) error {
 	body, in, err := parsed(c, 0, listing.ParseCreate)
 	if err != nil {
 		return err
 	}
-	return c.Mutate("listings.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[listing.View], error) {
+	return c.Mutate(ctx, "listings.create", idempotency.ConnectionKeyPattern, body, answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[listing.View], error) {
 		return c.listings().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	}))
 }
 
-func (s *Server) updateListing(c *Call) error {
+func (s *Server) updateListing(ctx context.Context, c *Call) error {
 	_, in, err := parsed(c, 0, listing.ParseUpdate)
 	if err != nil {
 		return err
 	}
-	return apply(c, c.store(), "listing", func(ctx context.Context) (store.Prepared[listing.View], error) {
+	return apply(ctx, c, c.store(), "listing", func(ctx context.Context) (store.Prepared[listing.View], error) {
 		return c.listings().PrepareUpdate(ctx, c.Principal.Vendor.ID, c.R.PathValue("listing_id"), in)
 	})
 }
 
-func (s *Server) listingTransition(action string) func(*Call) error {
+func (s *Server) listingTransition(action string) func(context.Context, *Call) error {
 	return applyTransition((*Call).listings, "listing", "listing_id", action, listing.Service.PrepareTransition)
 }

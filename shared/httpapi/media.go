@@ -31,7 +31,7 @@ var Media = Group{Name: "media", Routes: func(s *Server) []Route {
 // also waits for the rate decision, checks storage, the digest's form, the
 // content type and the declared length before reading, so a refused upload
 // costs no transfer.
-func (s *Server) putMedia(c *Call) error {
+func (s *Server) putMedia(ctx context.Context, c *Call) error {
 	if err := c.settleRate(); err != nil {
 		return err
 	}
@@ -56,11 +56,11 @@ func (s *Server) putMedia(c *Call) error {
 	// The transfer may have used up the request's deadline, and decoding
 	// is CPU work no store deadline should cut: the upload's phases get
 	// their own bounds (media.Service.Put), keeping the request's values.
-	rec, err := c.media().Put(context.WithoutCancel(c.Ctx), media.Upload{VendorID: c.Principal.Vendor.ID, SHA256: digest, ContentType: mt, Body: body})
+	rec, err := c.media().Put(context.WithoutCancel(ctx), media.Upload{VendorID: c.Principal.Vendor.ID, SHA256: digest, ContentType: mt, Body: body})
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, rec)
+	return c.Data(ctx, http.StatusOK, rec)
 }
 
 func tooLarge() error {
@@ -97,13 +97,13 @@ var mediaFile = regexp.MustCompile(`^[0-9a-f]{64}\.webp$`)
 
 // getMediaFile serves a canonical object. Objects never change, so it may
 // be cached for a year; the digest in its name is its ETag.
-func (s *Server) getMediaFile(c *Call) error {
+func (s *Server) getMediaFile(ctx context.Context, c *Call) error {
 	name := c.R.PathValue("file")
 	if !mediaFile.MatchString(name) || s.svc.Media.Blob == nil {
 		return errs.E(errs.CodeNotFound, "No media object has this name.")
 	}
 	etag := `"` + name[:64] + `"`
-	rc, info, err := s.svc.Media.Blob.Get(c.Ctx, "media/"+name)
+	rc, info, err := s.svc.Media.Blob.Get(ctx, "media/"+name)
 	if errors.Is(err, blob.ErrNotFound) {
 		return errs.E(errs.CodeNotFound, "No media object has this name.")
 	}

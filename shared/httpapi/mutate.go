@@ -17,38 +17,38 @@ import (
 // against pattern) and writes its response: the fresh one, or the stored
 // original of an exact replay, marked with Idempotent-Replayed: true.
 // operation names the operation in the receipt; body is the request body.
-func (c *Call) Mutate(operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
-	return c.mutateIn(idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID}, operation, pattern, body, prepare)
+func (c *Call) Mutate(ctx context.Context, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
+	return c.mutateIn(ctx, idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID}, operation, pattern, body, prepare)
 }
 
 // mutateIn is Mutate for a caller whose receipts are not a token's: sc
 // names the vendor and the credential (here a pairing) they belong to.
-func (c *Call) mutateIn(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
-	res, err := c.keep(sc, operation, pattern, body, prepare)
+func (c *Call) mutateIn(ctx context.Context, sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) error {
+	res, err := c.keep(ctx, sc, operation, pattern, body, prepare)
 	if err != nil {
 		return err
 	}
-	c.writeKept(res)
+	c.writeKept(ctx, res)
 	return nil
 }
 
 // keep runs a mutation under the request's Idempotency-Key, as mutateIn
 // does, and returns its result without writing it.
-func (c *Call) keep(sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) (idempotency.Result, error) {
+func (c *Call) keep(ctx context.Context, sc idempotency.Scope, operation string, pattern *regexp.Regexp, body []byte, prepare func(context.Context) (idempotency.Mutation, error)) (idempotency.Result, error) {
 	key, err := idempotency.HeaderKey(c.R.Header.Values("Idempotency-Key"), pattern)
 	if err != nil {
 		return idempotency.Result{}, err
 	}
 	sc.Operation, sc.Key = operation, key
-	return c.keeper().Run(ids.WithIdempotencyKey(c.Ctx, key), sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
+	return c.keeper().Run(ids.WithIdempotencyKey(ctx, key), sc, idempotency.Fingerprint(operation, c.R.URL.Path, body), prepare)
 }
 
 // writeKept writes a kept mutation's response, marking a replayed original.
-func (c *Call) writeKept(res idempotency.Result) {
+func (c *Call) writeKept(ctx context.Context, res idempotency.Result) {
 	if res.Replayed {
 		c.W.Header().Set("Idempotent-Replayed", "true")
 	}
-	c.raw(res.Status, res.Body)
+	c.raw(ctx, res.Status, res.Body)
 }
 
 // parsed reads the request body, at most limit bytes (0: the default), and
@@ -95,15 +95,15 @@ func secret(prepare func(context.Context) (idempotency.Mutation, error)) func(co
 // expected_version makes a repeat fail instead of applying twice) and
 // answers 200 with it, preparing it again while it loses races it did not
 // cause. what names the resource in a 503.
-func apply[V any](c *Call, st store.Store, what string, prepare func(context.Context) (store.Prepared[V], error)) error {
+func apply[V any](ctx context.Context, c *Call, st store.Store, what string, prepare func(context.Context) (store.Prepared[V], error)) error {
 	for attempt := 1; ; attempt++ {
-		p, err := prepare(c.Ctx)
+		p, err := prepare(ctx)
 		if err != nil {
 			return err
 		}
-		err = st.Transact(c.Ctx, p.Ops...)
+		err = st.Transact(ctx, p.Ops...)
 		if err == nil {
-			return c.Data(http.StatusOK, p.View)
+			return c.Data(ctx, http.StatusOK, p.View)
 		}
 		ce, ok := store.AsCondition(err)
 		if !ok {
@@ -116,7 +116,7 @@ func apply[V any](c *Call, st store.Store, what string, prepare func(context.Con
 		if err := p.Explain(ce); !errors.Is(err, idempotency.ErrRetry) || attempt >= idempotency.MaxAttempts {
 			return err
 		}
-		if err := idempotency.Pause(c.Ctx, attempt); err != nil {
+		if err := idempotency.Pause(ctx, attempt); err != nil {
 			return errs.Unavailablef(err, "the %s could not be stored", what)
 		}
 	}
@@ -125,14 +125,14 @@ func apply[V any](c *Call, st store.Store, what string, prepare func(context.Con
 // applyTransition is the handler of a lifecycle action on the resource the
 // path parameter param names: the body's expected_version, then the
 // service's PrepareTransition applied (apply).
-func applyTransition[S, V any](of func(*Call) S, what, param, action string, prepare func(svc S, ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[V], error)) func(*Call) error {
-	return func(c *Call) error {
+func applyTransition[S, V any](of func(*Call) S, what, param, action string, prepare func(svc S, ctx context.Context, vendorID, id, action string, expected int64) (store.Prepared[V], error)) func(context.Context, *Call) error {
+	return func(ctx context.Context, c *Call) error {
 		_, expected, err := parsed(c, 0, fields.ParseVersion)
 		if err != nil {
 			return err
 		}
 		svc := of(c)
-		return apply(c, c.store(), what, func(ctx context.Context) (store.Prepared[V], error) {
+		return apply(ctx, c, c.store(), what, func(ctx context.Context) (store.Prepared[V], error) {
 			return prepare(svc, ctx, c.Principal.Vendor.ID, c.R.PathValue(param), action, expected)
 		})
 	}

@@ -40,14 +40,14 @@ var StorePairings = Group{Name: "store-pairings", Routes: func(s *Server) []Rout
 	}
 }}
 
-func (s *Server) listPairings(c *Call) error {
-	return listed(c, "store-pairings", "", c.pairings().List)
+func (s *Server) listPairings(ctx context.Context, c *Call) error {
+	return listed(ctx, c, "store-pairings", "", c.pairings().List)
 }
 
 // createPairing stores a pairing under the Idempotency-Key. The receipt
 // keeps the response without the code, which exists only as a hash: an
 // exact replay answers the same pairing with code null.
-func (s *Server) createPairing(c *Call) error {
+func (s *Server) createPairing(ctx context.Context, c *Call) error {
 	body, err := c.Body(0)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (s *Server) createPairing(c *Call) error {
 	}
 	sc := idempotency.Scope{VendorID: c.Principal.Vendor.ID, TokenID: c.Principal.Token.ID}
 	var fresh pairing.Created
-	res, err := c.keep(sc, "store_pairings.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+	res, err := c.keep(ctx, sc, "store_pairings.create", idempotency.ConnectionKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
 		p, err := c.pairings().PrepareCreate(ctx, c.Principal.Vendor.ID)
 		if err != nil {
 			return idempotency.Mutation{}, err
@@ -71,21 +71,21 @@ func (s *Server) createPairing(c *Call) error {
 		return err
 	}
 	if res.Replayed {
-		c.writeKept(res)
+		c.writeKept(ctx, res)
 		return nil
 	}
-	return c.Data(http.StatusCreated, fresh)
+	return c.Data(ctx, http.StatusCreated, fresh)
 }
 
-func (s *Server) getPairing(c *Call) error {
-	v, err := c.pairings().View(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
+func (s *Server) getPairing(ctx context.Context, c *Call) error {
+	v, err := c.pairings().View(ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
-func (s *Server) acceptPairing(c *Call) error {
+func (s *Server) acceptPairing(ctx context.Context, c *Call) error {
 	_, in, err := parsed(c, 0, pairing.ParseAccept)
 	if err != nil {
 		return err
@@ -95,49 +95,49 @@ func (s *Server) acceptPairing(c *Call) error {
 			return err
 		}
 	}
-	v, err := c.pairings().Accept(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"), c.Principal.Token.ID, in)
+	v, err := c.pairings().Accept(ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"), c.Principal.Token.ID, in)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
-func (s *Server) revokePairing(c *Call) error {
-	v, err := c.pairings().Revoke(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
+func (s *Server) revokePairing(ctx context.Context, c *Call) error {
+	v, err := c.pairings().Revoke(ctx, c.Principal.Vendor.ID, c.R.PathValue("pairing_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
-func (s *Server) exchangePairing(c *Call) error {
+func (s *Server) exchangePairing(ctx context.Context, c *Call) error {
 	_, code, err := parsed(c, 4<<10, pairing.ParseExchange)
 	if err != nil {
 		return err
 	}
-	x, err := c.pairings().Exchange(c.Ctx, code)
+	x, err := c.pairings().Exchange(ctx, code)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, x)
+	return c.Data(ctx, http.StatusOK, x)
 }
 
-func (s *Server) currentPairing(c *Call) error {
-	v, err := c.pairings().Current(c.Ctx, c.Discovery)
+func (s *Server) currentPairing(ctx context.Context, c *Call) error {
+	v, err := c.pairings().Current(ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
-func (s *Server) postDiscovery(c *Call) error {
+func (s *Server) postDiscovery(ctx context.Context, c *Call) error {
 	_, d, err := parsed(c, 16<<10, pairing.ParseDiscovery)
 	if err != nil {
 		return err
 	}
-	v, err := c.pairings().Discover(c.Ctx, c.Discovery, d)
+	v, err := c.pairings().Discover(ctx, c.Discovery, d)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }

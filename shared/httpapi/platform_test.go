@@ -30,10 +30,10 @@ func widgets(st func() store.Store) httpapi.Group {
 	return httpapi.Group{Name: "widgets", Routes: func(s *httpapi.Server) []httpapi.Route {
 		return []httpapi.Route{
 			{Method: http.MethodGet, Path: "/vendors/{vendor_id}/widgets", Operation: "listWidgets", Scopes: []auth.Scope{auth.ProductsRead},
-				Handle: func(c *httpapi.Call) error {
+				Handle: func(ctx context.Context, c *httpapi.Call) error {
 					c.AllowFilters("color")
 					color := c.R.URL.Query().Get("color")
-					pr, err := c.PageParams("widgets", "color="+color)
+					pr, err := c.PageParams(ctx, "widgets", "color="+color)
 					if err != nil {
 						return err
 					}
@@ -41,7 +41,7 @@ func widgets(st func() store.Store) httpapi.Group {
 					after := pr.After
 					last := ""
 					for len(out) < pr.Limit+1 {
-						items, err := st().Query(c.Ctx, store.Query{PK: datamodel.VendorPartition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
+						items, err := st().Query(ctx, store.Query{PK: datamodel.VendorPartition(c.Principal.Vendor.ID), Prefix: "WIDGET#", After: after, Limit: pr.Limit + 1})
 						if err != nil {
 							return errs.Unavailablef(err, "widgets could not be read")
 						}
@@ -64,10 +64,10 @@ func widgets(st func() store.Store) httpapi.Group {
 					if more {
 						out = out[:pr.Limit]
 					}
-					return httpapi.ListPage(c, pr, store.PageOf[json.RawMessage]{Items: out, Last: last, More: more})
+					return httpapi.ListPage(ctx, c, pr, store.PageOf[json.RawMessage]{Items: out, Last: last, More: more})
 				}},
 			{Method: http.MethodPost, Path: "/vendors/{vendor_id}/widgets", Operation: "createWidget", Scopes: []auth.Scope{auth.ProductsWrite},
-				Handle: func(c *httpapi.Call) error {
+				Handle: func(ctx context.Context, c *httpapi.Call) error {
 					body, err := c.Body(4096)
 					if err != nil {
 						return err
@@ -83,7 +83,7 @@ func widgets(st func() store.Store) httpapi.Group {
 					if in.Name == "" {
 						return errs.E(errs.CodeInvalidRequest, "name: is required")
 					}
-					return c.Mutate("widgets.create", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+					return c.Mutate(ctx, "widgets.create", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
 						id := ids.Sortable("wid", time.Now())
 						w := map[string]any{"id": id, "name": in.Name, "qty": in.Qty, "color": in.Color}
 						data, _ := json.Marshal(w)

@@ -23,8 +23,8 @@ func pluginScope(c *Call) idempotency.Scope {
 
 // importPluginOrder imports an order of the plugin's store, exactly as the
 // external-orders import does for a token.
-func (s *Server) importPluginOrder(c *Call) error {
-	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+func (s *Server) importPluginOrder(ctx context.Context, c *Call) error {
+	connID, err := c.pairings().AuthorizeOperationalWrite(ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
@@ -36,32 +36,32 @@ func (s *Server) importPluginOrder(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.mutateIn(pluginScope(c), "external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.extorders(), c.Discovery.VendorID, in))
+	return c.mutateIn(ctx, pluginScope(c), "external_orders.import", idempotency.ConnectionKeyPattern, body, s.prepareImport(c.extorders(), c.Discovery.VendorID, in))
 }
 
 // getPluginOrder reads an order of the pairing's connection; any other is 404.
-func (s *Server) getPluginOrder(c *Call) error {
-	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+func (s *Server) getPluginOrder(ctx context.Context, c *Call) error {
+	connID, err := c.pairings().AuthorizeOperationalWrite(ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
-	o, err := c.extorders().Get(c.Ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
+	o, err := c.extorders().Get(ctx, c.Discovery.VendorID, c.R.PathValue("external_order_id"))
 	if err != nil {
 		return err
 	}
 	if o.ConnectionID != connID {
 		return errs.Absent("external order")
 	}
-	return c.Data(http.StatusOK, o)
+	return c.Data(ctx, http.StatusOK, o)
 }
 
 // reportPluginHealth records the plugin's health report on its connection.
-func (s *Server) reportPluginHealth(c *Call) error {
-	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+func (s *Server) reportPluginHealth(ctx context.Context, c *Call) error {
+	connID, err := c.pairings().AuthorizeOperationalWrite(ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
-	return s.reportHealth(c, c.Discovery.VendorID, connID)
+	return s.reportHealth(ctx, c, c.Discovery.VendorID, connID)
 }
 
 // prepareImport is the import mutation of both import routes.

@@ -28,33 +28,33 @@ var Products = Group{Name: "products", Routes: func(s *Server) []Route {
 	}
 }}
 
-func (s *Server) listProducts(c *Call) error {
-	pr, err := c.PageParams("products", "")
+func (s *Server) listProducts(ctx context.Context, c *Call) error {
+	pr, err := c.PageParams(ctx, "products", "")
 	if err != nil {
 		return err
 	}
-	ps, err := c.catalog().List(c.Ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
+	ps, err := c.catalog().List(ctx, c.Principal.Vendor.ID, pr.After, pr.Limit)
 	if err != nil {
 		return err
 	}
-	return ListPage(c, pr, store.MapPage(ps, catalog.Product.View))
+	return ListPage(ctx, c, pr, store.MapPage(ps, catalog.Product.View))
 }
 
-func (s *Server) getProduct(c *Call) error {
-	b, err := c.catalog().EncodedViewOf(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
+func (s *Server) getProduct(ctx context.Context, c *Call) error {
+	b, err := c.catalog().EncodedViewOf(ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"))
 	if err != nil {
 		return err
 	}
-	c.encodedData(http.StatusOK, b)
+	c.encodedData(ctx, http.StatusOK, b)
 	return nil
 }
 
-func (s *Server) createProduct(c *Call) error {
+func (s *Server) createProduct(ctx context.Context, c *Call) error {
 	body, in, err := parsed(c, 0, catalog.ParseCreate)
 	if err != nil {
 		return err
 	}
-	return c.Mutate("products.create", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
+	return c.Mutate(ctx, "products.create", idempotency.ProductKeyPattern, body, func(ctx context.Context) (idempotency.Mutation, error) {
 		p, err := c.catalog().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 		if err != nil {
 			return idempotency.Mutation{}, err
@@ -63,28 +63,28 @@ func (s *Server) createProduct(c *Call) error {
 	})
 }
 
-func (s *Server) updateProduct(c *Call) error {
+func (s *Server) updateProduct(ctx context.Context, c *Call) error {
 	_, in, err := parsed(c, 0, catalog.ParseUpdate)
 	if err != nil {
 		return err
 	}
-	p, err := c.catalog().Update(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), in)
+	p, err := c.catalog().Update(ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), in)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, p.View())
+	return c.Data(ctx, http.StatusOK, p.View())
 }
 
-func (s *Server) transition(action string) func(*Call) error {
-	return func(c *Call) error {
+func (s *Server) transition(action string) func(context.Context, *Call) error {
+	return func(ctx context.Context, c *Call) error {
 		_, t, err := parsed(c, 0, catalog.ParseTransition)
 		if err != nil {
 			return err
 		}
-		p, err := c.catalog().Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), action, t)
+		p, err := c.catalog().Transition(ctx, c.Principal.Vendor.ID, c.R.PathValue("product_id"), action, t)
 		if err != nil {
 			return err
 		}
-		return c.Data(http.StatusOK, p.View())
+		return c.Data(ctx, http.StatusOK, p.View())
 	}
 }

@@ -27,53 +27,53 @@ var Reservations = Group{Name: "reservations", Routes: func(s *Server) []Route {
 	}
 }}
 
-func (s *Server) listReservations(c *Call) error {
+func (s *Server) listReservations(ctx context.Context, c *Call) error {
 	q := c.R.URL.Query()
 	f := reservation.Filter{Status: q.Get("status"), ConnectionID: q.Get("connection_id")}
-	return listedBy(c, "reservations", "status="+f.Status+"&connection_id="+f.ConnectionID, f, c.reservations().List)
+	return listedBy(ctx, c, "reservations", "status="+f.Status+"&connection_id="+f.ConnectionID, f, c.reservations().List)
 }
 
-func (s *Server) getReservation(c *Call) error {
-	r, err := c.reservations().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
+func (s *Server) getReservation(ctx context.Context, c *Call) error {
+	r, err := c.reservations().Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, r.View())
+	return c.Data(ctx, http.StatusOK, r.View())
 }
 
-func (c *Call) mutateReservation(operation string, status int, body []byte, prepare func(context.Context) (store.Prepared[reservation.View], error)) error {
-	return c.Mutate(operation, idempotency.ConnectionKeyPattern, body, answer(status, prepare))
+func (c *Call) mutateReservation(ctx context.Context, operation string, status int, body []byte, prepare func(context.Context) (store.Prepared[reservation.View], error)) error {
+	return c.Mutate(ctx, operation, idempotency.ConnectionKeyPattern, body, answer(status, prepare))
 }
 
-func (s *Server) createReservation(c *Call) error {
+func (s *Server) createReservation(ctx context.Context, c *Call) error {
 	body, in, err := parsed(c, 0, reservation.ParseCreate)
 	if err != nil {
 		return err
 	}
-	return c.mutateReservation("reservations.create", http.StatusCreated, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
+	return c.mutateReservation(ctx, "reservations.create", http.StatusCreated, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
 		return c.reservations().PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	})
 }
 
-func (s *Server) renewReservation(c *Call) error {
+func (s *Server) renewReservation(ctx context.Context, c *Call) error {
 	body, in, err := parsed(c, 0, reservation.ParseRenew)
 	if err != nil {
 		return err
 	}
-	return c.mutateReservation("reservations.renew", http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
+	return c.mutateReservation(ctx, "reservations.renew", http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
 		return c.reservations().PrepareRenew(ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
 	})
 }
 
 type settleFunc = func(reservation.Service, context.Context, string, string, reservation.VersionInput) (store.Prepared[reservation.View], error)
 
-func (s *Server) settleReservation(operation string, settle settleFunc) func(*Call) error {
-	return func(c *Call) error {
+func (s *Server) settleReservation(operation string, settle settleFunc) func(context.Context, *Call) error {
+	return func(ctx context.Context, c *Call) error {
 		body, in, err := parsed(c, 0, reservation.ParseVersion)
 		if err != nil {
 			return err
 		}
-		return c.mutateReservation(operation, http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
+		return c.mutateReservation(ctx, operation, http.StatusOK, body, func(ctx context.Context) (store.Prepared[reservation.View], error) {
 			return settle(c.reservations(), ctx, c.Principal.Vendor.ID, c.R.PathValue("reservation_id"), in)
 		})
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -22,18 +23,18 @@ var SellerOrders = Group{Name: "seller-orders", Routes: func(s *Server) []Route 
 	}
 }}
 
-func (s *Server) listSellerOrders(c *Call) error {
+func (s *Server) listSellerOrders(ctx context.Context, c *Call) error {
 	q := c.R.URL.Query()
 	f := sellerorder.Filter{ConnectionID: q.Get("connection_id"), Status: q.Get("status")}
-	return listedBy(c, "seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, c.sellerorders().List)
+	return listedBy(ctx, c, "seller-orders", "connection_id="+f.ConnectionID+"&status="+f.Status, f, c.sellerorders().List)
 }
 
-func (s *Server) getSellerOrder(c *Call) error {
-	return getByID(c, "seller_order_id", c.sellerorders().Get)
+func (s *Server) getSellerOrder(ctx context.Context, c *Call) error {
+	return getByID(ctx, c, "seller_order_id", c.sellerorders().Get)
 }
 
-func (s *Server) sellerOrderTransition(action string) func(*Call) error {
-	return func(c *Call) error {
+func (s *Server) sellerOrderTransition(action string) func(context.Context, *Call) error {
+	return func(ctx context.Context, c *Call) error {
 		body, err := c.Body(0)
 		if err != nil {
 			return err
@@ -42,10 +43,10 @@ func (s *Server) sellerOrderTransition(action string) func(*Call) error {
 		if err != nil {
 			return err
 		}
-		o, err := c.sellerorders().Transition(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"), action, in)
+		o, err := c.sellerorders().Transition(ctx, c.Principal.Vendor.ID, c.R.PathValue("seller_order_id"), action, in)
 		if err != nil {
 			return err
 		}
-		return c.Data(http.StatusOK, o)
+		return c.Data(ctx, http.StatusOK, o)
 	}
 }

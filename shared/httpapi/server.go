@@ -102,7 +102,7 @@ type Route struct {
 	// query and its reads of keys in their ranges; on a refusal they are
 	// dropped unread.
 	PageAhead func(*Call) []store.Query
-	Handle    func(*Call) error
+	Handle    func(context.Context, *Call) error
 
 	// params are the document's checks of the operation's path and query
 	// parameters, set by New; nil for an operation the document does not
@@ -231,9 +231,9 @@ func New(d Deps, groups ...Group) (*Server, error) {
 
 // notFound answers a request for no operation this server serves.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	c := s.newCall(w, r, Route{})
-	defer c.finish()
-	c.fail(errs.E(errs.CodeNotFound, "No operation exists at this path."))
+	ctx, c := s.newCall(w, r, Route{})
+	defer c.finish(ctx)
+	c.fail(ctx, errs.E(errs.CodeNotFound, "No operation exists at this path."))
 }
 
 // MediaDecodes reports the process's image decodes: the memory and slots
@@ -254,9 +254,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p := r.URL.Path; r.Method != http.MethodConnect && !canonicalPath(p) {
-		c := s.newCall(w, r, Route{})
-		defer c.finish()
-		c.fail(errs.Ef(errs.CodeInvalidRequest, "path: %q is not in canonical form (no \".\", \"..\" or empty segments); the service does not clean or redirect paths", p))
+		ctx, c := s.newCall(w, r, Route{})
+		defer c.finish(ctx)
+		c.fail(ctx, errs.Ef(errs.CodeInvalidRequest, "path: %q is not in canonical form (no \".\", \"..\" or empty segments); the service does not clean or redirect paths", p))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -290,33 +290,33 @@ func (s *Server) dispatch(routes []Route) http.Handler {
 				return
 			}
 		}
-		c := s.newCall(w, r, Route{})
-		defer c.finish()
+		ctx, c := s.newCall(w, r, Route{})
+		defer c.finish(ctx)
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		c.fail(errs.Ef(errs.CodeMethodNotAllowed, "%s is not allowed here; allowed: %s.", r.Method, strings.Join(allow, ", ")))
+		c.fail(ctx, errs.Ef(errs.CodeMethodNotAllowed, "%s is not allowed here; allowed: %s.", r.Method, strings.Join(allow, ", ")))
 	})
 }
 
 // serve runs the platform rules, then the route's handler.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
-	c := s.newCall(w, r, rt)
-	defer c.finish()
+	ctx, c := s.newCall(w, r, rt)
+	defer c.finish(ctx)
 	defer func() {
 		if p := recover(); p != nil {
-			c.logger().ErrorContext(c.Ctx, "panic", "panic", p)
-			c.fail(errs.E(errs.CodeInternal, "An unexpected error occurred."))
+			c.logger().ErrorContext(ctx, "panic", "panic", p)
+			c.fail(ctx, errs.E(errs.CodeInternal, "An unexpected error occurred."))
 		}
 	}()
-	if err := s.admit(c, rt); err != nil {
-		c.fail(err)
+	if err := s.admit(ctx, c, rt); err != nil {
+		c.fail(ctx, err)
 		return
 	}
 	if err := c.checkParams(); err != nil {
-		c.fail(err)
+		c.fail(ctx, err)
 		return
 	}
-	if err := rt.Handle(c); err != nil {
-		c.fail(err)
+	if err := rt.Handle(ctx, c); err != nil {
+		c.fail(ctx, err)
 	}
 }
 
@@ -329,8 +329,10 @@ func bearer(h string) (string, bool) {
 	return tok, tok != ""
 }
 
-// newCall starts a request: its id, its deadline, its logger.
-func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call {
+// newCall starts a request: its context (id, deadline, round-trip
+// counter), which the caller hands to everything that serves it, and its
+// Call.
+func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) (context.Context, *Call) {
 	rid := ids.New("req")
 	w.Header().Set("X-Request-Id", rid)
 	ctx, cancel := context.WithTimeout(r.Context(), s.deps.Config.StoreTimeout)
@@ -342,12 +344,11 @@ func (s *Server) newCall(w http.ResponseWriter, r *http.Request, rt Route) *Call
 		s: s, rec: rec, cancel: cancel, start: time.Now(), roundTrips: rts,
 		logAttrs: append(make([]slog.Attr, 0, 12), slog.String("request_id", rid)),
 	}
-	c.Ctx = ctx
 	c.R = r.WithContext(ctx)
 	// The request's view of the store, which the services it calls are
 	// bound to; its rate gate is set once admission starts the decision.
 	c.view = gatedStore{Store: s.deps.Store}
-	return c
+	return ctx, c
 }
 
 // decodeSlots is the decodes a process runs at once: its cores, and at

@@ -28,7 +28,7 @@ var SyncJobs = Group{Name: "sync-jobs", Routes: func(s *Server) []Route {
 // createSyncJob stores the job with its receipt and answers 202: the
 // comparison happens later, in the worker. The whole job is checked first;
 // any structural error rejects it before anything is stored.
-func (s *Server) createSyncJob(c *Call) error {
+func (s *Server) createSyncJob(ctx context.Context, c *Call) error {
 	body, err := c.Body(syncjob.MaxBody)
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func (s *Server) createSyncJob(c *Call) error {
 		return err
 	}
 	by := syncjob.StartedBy{Type: syncjob.StartedByToken, ID: c.Principal.Token.ID}
-	return c.Mutate("sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.syncJobs(), c.Principal.Vendor.ID, by, sub))
+	return c.Mutate(ctx, "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.syncJobs(), c.Principal.Vendor.ID, by, sub))
 }
 
 func (s *Server) prepareSyncJob(svc syncjob.Service, vendorID string, by syncjob.StartedBy, sub syncjob.Submission) func(context.Context) (idempotency.Mutation, error) {
@@ -50,24 +50,24 @@ func (s *Server) prepareSyncJob(svc syncjob.Service, vendorID string, by syncjob
 	})
 }
 
-func (s *Server) getSyncJob(c *Call) error {
-	v, err := c.syncJobs().Get(c.Ctx, c.Principal.Vendor.ID, "", c.R.PathValue("sync_job_id"))
+func (s *Server) getSyncJob(ctx context.Context, c *Call) error {
+	v, err := c.syncJobs().Get(ctx, c.Principal.Vendor.ID, "", c.R.PathValue("sync_job_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
-func (s *Server) listSyncJobs(c *Call) error {
+func (s *Server) listSyncJobs(ctx context.Context, c *Call) error {
 	q := c.R.URL.Query()
 	f := syncjob.Filter{ConnectionID: q.Get("connection_id"), Kind: q.Get("kind"), Status: q.Get("status")}
-	return listedBy(c, "sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status, f, c.syncJobs().List)
+	return listedBy(ctx, c, "sync-jobs", "connection_id="+f.ConnectionID+"&kind="+f.Kind+"&status="+f.Status, f, c.syncJobs().List)
 }
 
 // createPluginSyncJob is the store plugin's create: the pairing must pass
 // the operational gate, which names the connection the job is for. The
 // receipt is scoped to the pairing, as a token's is to the token.
-func (s *Server) createPluginSyncJob(c *Call) error {
+func (s *Server) createPluginSyncJob(ctx context.Context, c *Call) error {
 	body, err := c.Body(syncjob.MaxBody)
 	if err != nil {
 		return err
@@ -76,25 +76,25 @@ func (s *Server) createPluginSyncJob(c *Call) error {
 	if err != nil {
 		return err
 	}
-	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+	connID, err := c.pairings().AuthorizeOperationalWrite(ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
 	sub.ConnectionID = connID
 	by := syncjob.StartedBy{Type: syncjob.StartedByPairing, ID: c.Discovery.PairingID}
-	return c.mutateIn(pluginScope(c), "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.syncJobs(), c.Discovery.VendorID, by, sub))
+	return c.mutateIn(ctx, pluginScope(c), "sync_jobs.create", idempotency.ConnectionKeyPattern, body, s.prepareSyncJob(c.syncJobs(), c.Discovery.VendorID, by, sub))
 }
 
 // getPluginSyncJob reads a job of the pairing's own connection; any other
 // is 404.
-func (s *Server) getPluginSyncJob(c *Call) error {
-	connID, err := c.pairings().AuthorizeOperationalWrite(c.Ctx, c.Discovery)
+func (s *Server) getPluginSyncJob(ctx context.Context, c *Call) error {
+	connID, err := c.pairings().AuthorizeOperationalWrite(ctx, c.Discovery)
 	if err != nil {
 		return err
 	}
-	v, err := c.syncJobs().Get(c.Ctx, c.Discovery.VendorID, connID, c.R.PathValue("sync_job_id"))
+	v, err := c.syncJobs().Get(ctx, c.Discovery.VendorID, connID, c.R.PathValue("sync_job_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }

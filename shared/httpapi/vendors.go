@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sort"
@@ -18,18 +19,18 @@ var Vendors = Group{Name: "vendors", Routes: func(s *Server) []Route {
 	doc, docErr := openapi.Document(s.deps.Config.BaseURL)
 	page, pageErr := reference.HTML(doc)
 	return []Route{
-		{Method: http.MethodGet, Path: "/docs", Operation: "getDocs", Handle: func(c *Call) error {
+		{Method: http.MethodGet, Path: "/docs", Operation: "getDocs", Handle: func(ctx context.Context, c *Call) error {
 			if err := errors.Join(docErr, pageErr); err != nil {
 				return err
 			}
 			c.page(http.StatusOK, page)
 			return nil
 		}},
-		{Method: http.MethodGet, Path: "/openapi.json", Operation: "getOpenAPI", Handle: func(c *Call) error {
+		{Method: http.MethodGet, Path: "/openapi.json", Operation: "getOpenAPI", Handle: func(ctx context.Context, c *Call) error {
 			if docErr != nil {
 				return docErr
 			}
-			c.raw(http.StatusOK, doc)
+			c.raw(ctx, http.StatusOK, doc)
 			return nil
 		}},
 		{Method: http.MethodGet, Path: "/errors", Operation: "listErrorCodes", Handle: s.listErrorCodes},
@@ -40,13 +41,13 @@ var Vendors = Group{Name: "vendors", Routes: func(s *Server) []Route {
 
 // listVendors answers with the one vendor a personal access token is bound
 // to; the list shape stays for future multi-vendor grants.
-func (s *Server) listVendors(c *Call) error {
-	return c.Data(http.StatusOK, []account.View{c.Principal.Vendor.View()})
+func (s *Server) listVendors(ctx context.Context, c *Call) error {
+	return c.Data(ctx, http.StatusOK, []account.View{c.Principal.Vendor.View()})
 }
 
 // getVendor answers with the path's vendor, already read and granted by
 // authentication.
-func (s *Server) getVendor(c *Call) error {
+func (s *Server) getVendor(ctx context.Context, c *Call) error {
 	// The vendor's item admission read and checked, its view kept encoded.
 	if c.view.gate != nil {
 		if it, ok := c.view.gate.ahead.get(datamodel.VendorKey(c.Principal.Vendor.ID)); ok && it.PK != "" {
@@ -54,11 +55,11 @@ func (s *Server) getVendor(c *Call) error {
 			if err != nil {
 				return errs.Unavailablef(err, "the vendor could not be read")
 			}
-			c.encodedData(http.StatusOK, b)
+			c.encodedData(ctx, http.StatusOK, b)
 			return nil
 		}
 	}
-	return c.Data(http.StatusOK, c.Principal.Vendor.View())
+	return c.Data(ctx, http.StatusOK, c.Principal.Vendor.View())
 }
 
 type errorCodeInfo struct {
@@ -68,12 +69,12 @@ type errorCodeInfo struct {
 	Type   string    `json:"type"`
 }
 
-func (s *Server) listErrorCodes(c *Call) error {
+func (s *Server) listErrorCodes(ctx context.Context, c *Call) error {
 	var out []errorCodeInfo
 	for _, i := range errs.Catalog() {
 		out = append(out, errorCodeInfo{Code: i.Code, Status: StatusOf(i.Kind), Title: i.Title,
 			Type: s.deps.Config.ErrorsURL + "#" + i.Code.Slug()})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Code < out[b].Code })
-	return c.Data(http.StatusOK, out)
+	return c.Data(ctx, http.StatusOK, out)
 }

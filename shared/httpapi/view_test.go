@@ -80,7 +80,7 @@ func TestServicesBoundToTheView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := srv.newCall(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/vendors", nil), Route{})
+	ctx, c := srv.newCall(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/vendors", nil), Route{})
 	defer c.cancel()
 
 	bound := map[string]any{
@@ -109,15 +109,15 @@ func TestServicesBoundToTheView(t *testing.T) {
 	})
 
 	refused := errors.New("rate window spent")
-	c.view.gate = startGate(c.Ctx, func(context.Context) (ratelimit.Status, error) { return ratelimit.Status{}, refused })
-	if err := c.catalog().Store.Transact(c.Ctx); !errors.Is(err, refused) {
+	c.view.gate = startGate(ctx, func(context.Context) (ratelimit.Status, error) { return ratelimit.Status{}, refused })
+	if err := c.catalog().Store.Transact(ctx); !errors.Is(err, refused) {
 		t.Fatalf("write through the view: %v, want the refusal", err)
 	}
 	if base.writes != 0 {
 		t.Fatalf("a refused request's write reached the store %d times", base.writes)
 	}
 	c.view.gate = nil
-	if err := c.catalog().Store.Transact(c.Ctx); err != nil || base.writes != 1 {
+	if err := c.catalog().Store.Transact(ctx); err != nil || base.writes != 1 {
 		t.Fatalf("write without a gate: %v, %d writes", err, base.writes)
 	}
 }

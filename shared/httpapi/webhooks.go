@@ -33,11 +33,11 @@ var Webhooks = Group{Name: "webhooks", Routes: func(s *Server) []Route {
 	}
 }}
 
-func (s *Server) listWebhookSubscriptions(c *Call) error {
-	return listed(c, "webhook-subscriptions", "", c.webhooks().List)
+func (s *Server) listWebhookSubscriptions(ctx context.Context, c *Call) error {
+	return listed(ctx, c, "webhook-subscriptions", "", c.webhooks().List)
 }
 
-func (s *Server) createWebhookSubscription(c *Call) error {
+func (s *Server) createWebhookSubscription(ctx context.Context, c *Call) error {
 	body, err := c.Body(0)
 	if err != nil {
 		return err
@@ -47,20 +47,20 @@ func (s *Server) createWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return c.Mutate("webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, secret(answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[webhook.WithSecret], error) {
+	return c.Mutate(ctx, "webhook_subscriptions.create", idempotency.ConnectionKeyPattern, body, secret(answer(http.StatusCreated, func(ctx context.Context) (store.Prepared[webhook.WithSecret], error) {
 		return svc.PrepareCreate(ctx, c.Principal.Vendor.ID, in)
 	})))
 }
 
-func (s *Server) getWebhookSubscription(c *Call) error {
-	sub, err := c.webhooks().Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
+func (s *Server) getWebhookSubscription(ctx context.Context, c *Call) error {
+	sub, err := c.webhooks().Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, sub.View())
+	return c.Data(ctx, http.StatusOK, sub.View())
 }
 
-func (s *Server) updateWebhookSubscription(c *Call) error {
+func (s *Server) updateWebhookSubscription(ctx context.Context, c *Call) error {
 	body, err := c.Body(0)
 	if err != nil {
 		return err
@@ -70,11 +70,11 @@ func (s *Server) updateWebhookSubscription(c *Call) error {
 	if err != nil {
 		return err
 	}
-	v, err := svc.Update(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), in)
+	v, err := svc.Update(ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"), in)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
 // deleted is the body of a successful delete.
@@ -83,35 +83,35 @@ type deleted struct {
 	Deleted bool   `json:"deleted"`
 }
 
-func (s *Server) deleteWebhookSubscription(c *Call) error {
+func (s *Server) deleteWebhookSubscription(ctx context.Context, c *Call) error {
 	id := c.R.PathValue("subscription_id")
-	if err := c.webhooks().Delete(c.Ctx, c.Principal.Vendor.ID, id); err != nil {
+	if err := c.webhooks().Delete(ctx, c.Principal.Vendor.ID, id); err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, deleted{ID: id, Deleted: true})
+	return c.Data(ctx, http.StatusOK, deleted{ID: id, Deleted: true})
 }
 
-func (s *Server) rotateWebhookSecret(c *Call) error {
-	if err := optionalEmptyBody(c); err != nil {
+func (s *Server) rotateWebhookSecret(ctx context.Context, c *Call) error {
+	if err := optionalEmptyBody(ctx, c); err != nil {
 		return err
 	}
-	v, err := c.webhooks().Rotate(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
+	v, err := c.webhooks().Rotate(ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, v)
+	return c.Data(ctx, http.StatusOK, v)
 }
 
 // testWebhookSubscription sends the subscription one signed test delivery
 // now and answers with what the receiver answered. It sends only once the
 // request's rate decision is in (a refused request sends nothing), and
 // gives the delivery its own deadline, not the store work's.
-func (s *Server) testWebhookSubscription(c *Call) error {
-	if err := optionalEmptyBody(c); err != nil {
+func (s *Server) testWebhookSubscription(ctx context.Context, c *Call) error {
+	if err := optionalEmptyBody(ctx, c); err != nil {
 		return err
 	}
 	svc := c.webhooks()
-	sub, err := svc.Get(c.Ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
+	sub, err := svc.Get(ctx, c.Principal.Vendor.ID, c.R.PathValue("subscription_id"))
 	if err != nil {
 		return err
 	}
@@ -120,14 +120,14 @@ func (s *Server) testWebhookSubscription(c *Call) error {
 			return err
 		}
 	}
-	res, err := s.svc.Tester.Test(context.WithoutCancel(c.Ctx), sub)
+	res, err := s.svc.Tester.Test(context.WithoutCancel(ctx), sub)
 	if err != nil {
 		return err
 	}
-	return c.Data(http.StatusOK, res)
+	return c.Data(ctx, http.StatusOK, res)
 }
 
-func (s *Server) listWebhookDeliveries(c *Call) error {
+func (s *Server) listWebhookDeliveries(ctx context.Context, c *Call) error {
 	id := c.R.PathValue("subscription_id")
 	q := c.R.URL.Query()
 	f := webhook.AttemptFilter{EventID: q.Get("event_id"), Outcome: q.Get("outcome")}
@@ -137,13 +137,13 @@ func (s *Server) listWebhookDeliveries(c *Call) error {
 	if f != (webhook.AttemptFilter{}) {
 		binding += "&event_id=" + f.EventID + "&outcome=" + f.Outcome
 	}
-	pr, err := c.PageParams("webhook-deliveries", binding)
+	pr, err := c.PageParams(ctx, "webhook-deliveries", binding)
 	if err != nil {
 		return err
 	}
-	attempts, err := c.webhooks().Attempts(c.Ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
+	attempts, err := c.webhooks().Attempts(ctx, c.Principal.Vendor.ID, id, pr.After, pr.Limit, f)
 	if err != nil {
 		return err
 	}
-	return ListPage(c, pr, attempts)
+	return ListPage(ctx, c, pr, attempts)
 }
