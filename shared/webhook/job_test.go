@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // encode as they did before they shared a shape (JobTimes, Outcomes and
 // their heads embedded): the same members in the same order.
 func TestJobRecordsKeepTheirShape(t *testing.T) {
-	at := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+	at := clocktest.Date(2026, 3, 4, 10, 0, 0)
 	later := at.Add(time.Minute)
 	reason := RecoveryStoppedDisabled
 	total := int64(5)
@@ -31,19 +32,21 @@ func TestJobRecordsKeepTheirShape(t *testing.T) {
 	}{
 		{Replay{ReplayHead: ReplayHead{ID: "rpl_1", EventID: "evt_1", VendorID: "ven_1", Status: ReplayRunning, SubscriptionIDs: []string{"whsub_1"}},
 			Destinations: []string{"whsub_1"}, JobTimes: JobTimes{CreatedAt: at, StartedAt: &later}},
-			`{"replay_id":"rpl_1","event_id":"evt_1","vendor_id":"ven_1","status":"running","subscription_ids":["whsub_1"],"destinations":["whsub_1"],"created_at":"2026-03-04T10:00:00Z","started_at":"2026-03-04T10:01:00Z","completed_at":null}`},
+			`{"replay_id":"rpl_1","event_id":"evt_1","vendor_id":"ven_1","status":"running","subscription_ids":["whsub_1"],"destinations":["whsub_1"],"created_at":"{at}","started_at":"{later}","completed_at":null}`},
 		{ReplayView{ReplayHead: ReplayHead{ID: "rpl_1", EventID: "evt_1", VendorID: "ven_1", Status: ReplayCompleted}, Total: &total, Outcomes: outcomes,
 			JobTimes: JobTimes{CreatedAt: at, StartedAt: &later, CompletedAt: &later}},
-			`{"replay_id":"rpl_1","event_id":"evt_1","vendor_id":"ven_1","status":"completed","subscription_ids":null,"total":5,"delivered":3,"failed":1,"skipped":1,"created_at":"2026-03-04T10:00:00Z","started_at":"2026-03-04T10:01:00Z","completed_at":"2026-03-04T10:01:00Z"}`},
+			`{"replay_id":"rpl_1","event_id":"evt_1","vendor_id":"ven_1","status":"completed","subscription_ids":null,"total":5,"delivered":3,"failed":1,"skipped":1,"created_at":"{at}","started_at":"{later}","completed_at":"{later}"}`},
 		{Recovery{RecoveryHead: rh, Cursor: "EVENT#x", InFlight: []string{"evt_1"}, Done: true, JobTimes: JobTimes{CreatedAt: at, StartedAt: &later, CompletedAt: &later}},
-			`{"id":"rcv_1","vendor_id":"ven_1","subscription_id":"whsub_1","since":"2026-03-04T10:00:00Z","until":"2026-03-04T10:01:00Z","status":"failed","reason":"subscription_disabled","cursor":"EVENT#x","in_flight":["evt_1"],"done":true,"created_at":"2026-03-04T10:00:00Z","started_at":"2026-03-04T10:01:00Z","completed_at":"2026-03-04T10:01:00Z"}`},
+			`{"id":"rcv_1","vendor_id":"ven_1","subscription_id":"whsub_1","since":"{at}","until":"{later}","status":"failed","reason":"subscription_disabled","cursor":"EVENT#x","in_flight":["evt_1"],"done":true,"created_at":"{at}","started_at":"{later}","completed_at":"{later}"}`},
 		{RecoveryView{RecoveryHead: rh, Total: 5, Outcomes: outcomes, JobTimes: JobTimes{CreatedAt: at, StartedAt: &later, CompletedAt: &later}},
-			`{"id":"rcv_1","vendor_id":"ven_1","subscription_id":"whsub_1","since":"2026-03-04T10:00:00Z","until":"2026-03-04T10:01:00Z","status":"failed","reason":"subscription_disabled","total":5,"delivered":3,"failed":1,"skipped":1,"created_at":"2026-03-04T10:00:00Z","started_at":"2026-03-04T10:01:00Z","completed_at":"2026-03-04T10:01:00Z"}`},
+			`{"id":"rcv_1","vendor_id":"ven_1","subscription_id":"whsub_1","since":"{at}","until":"{later}","status":"failed","reason":"subscription_disabled","total":5,"delivered":3,"failed":1,"skipped":1,"created_at":"{at}","started_at":"{later}","completed_at":"{later}"}`},
 	}
+	dates := strings.NewReplacer("{at}", at.Format(time.RFC3339), "{later}", later.Format(time.RFC3339))
 	for _, c := range cases {
+		want := dates.Replace(c.want)
 		b, err := json.Marshal(c.v)
-		if err != nil || string(b) != c.want {
-			t.Errorf("%T encodes as\n%s (%v), want\n%s", c.v, b, err, c.want)
+		if err != nil || string(b) != want {
+			t.Errorf("%T encodes as\n%s (%v), want\n%s", c.v, b, err, want)
 		}
 	}
 }

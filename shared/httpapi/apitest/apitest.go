@@ -181,9 +181,9 @@ func New(t testing.TB, o Options) *Env {
 	if o.MediaEncode == nil {
 		o.MediaEncode = canonical.Encode
 	}
-	opts := append([]app.Option{app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), app.WithWebhookSenders(o.WebhookAWS), local,
-		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key"))), app.WithBlob(o.Blob), app.WithMediaEncoder(o.MediaEncode)}, o.AppOptions...)
-	a, err := app.New(ctx, cfg, opts...)
+	a, err := app.New(ctx, cfg, app.WithStore(st), app.WithClock(fake), app.WithLogOutput(logs), app.WithWebhookResolver(o.WebhookResolver), app.WithWebhookSenders(o.WebhookAWS), local,
+		app.WithKeySource(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key"))), app.WithBlob(o.Blob), app.WithMediaEncoder(o.MediaEncode),
+		inTurn(o.AppOptions))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,4 +508,13 @@ func (e *Env) Walk(t testing.TB, path string) (pages [][]string, cursors []strin
 	}
 	t.Fatalf("GET %s: the list does not end after 100 pages", path)
 	return nil, nil
+}
+
+// inTurn is the options opts applied in turn, after those before it.
+func inTurn(opts []app.Option) app.Option {
+	return func(a *app.App) {
+		for _, o := range opts {
+			o(a)
+		}
+	}
 }
