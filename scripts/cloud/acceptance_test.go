@@ -16,6 +16,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -106,7 +107,14 @@ func start(t *testing.T, bin string, env []string, args ...string) *shape {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("%s exited before listening:\n%s", bin, s.logs.String())
+				var exit error
+				select {
+				case exit = <-s.done:
+					s.done <- exit // for stop
+				case <-time.After(10 * time.Second):
+					exit = errors.New("still running, its output closed")
+				}
+				t.Fatalf("%s exited before listening (%v):\n%s", bin, exit, s.logs.String())
 			}
 			if m := listening.FindStringSubmatch(l); m != nil {
 				s.base = m[1]
