@@ -23,7 +23,8 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 	done := map[string]bool{}     // finished shards
 	iters := map[string]*string{} // shard → next iterator
 	pending := map[string][]streamtypes.Record{}
-	fetched := map[string]string{} // shard → sequence number of the last record read
+	fetchedAt := map[string]time.Time{} // sequence number → when the poller read it (for the trace)
+	fetched := map[string]string{}      // shard → sequence number of the last record read
 	for ctx.Err() == nil {
 		desc, err := s.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamARN)})
 		if err != nil {
@@ -69,6 +70,9 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 					// Records the mapping's filters drop are never sent.
 					if m.Filters.Match(asDoc(lambdaRecord(r, s.StreamARN))) {
 						pending[id] = append(pending[id], r)
+						if s.Trace != nil {
+							fetchedAt[aws.ToString(r.Dynamodb.SequenceNumber)] = time.Now()
+						}
 					}
 				}
 				if n := len(out.Records); n > 0 {
@@ -78,7 +82,10 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 			}
 			if len(pending[id]) > 0 {
 				busy = true
-				n := s.deliver(ctx, fn, m, id, pending[id][:min(len(pending[id]), m.BatchSize)])
+				n := s.deliver(ctx, fn, m, id, pending[id][:min(len(pending[id]), m.BatchSize)], fetchedAt)
+				for _, r := range pending[id][:n] {
+					delete(fetchedAt, aws.ToString(r.Dynamodb.SequenceNumber))
+				}
 				pending[id] = pending[id][n:]
 			}
 			if iters[id] == nil && len(pending[id]) == 0 {
@@ -103,7 +110,7 @@ func knownShard(shards []streamtypes.Shard, id string) bool {
 // deliver invokes the stream function with batch until it is done, the
 // retries run out or the records expire, and returns how many records are
 // finished with (the whole batch, unless ctx ended).
-func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, shard string, batch []streamtypes.Record) int {
+func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, shard string, batch []streamtypes.Record, fetchedAt map[string]time.Time) int {
 	// Records past the maximum age are not sent; their batch goes to the
 	// on-failure destination.
 	if m.MaxRecordAge > 0 {
@@ -121,7 +128,9 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 		if ctx.Err() != nil {
 			return 0
 		}
+		invoked := time.Now()
 		failedAt, err := s.invokeStream(ctx, fn, m, batch)
+		s.traceStream(batch, fetchedAt, invoked, err != nil || failedAt >= 0)
 		if err == nil && failedAt < 0 {
 			return len(batch)
 		}
@@ -133,11 +142,11 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 		if err != nil && m.Bisect && len(batch) > 1 {
 			half := len(batch) / 2
 			s.Log.Warn("stream: function error; bisecting the batch", "function", fn.Name, "records", len(batch), "error", err)
-			n := s.deliver(ctx, fn, m, shard, batch[:half])
+			n := s.deliver(ctx, fn, m, shard, batch[:half], fetchedAt)
 			if n < half {
 				return n
 			}
-			return half + s.deliver(ctx, fn, m, shard, batch[half:])
+			return half + s.deliver(ctx, fn, m, shard, batch[half:], fetchedAt)
 		}
 		if m.MaxRetries >= 0 && retries >= m.MaxRetries {
 			s.failed(ctx, m, shard, batch, "RetryAttemptsExhausted", retries)
@@ -148,6 +157,26 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 		if !sleep(ctx, backoff(retries)) {
 			return 0
 		}
+	}
+}
+
+// traceStream writes a trace line for each record of a batch the router
+// was invoked on.
+func (s *Sources) traceStream(batch []streamtypes.Record, fetchedAt map[string]time.Time, invoked time.Time, failed bool) {
+	if s.Trace == nil {
+		return
+	}
+	done := time.Now()
+	for _, r := range batch {
+		var pk, sk string
+		if v, ok := r.Dynamodb.Keys["pk"].(*streamtypes.AttributeValueMemberS); ok {
+			pk = v.Value
+		}
+		if v, ok := r.Dynamodb.Keys["sk"].(*streamtypes.AttributeValueMemberS); ok {
+			sk = v.Value
+		}
+		s.Trace.write(TraceLine{Kind: "stream", PK: pk, SK: sk, Created: ms(aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)), Batch: len(batch),
+			Fetched: ms(fetchedAt[aws.ToString(r.Dynamodb.SequenceNumber)]), Invoked: ms(invoked), Done: ms(done), Failed: failed})
 	}
 }
 
