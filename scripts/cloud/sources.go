@@ -87,10 +87,25 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 		received := map[string]time.Time{} // message id → when its poll returned
 		deadline := time.Now().Add(m.BatchWindow)
 		for len(msgs) < m.BatchSize && ctx.Err() == nil {
+			// SQS answers a long poll as soon as it holds a message, with
+			// up to MaxNumberOfMessages of those it has; the emulator
+			// answers only when it has them all or the wait is over, which
+			// held every fresh message up to the whole second. So the
+			// batch's first poll asks for one message, answered when it
+			// comes; the next takes what else is there without waiting,
+			// unless the mapping's batching window is still open.
+			first := len(msgs) == 0
+			take, wait := int32(min(10, m.BatchSize-len(msgs))), int32(1)
+			switch {
+			case first:
+				take = 1
+			case !time.Now().Before(deadline):
+				wait = 0
+			}
 			out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 				QueueUrl:                    aws.String(q.URL),
-				MaxNumberOfMessages:         int32(min(10, m.BatchSize-len(msgs))),
-				WaitTimeSeconds:             1,
+				MaxNumberOfMessages:         take,
+				WaitTimeSeconds:             wait,
 				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 				// The older name too: the emulator knows only it.
 				AttributeNames:        []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
@@ -107,7 +122,7 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 			for _, msg := range out.Messages {
 				received[aws.ToString(msg.MessageId)] = time.Now()
 			}
-			if len(out.Messages) == 0 || time.Now().After(deadline) {
+			if len(out.Messages) == 0 || (!first && time.Now().After(deadline)) {
 				break
 			}
 		}
