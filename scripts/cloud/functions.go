@@ -141,7 +141,7 @@ func (fs *Functions) Invoke(ctx context.Context, id string, payload []byte) ([]b
 	start := time.Now()
 	out, err := proc.Invoke(ctx, payload, start.Add(p.fn.Timeout))
 	took := time.Since(start)
-	fs.trace.write(TraceLine{Kind: "invoke", Function: p.fn.Name, Cold: cold, Start: ms(called), Took: float64(time.Since(called).Microseconds()) / 1000, Failed: err != nil || out.Failed})
+	fs.trace.write(TraceLine{Kind: "invoke", Function: p.fn.Name, Cold: cold, Start: ms(called), Took: msOf(time.Since(called)), Failed: err != nil || out.Failed})
 	if err != nil {
 		p.drop(proc)
 		if errors.Is(err, lambdaruntime.ErrTimeout) {

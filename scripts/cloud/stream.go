@@ -25,14 +25,28 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 	pending := map[string][]streamtypes.Record{}
 	fetchedAt := map[string]time.Time{} // sequence number → when the poller read it (for the trace)
 	fetched := map[string]string{}      // shard → sequence number of the last record read
+	// The shards are described again when one ends (its children follow
+	// it), when none is being read, and every describeEvery; each poll
+	// otherwise only reads records, as Lambda's pollers read each shard
+	// (DescribeStream allows 10 calls a second in all). Described on every
+	// poll, the call cost DynamoDB Local as much as the reads.
+	var desc *dynamodbstreams.DescribeStreamOutput
+	var described time.Time
+	ended := false
 	for ctx.Err() == nil {
-		desc, err := s.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamARN)})
-		if err != nil {
-			if ctx.Err() == nil {
-				s.Log.Error("stream: describe", "error", err)
+		began := time.Now()
+		var describing, getting time.Duration
+		records := 0
+		if desc == nil || ended || len(iters) == 0 || time.Since(described) >= describeEvery {
+			out, err := s.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamARN)})
+			if err != nil {
+				if ctx.Err() == nil {
+					s.Log.Error("stream: describe", "error", err)
+				}
+				sleep(ctx, time.Second)
+				continue
 			}
-			sleep(ctx, time.Second)
-			continue
+			desc, described, describing, ended = out, time.Now(), time.Since(began), false
 		}
 		busy := false
 		for _, sh := range desc.StreamDescription.Shards {
@@ -58,7 +72,9 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 				iters[id] = out.ShardIterator
 			}
 			if iters[id] != nil && len(pending[id]) < m.BatchSize {
+				t := time.Now()
 				out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iters[id], Limit: aws.Int32(int32(min(1000, m.BatchSize)))})
+				getting += time.Since(t)
 				if err != nil {
 					if ctx.Err() == nil {
 						s.Log.Error("stream: get records", "shard", id, "error", err)
@@ -75,6 +91,7 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 						}
 					}
 				}
+				records += len(out.Records)
 				if n := len(out.Records); n > 0 {
 					fetched[id] = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
 				}
@@ -90,13 +107,19 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 			}
 			if iters[id] == nil && len(pending[id]) == 0 {
 				done[id] = true
+				ended = true // its children, if any, are read next
 			}
 		}
+		s.Trace.write(TraceLine{Kind: "poll", Start: ms(began), Took: msOf(time.Since(began)), Describe: msOf(describing), Get: msOf(getting), Batch: records})
 		if !busy {
 			sleep(ctx, 200*time.Millisecond)
 		}
 	}
 }
+
+// describeEvery is how often the stream poller looks for new shards when
+// none has ended.
+const describeEvery = 5 * time.Second
 
 func knownShard(shards []streamtypes.Shard, id string) bool {
 	for _, s := range shards {

@@ -27,7 +27,8 @@ func NewTrace(w io.Writer) *Trace { return &Trace{enc: json.NewEncoder(w)} }
 
 // TraceLine is one line. Kind says which fields are set: "stream" (a
 // record the router was invoked on), "sqs" (a message a worker was invoked
-// on), "invoke" (any invocation).
+// on), "invoke" (any invocation), "poll" (an iteration of the stream
+// poller).
 type TraceLine struct {
 	Kind string `json:"k"`
 	// stream: the record's keys and creation time.
@@ -56,6 +57,10 @@ type TraceLine struct {
 	Cold     bool    `json:"cold,omitempty"`
 	Start    int64   `json:"start,omitempty"`
 	Took     float64 `json:"took_ms,omitempty"`
+	// poll (an iteration of the stream poller): its DescribeStream and
+	// GetRecords calls' time (Took is the whole iteration's).
+	Describe float64 `json:"describe_ms,omitempty"`
+	Get      float64 `json:"get_ms,omitempty"`
 }
 
 func (t *Trace) write(l TraceLine) {
@@ -68,3 +73,5 @@ func (t *Trace) write(l TraceLine) {
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

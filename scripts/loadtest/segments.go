@@ -47,6 +47,8 @@ type traceLine struct {
 	Cold     bool    `json:"cold"`
 	Start    int64   `json:"start"`
 	Took     float64 `json:"took_ms"`
+	Describe float64 `json:"describe_ms"`
+	Get      float64 `json:"get_ms"`
 }
 
 const eventPrefix = "EVENT#" // datamodel.EventPrefix
@@ -69,6 +71,9 @@ type segments struct {
 	slowest          []slowDelivery
 	invokes          []invokeStats
 	batch            []int // messages per fresh-lane invocation that delivered
+	// the stream poller's iterations while the load ran: each whole, its
+	// DescribeStream calls (when it made one) and its GetRecords calls.
+	polls, describes, gets []time.Duration
 }
 
 type slowDelivery struct {
@@ -94,6 +99,7 @@ func readSegments(path string, received map[string]receipt, from, to time.Time) 
 }
 
 func parseSegments(r io.Reader, received map[string]receipt, from, to time.Time) (*segments, error) {
+	s := &segments{hops: map[int]int{}, each: make([][]time.Duration, len(segmentNames))}
 	stream := map[string]traceLine{} // event id → its record's line
 	msgs := map[string][]traceLine{} // event id → its messages' lines
 	inv := map[string]*invokeStats{} // function → its invocations
@@ -115,6 +121,15 @@ func parseSegments(r io.Reader, received map[string]receipt, from, to time.Time)
 			if _, seen := received[l.Event]; seen {
 				msgs[l.Event] = append(msgs[l.Event], l)
 			}
+		case "poll":
+			if at := time.UnixMilli(l.Start); at.Before(from) || at.After(to) {
+				continue
+			}
+			s.polls = append(s.polls, msDuration(l.Took))
+			s.gets = append(s.gets, msDuration(l.Get))
+			if l.Describe > 0 {
+				s.describes = append(s.describes, msDuration(l.Describe))
+			}
 		case "invoke":
 			at := time.UnixMilli(l.Start)
 			if at.Before(from) || at.After(to) {
@@ -125,7 +140,7 @@ func parseSegments(r io.Reader, received map[string]receipt, from, to time.Time)
 				st = &invokeStats{fn: l.Function}
 				inv[l.Function] = st
 			}
-			d := time.Duration(l.Took * float64(time.Millisecond))
+			d := msDuration(l.Took)
 			if l.Cold {
 				st.cold = append(st.cold, d)
 			} else {
@@ -136,7 +151,6 @@ func parseSegments(r io.Reader, received map[string]receipt, from, to time.Time)
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	s := &segments{hops: map[int]int{}, each: make([][]time.Duration, len(segmentNames))}
 	ms := func(t int64) time.Time { return time.UnixMilli(t) }
 	for id, rc := range received {
 		st, ok := stream[id]
@@ -214,6 +228,9 @@ func (s *segments) print(w io.Writer) {
 		b[i] = time.Duration(n)
 	}
 	fmt.Fprintf(w, "\nMessages per delivered event: %s. Fresh-lane batch size of the delivering invocation: p50 %d, p99 %d.\n", strings.Join(hops, ", "), quantile(b, 0.5), quantile(b, 0.99))
+	msf := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	fmt.Fprintf(w, "The stream poller while the load ran: %d polls, p50 %s, p99 %s; DescribeStream %d calls, p50 %s, p99 %s; GetRecords p50 %s, p99 %s a poll.\n",
+		len(s.polls), msf(quantile(s.polls, 0.5)), msf(quantile(s.polls, 0.99)), len(s.describes), msf(quantile(s.describes, 0.5)), msf(quantile(s.describes, 0.99)), msf(quantile(s.gets, 0.5)), msf(quantile(s.gets, 0.99)))
 	fmt.Fprintln(w, "\nThe slowest deliveries, by segment (s):")
 	for _, d := range s.slowest {
 		var parts []string
@@ -225,8 +242,9 @@ func (s *segments) print(w io.Writer) {
 	fmt.Fprintln(w, "\nInvocations while the load ran:")
 	fmt.Fprintln(w, "| function | warm | warm p50 | warm p99 | cold | cold p50 | cold max |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	msf := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 	for _, st := range s.invokes {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s |\n", st.fn, len(st.warm), msf(quantile(st.warm, 0.5)), msf(quantile(st.warm, 0.99)), len(st.cold), msf(quantile(st.cold, 0.5)), msf(quantile(st.cold, 1)))
 	}
 }
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

@@ -24,6 +24,8 @@ func TestSegmentsJoinTheTrace(t *testing.T) {
 		`{"k":"invoke","fn":"webhook-worker","start":` + at(1100) + `,"took_ms":200}`,
 		`{"k":"invoke","fn":"webhook-worker","cold":true,"start":` + at(4200) + `,"took_ms":300}`,
 		`{"k":"invoke","fn":"webhook-worker","start":` + at(999_000) + `,"took_ms":5}`,
+		`{"k":"poll","start":` + at(2000) + `,"took_ms":300,"describe_ms":100,"get_ms":50,"batch":2}`,
+		`{"k":"poll","start":` + at(2300) + `,"took_ms":40,"get_ms":30}`,
 		`not a line`,
 	}, "\n")
 	received := map[string]receipt{
@@ -53,6 +55,9 @@ func TestSegmentsJoinTheTrace(t *testing.T) {
 	}
 	if len(s.invokes) != 1 || len(s.invokes[0].warm) != 1 || len(s.invokes[0].cold) != 1 {
 		t.Errorf("invocations %+v, want the worker's one warm and one cold within the load", s.invokes)
+	}
+	if len(s.polls) != 2 || len(s.describes) != 1 || s.describes[0] != 100*time.Millisecond {
+		t.Errorf("polls %v, describes %v; want two polls, one of them describing for 100 ms", s.polls, s.describes)
 	}
 	var out bytes.Buffer
 	s.print(&out)
