@@ -41,8 +41,9 @@ const (
 	// often instead of spinning through the queue. A backlog of B messages
 	// comes back about 2B/MaxDeferDelay times a second once it has waited
 	// a few minutes: with 30 s and doubling, three tarpit vendors' backlogs
-	// came back a hundred times a second, fifty times as often as their
-	// well-behaved neighbours' deliveries arrived (docs/performance.md).
+	// came back about a hundred times a second, dozens of times as often
+	// as their well-behaved neighbours' deliveries arrived
+	// (docs/decisions.md, "Where a delivery waits in the deployed shape").
 	FirstDeferDelay = time.Second
 	MaxDeferDelay   = 5 * time.Minute
 )
