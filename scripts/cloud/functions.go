@@ -36,6 +36,8 @@ type Functions struct {
 	// kill, when set, says whether to kill the process of an invocation
 	// of the function it names, and after how long (faults.go).
 	kill func(name string, payload []byte) (time.Duration, bool)
+	// trace, when set, gets a line per invocation (trace.go).
+	trace *Trace
 }
 
 type pool struct {
@@ -126,6 +128,7 @@ func (fs *Functions) Invoke(ctx context.Context, id string, payload []byte) ([]b
 		return nil, &FunctionError{Function: p.fn.Name, Message: fmt.Sprintf("TooManyRequestsException: Rate Exceeded (reserved concurrency %d)", p.fn.Reserved)}
 	}
 	defer p.leave()
+	called := time.Now()
 	proc, cold, err := fs.acquire(p)
 	if err != nil {
 		return nil, &FunctionError{Function: p.fn.Name, Message: err.Error()}
@@ -138,6 +141,7 @@ func (fs *Functions) Invoke(ctx context.Context, id string, payload []byte) ([]b
 	start := time.Now()
 	out, err := proc.Invoke(ctx, payload, start.Add(p.fn.Timeout))
 	took := time.Since(start)
+	fs.trace.write(TraceLine{Kind: "invoke", Function: p.fn.Name, Cold: cold, Start: ms(called), Took: msOf(time.Since(called)), Failed: err != nil || out.Failed})
 	if err != nil {
 		p.drop(proc)
 		if errors.Is(err, lambdaruntime.ErrTimeout) {

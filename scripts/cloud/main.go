@@ -89,6 +89,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	rateWrites := fs.Int("rate-writes", 0, "writes per vendor per minute (default: the template's)")
 	private := fs.Bool("allow-private-webhooks", false, "let webhooks reach private and loopback addresses (local tests only)")
 	baseURL := fs.String("base-url", "", "public base URL (default http://ADDR/v1)")
+	tracePath := fs.String("trace", "", "write a line per stream record, queue message and invocation to this file (trace.go; scripts/loadtest reads it)")
 	tune := tuningFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -166,6 +167,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return err
 	}
 	fns.kill = flt.killAfter
+	var trace *Trace
+	if *tracePath != "" {
+		f, err := os.Create(*tracePath)
+		if err != nil {
+			return fmt.Errorf("trace: %w", err)
+		}
+		defer f.Close()
+		trace = NewTrace(f) // a write per line: the file is whole while serve runs
+		fns.trace = trace
+	}
 	defer func() {
 		fns.Close()
 		fmt.Fprint(stderr, "cold and warm latency per function (cold: process start to response; warm: hand-over to response):\n", FormatLatencies(fns.Latencies()))
@@ -176,7 +187,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	}
 	var seq atomic.Int64
 	gw := &Gateway{Routes: tpl.Routes, Fns: fns, Log: log, seq: func() string { return fmt.Sprintf("cloud-%d-%d", os.Getpid(), seq.Add(1)) }}
-	src := &Sources{Tpl: tpl, Fns: fns, Streams: clients.streams, SQS: clients.sqs, Log: log, StreamARN: streamARN}
+	src := &Sources{Tpl: tpl, Fns: fns, Streams: clients.streams, SQS: clients.sqs, Log: log, StreamARN: streamARN, Trace: trace}
 	public := endpoint + config.Default().BasePath()
 	if *baseURL != "" {
 		public = *baseURL

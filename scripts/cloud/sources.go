@@ -38,6 +38,9 @@ type Sources struct {
 	Log     *slog.Logger
 	// StreamARN is the table's stream as the emulator names it.
 	StreamARN string
+	// Trace, when set, gets a line per record and message handed to a
+	// function (trace.go).
+	Trace *Trace
 }
 
 // Run runs every source until ctx ends.
@@ -81,12 +84,28 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 	arn := "arn:aws:sqs:" + region() + ":" + localAccount + ":" + q.Name
 	for ctx.Err() == nil {
 		var msgs []sqstypes.Message
+		received := map[string]time.Time{} // message id → when its poll returned
 		deadline := time.Now().Add(m.BatchWindow)
 		for len(msgs) < m.BatchSize && ctx.Err() == nil {
+			// SQS answers a long poll as soon as it holds a message, with
+			// up to MaxNumberOfMessages of those it has; the emulator
+			// answers only when it has them all or the wait is over, which
+			// held every fresh message up to the whole second. So the
+			// batch's first poll asks for one message, answered when it
+			// comes; the next takes what else is there without waiting,
+			// unless the mapping's batching window is still open.
+			first := len(msgs) == 0
+			take, wait := int32(min(10, m.BatchSize-len(msgs))), int32(1)
+			switch {
+			case first:
+				take = 1
+			case !time.Now().Before(deadline):
+				wait = 0
+			}
 			out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 				QueueUrl:                    aws.String(q.URL),
-				MaxNumberOfMessages:         int32(min(10, m.BatchSize-len(msgs))),
-				WaitTimeSeconds:             1,
+				MaxNumberOfMessages:         take,
+				WaitTimeSeconds:             wait,
 				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 				// The older name too: the emulator knows only it.
 				AttributeNames:        []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
@@ -100,7 +119,10 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 				break
 			}
 			msgs = append(msgs, out.Messages...)
-			if len(out.Messages) == 0 || time.Now().After(deadline) {
+			for _, msg := range out.Messages {
+				received[aws.ToString(msg.MessageId)] = time.Now()
+			}
+			if len(out.Messages) == 0 || (!first && time.Now().After(deadline)) {
 				break
 			}
 		}
@@ -145,7 +167,9 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 			continue
 		}
 		payload, _ := json.Marshal(ev)
+		invoked := time.Now()
 		out, err := s.Fns.Invoke(ctx, fn.Logical, payload)
+		s.traceBatch(q.Name, msgs, received, invoked, err)
 		if err != nil {
 			s.Log.Warn("sqs: batch failed; its messages return after the visibility timeout", "function", fn.Name, "queue", q.Name, "messages", len(msgs), "error", err)
 			continue
@@ -182,6 +206,28 @@ func (s *Sources) queue(ctx context.Context, m QueueMapping) {
 				s.Log.Error("sqs: delete", "queue", q.Name, "error", err)
 			}
 		}
+	}
+}
+
+// traceBatch writes a trace line for each message of a batch a worker was
+// invoked on.
+func (s *Sources) traceBatch(queue string, msgs []sqstypes.Message, received map[string]time.Time, invoked time.Time, err error) {
+	if s.Trace == nil {
+		return
+	}
+	done := time.Now()
+	for _, msg := range msgs {
+		var body struct {
+			EventID   string `json:"event_id"`
+			Attempt   int    `json:"attempt"`
+			Lane      string `json:"lane"`
+			Deferrals int    `json:"deferrals"`
+		}
+		_ = json.Unmarshal([]byte(aws.ToString(msg.Body)), &body)
+		sent, _ := strconv.ParseInt(msg.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+		receives, _ := strconv.Atoi(msg.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+		s.Trace.write(TraceLine{Kind: "sqs", Queue: queue, Message: aws.ToString(msg.MessageId), Event: body.EventID, Attempt: body.Attempt, Lane: body.Lane, Deferred: body.Deferrals,
+			Sent: sent, Receives: receives, Batch: len(msgs), Fetched: ms(received[aws.ToString(msg.MessageId)]), Invoked: ms(invoked), Done: ms(done), Failed: err != nil})
 	}
 }
 

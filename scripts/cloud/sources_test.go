@@ -72,7 +72,7 @@ func drain(t *testing.T, s *Sources, m *StreamMapping, recs []streamtypes.Record
 		if guard > 100 {
 			t.Fatal("the stream does not advance")
 		}
-		n := s.deliver(context.Background(), s.Tpl.Functions["R"], m, "shard-1", recs[:min(len(recs), m.BatchSize)])
+		n := s.deliver(context.Background(), s.Tpl.Functions["R"], m, "shard-1", recs[:min(len(recs), m.BatchSize)], nil)
 		recs = recs[n:]
 	}
 }

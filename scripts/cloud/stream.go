@@ -23,15 +23,30 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 	done := map[string]bool{}     // finished shards
 	iters := map[string]*string{} // shard → next iterator
 	pending := map[string][]streamtypes.Record{}
-	fetched := map[string]string{} // shard → sequence number of the last record read
+	fetchedAt := map[string]time.Time{} // sequence number → when the poller read it (for the trace)
+	fetched := map[string]string{}      // shard → sequence number of the last record read
+	// The shards are described again when one ends (its children follow
+	// it), when none is being read, and every describeEvery; each poll
+	// otherwise only reads records, as Lambda's pollers read each shard
+	// (DescribeStream allows 10 calls a second in all). Described on every
+	// poll, the call cost DynamoDB Local as much as the reads.
+	var desc *dynamodbstreams.DescribeStreamOutput
+	var described time.Time
+	ended := false
 	for ctx.Err() == nil {
-		desc, err := s.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamARN)})
-		if err != nil {
-			if ctx.Err() == nil {
-				s.Log.Error("stream: describe", "error", err)
+		began := time.Now()
+		var describing, getting time.Duration
+		records := 0
+		if desc == nil || ended || len(iters) == 0 || time.Since(described) >= describeEvery {
+			out, err := s.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamARN)})
+			if err != nil {
+				if ctx.Err() == nil {
+					s.Log.Error("stream: describe", "error", err)
+				}
+				sleep(ctx, time.Second)
+				continue
 			}
-			sleep(ctx, time.Second)
-			continue
+			desc, described, describing, ended = out, time.Now(), time.Since(began), false
 		}
 		busy := false
 		for _, sh := range desc.StreamDescription.Shards {
@@ -57,7 +72,9 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 				iters[id] = out.ShardIterator
 			}
 			if iters[id] != nil && len(pending[id]) < m.BatchSize {
+				t := time.Now()
 				out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iters[id], Limit: aws.Int32(int32(min(1000, m.BatchSize)))})
+				getting += time.Since(t)
 				if err != nil {
 					if ctx.Err() == nil {
 						s.Log.Error("stream: get records", "shard", id, "error", err)
@@ -69,8 +86,12 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 					// Records the mapping's filters drop are never sent.
 					if m.Filters.Match(asDoc(lambdaRecord(r, s.StreamARN))) {
 						pending[id] = append(pending[id], r)
+						if s.Trace != nil {
+							fetchedAt[aws.ToString(r.Dynamodb.SequenceNumber)] = time.Now()
+						}
 					}
 				}
+				records += len(out.Records)
 				if n := len(out.Records); n > 0 {
 					fetched[id] = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
 				}
@@ -78,18 +99,27 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 			}
 			if len(pending[id]) > 0 {
 				busy = true
-				n := s.deliver(ctx, fn, m, id, pending[id][:min(len(pending[id]), m.BatchSize)])
+				n := s.deliver(ctx, fn, m, id, pending[id][:min(len(pending[id]), m.BatchSize)], fetchedAt)
+				for _, r := range pending[id][:n] {
+					delete(fetchedAt, aws.ToString(r.Dynamodb.SequenceNumber))
+				}
 				pending[id] = pending[id][n:]
 			}
 			if iters[id] == nil && len(pending[id]) == 0 {
 				done[id] = true
+				ended = true // its children, if any, are read next
 			}
 		}
+		s.Trace.write(TraceLine{Kind: "poll", Start: ms(began), Took: msOf(time.Since(began)), Describe: msOf(describing), Get: msOf(getting), Batch: records})
 		if !busy {
 			sleep(ctx, 200*time.Millisecond)
 		}
 	}
 }
+
+// describeEvery is how often the stream poller looks for new shards when
+// none has ended.
+const describeEvery = 5 * time.Second
 
 func knownShard(shards []streamtypes.Shard, id string) bool {
 	for _, s := range shards {
@@ -103,7 +133,7 @@ func knownShard(shards []streamtypes.Shard, id string) bool {
 // deliver invokes the stream function with batch until it is done, the
 // retries run out or the records expire, and returns how many records are
 // finished with (the whole batch, unless ctx ended).
-func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, shard string, batch []streamtypes.Record) int {
+func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, shard string, batch []streamtypes.Record, fetchedAt map[string]time.Time) int {
 	// Records past the maximum age are not sent; their batch goes to the
 	// on-failure destination.
 	if m.MaxRecordAge > 0 {
@@ -121,7 +151,9 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 		if ctx.Err() != nil {
 			return 0
 		}
+		invoked := time.Now()
 		failedAt, err := s.invokeStream(ctx, fn, m, batch)
+		s.traceStream(batch, fetchedAt, invoked, err != nil || failedAt >= 0)
 		if err == nil && failedAt < 0 {
 			return len(batch)
 		}
@@ -133,11 +165,11 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 		if err != nil && m.Bisect && len(batch) > 1 {
 			half := len(batch) / 2
 			s.Log.Warn("stream: function error; bisecting the batch", "function", fn.Name, "records", len(batch), "error", err)
-			n := s.deliver(ctx, fn, m, shard, batch[:half])
+			n := s.deliver(ctx, fn, m, shard, batch[:half], fetchedAt)
 			if n < half {
 				return n
 			}
-			return half + s.deliver(ctx, fn, m, shard, batch[half:])
+			return half + s.deliver(ctx, fn, m, shard, batch[half:], fetchedAt)
 		}
 		if m.MaxRetries >= 0 && retries >= m.MaxRetries {
 			s.failed(ctx, m, shard, batch, "RetryAttemptsExhausted", retries)
@@ -148,6 +180,26 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 		if !sleep(ctx, backoff(retries)) {
 			return 0
 		}
+	}
+}
+
+// traceStream writes a trace line for each record of a batch the router
+// was invoked on.
+func (s *Sources) traceStream(batch []streamtypes.Record, fetchedAt map[string]time.Time, invoked time.Time, failed bool) {
+	if s.Trace == nil {
+		return
+	}
+	done := time.Now()
+	for _, r := range batch {
+		var pk, sk string
+		if v, ok := r.Dynamodb.Keys["pk"].(*streamtypes.AttributeValueMemberS); ok {
+			pk = v.Value
+		}
+		if v, ok := r.Dynamodb.Keys["sk"].(*streamtypes.AttributeValueMemberS); ok {
+			sk = v.Value
+		}
+		s.Trace.write(TraceLine{Kind: "stream", PK: pk, SK: sk, Created: ms(aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)), Batch: len(batch),
+			Fetched: ms(fetchedAt[aws.ToString(r.Dynamodb.SequenceNumber)]), Invoked: ms(invoked), Done: ms(done), Failed: failed})
 	}
 }
 

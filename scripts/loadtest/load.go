@@ -13,11 +13,13 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +36,12 @@ type vendor struct {
 	subscribed bool
 	uploads    bool // a well-behaved vendor that also uploads a small image once a minute
 }
+
+// receipt is an event's first arrival at the fast receiver.
+type receipt struct{ at, created time.Time }
+
+// latency is the delivery latency: receipt − the event's created_at.
+func (r receipt) latency() time.Duration { return r.at.Sub(r.created) }
 
 // call is one request of a well-behaved vendor.
 type call struct {
@@ -52,8 +60,8 @@ type load struct {
 	mu    sync.Mutex
 	calls []call
 	// received is the first receipt of each event at the fast receiver:
-	// event id → delivery latency (receipt − the event's created_at).
-	received map[string]time.Duration
+	// event id → when it arrived and the event's created_at.
+	received map[string]receipt
 	dupes    int
 
 	forged    map[int]int // status → count
@@ -69,7 +77,7 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 	if !o.keep {
 		defer os.RemoveAll(data)
 	}
-	l := &load{o: o, log: log, received: map[string]time.Duration{}, forged: map[int]int{},
+	l := &load{o: o, log: log, received: map[string]receipt{}, forged: map[int]int{},
 		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 
 	fast, err := l.receiver(ctx, l.fastHook)
@@ -80,8 +88,15 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	args := strings.Fields(o.serveArgs)
+	trace := ""
+	if filepath.Base(o.cli) == "cloud" {
+		// The deployed shape writes its trace, for the segments.
+		trace = filepath.Join(data, "trace.jsonl")
+		args = append(args, "--trace", trace)
+	}
 	log.Info("starting server", "cli", o.cli, "data", data)
-	l.srv, err = start(ctx, o.cli, data, strings.Fields(o.serveArgs))
+	l.srv, err = start(ctx, o.cli, data, args)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +147,7 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 			}
 		}
 	}()
+	from := time.Now()
 	loadCtx, cancel := context.WithTimeout(ctx, o.duration)
 	var wg sync.WaitGroup
 	var total atomic.Int64
@@ -150,6 +166,7 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 	wg.Wait()
 	cancel()
 	after := treeUsage(l.srv.cmd.Process.Pid)
+	to := time.Now()
 	stopSample()
 
 	log.Info("draining deliveries", "for", o.drain)
@@ -162,7 +179,16 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.report(good, undelivered, expected, total.Load(), after.cpu-before.cpu, max(peak.Load(), after.rss)), nil
+	r := l.report(good, undelivered, expected, total.Load(), after.cpu-before.cpu, max(peak.Load(), after.rss))
+	if trace != "" {
+		l.mu.Lock()
+		received := maps.Clone(l.received)
+		l.mu.Unlock()
+		if r.segments, err = readSegments(trace, received, from, to); err != nil {
+			return nil, fmt.Errorf("the trace: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // receiver serves hook on a fresh loopback port and returns its URL.
@@ -189,7 +215,7 @@ func (l *load) fastHook(w http.ResponseWriter, r *http.Request) {
 		if _, seen := l.received[ev.ID]; seen {
 			l.dupes++
 		} else {
-			l.received[ev.ID] = now.Sub(ev.CreatedAt)
+			l.received[ev.ID] = receipt{at: now, created: ev.CreatedAt}
 		}
 		l.mu.Unlock()
 	}

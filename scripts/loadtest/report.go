@@ -25,6 +25,8 @@ type report struct {
 	allRequests int64
 	cpu         time.Duration
 	rssPeak     int64
+
+	segments *segments // the deployed shape's trace, joined (segments.go)
 }
 
 func (l *load) report(good []*vendor, undelivered, expected int, all int64, cpu time.Duration, rss int64) *report {
@@ -54,7 +56,7 @@ func (l *load) report(good []*vendor, undelivered, expected int, all int64, cpu 
 	}
 	var dl []time.Duration
 	for _, d := range l.received {
-		dl = append(dl, d)
+		dl = append(dl, d.latency())
 	}
 	r.delivered = len(dl)
 	r.dp50, r.dp99 = quantile(dl, 0.5), quantile(dl, 0.99)
@@ -103,6 +105,9 @@ func (r *report) print(w io.Writer, o options) {
 	per := func(v float64) float64 { return v / max(float64(r.allRequests)/1000, 1e-9) }
 	fmt.Fprintf(w, "| server CPU per 1,000 requests (all %d) | %.0f ms | |\n", r.allRequests, per(float64(r.cpu)/float64(time.Millisecond)))
 	fmt.Fprintf(w, "| server resident memory, peak | %.0f MiB | |\n", float64(r.rssPeak)/(1<<20))
+	if r.segments != nil {
+		r.segments.print(w)
+	}
 }
 
 // missed lists the goals the run did not meet.

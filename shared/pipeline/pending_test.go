@@ -234,3 +234,80 @@ func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
 		t.Fatalf("a full transaction grew to %d operations", len(got))
 	}
 }
+
+// TestRouteStopsAtTheFirstFailedChange: on a queue that sends one message
+// a call, a batch's rules run at once (RouteConcurrency of them in
+// flight); a change whose rule fails stops the batch there: every change
+// before it is sent and its marker deleted, it and the changes after it
+// keep theirs, and the retry from it sends the rest.
+func TestRouteStopsAtTheFirstFailedChange(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	s := pendingStore(t, clk.Now)
+	q := &sends{}
+	const n, bad = 40, 17
+	var mu sync.Mutex
+	inFlight, failing := 0, true
+	together := make(chan struct{})
+	rule := func(ctx context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+		mu.Lock()
+		if inFlight++; inFlight == pipeline.RouteConcurrency {
+			close(together)
+		}
+		fail := failing && c.Key.SK == fmt.Sprintf("JOB#%03d", bad)
+		mu.Unlock()
+		select {
+		case <-together:
+		case <-time.After(30 * time.Second):
+			t.Error("the rules ran one at a time")
+		}
+		if fail {
+			return nil, errors.New("store unavailable")
+		}
+		return jobRule(ctx, c)
+	}
+	r := pipeline.Router{Rules: []pipeline.Rule{rule}, Queue: q, Inserted: []string{"JOB#"}, Pending: s}
+	var changes []store.Change
+	var all []string
+	for i := range n {
+		it := store.Item{PK: "VENDOR#v", SK: fmt.Sprintf("JOB#%03d", i), Version: 1}
+		if err := s.Transact(ctx, store.Put(it, store.IfAbsent())); err != nil {
+			t.Fatal(err)
+		}
+		changes = append(changes, store.Change{Kind: store.Inserted, Key: it.Key(), New: &it})
+		all = append(all, "VENDOR#v|"+it.SK)
+	}
+	if got, err := r.Route(ctx, changes); got != bad || err == nil {
+		t.Fatalf("routed %d, %v; want %d and the failure", got, err, bad)
+	}
+	sent := map[string]bool{}
+	for _, b := range q.take() {
+		sent[b] = true
+	}
+	for _, c := range changes[:bad] {
+		if !sent[c.Key.SK] {
+			t.Errorf("%s, before the failed change, was not sent", c.Key.SK)
+		}
+	}
+	if sent[changes[bad].Key.SK] {
+		t.Errorf("the failed change was sent")
+	}
+	if got := markers(t, s); !slices.Equal(got, all[bad:]) {
+		t.Fatalf("markers %v, want those of the failed change and after (%v)", got, all[bad:])
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	if got, err := r.Route(ctx, changes[bad:]); got != n-bad || err != nil {
+		t.Fatalf("the retry routed %d, %v; want %d", got, err, n-bad)
+	}
+	for _, b := range q.take() {
+		sent[b] = true
+	}
+	if len(sent) != n {
+		t.Errorf("%d of %d changes sent", len(sent), n)
+	}
+	if got := markers(t, s); len(got) != 0 {
+		t.Fatalf("markers left: %v", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/queue"
@@ -55,33 +56,93 @@ func (r Router) Sees(c store.Change) bool {
 	return false
 }
 
-// Route handles changes in order. It stops at the first failure and
-// reports how many changes were fully routed, so the caller retries from
-// the failed one: work is sent at least once, never skipped. On a
-// queue.BatchSender the messages of every change before the failure are
-// sent in one batch, all or none.
+// RouteConcurrency bounds the store reads, sends and marker deletes the
+// router has in flight at once when its queue sends one message a call
+// (SQS): one change after another, a batch of a hundred stream records
+// made hundreds of round trips in a row, and every later change waited
+// behind them.
+const RouteConcurrency = 16
+
+// Route handles a batch of changes and reports how many, from the first,
+// were fully routed; on a failure the caller retries from the failed one:
+// work is sent at least once, never skipped. On a queue.BatchSender the
+// messages of every change before the failure are sent in one batch, all
+// or none. On any other queue the changes' rules run at once, then their
+// messages are sent at once, then their markers deleted at once (each
+// step at most RouteConcurrency calls in flight); a change after a failed
+// one may have been sent too, and is sent again with the retry (a change
+// routed twice does its work once, as after a sweep).
 func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) {
 	if b, ok := r.Queue.(queue.BatchSender); ok {
 		return r.routeBatch(ctx, b, changes)
 	}
-	for i, c := range changes {
-		if !r.Sees(c) {
-			continue
-		}
-		out, err := r.messages(ctx, c)
-		for _, o := range out {
-			if err := r.Queue.Send(ctx, o.Queue, o.Body, o.Delay); err != nil {
-				return i, fmt.Errorf("pipeline: send to %s: %w", o.Queue, err)
-			}
-		}
-		if err != nil {
-			return i, err
-		}
-		if err := r.routed(ctx, c); err != nil {
-			return i, err
+	n, first := len(changes), error(nil)
+	fail := func(i int, err error) {
+		if err != nil && i < n {
+			n, first = i, err
 		}
 	}
-	return len(changes), nil
+	outs := make([][]Outgoing, len(changes))
+	errs := each(len(changes), func(i int) error {
+		if !r.Sees(changes[i]) {
+			return nil
+		}
+		var err error
+		outs[i], err = r.messages(ctx, changes[i])
+		return err
+	})
+	for i, err := range errs {
+		fail(i, err)
+	}
+	// The messages of the changes up to the failed one, and those of the
+	// failed change's rules before its failure (they are sent again with it).
+	type send struct {
+		change int
+		o      Outgoing
+	}
+	var sends []send
+	for i := range min(n+1, len(changes)) {
+		for _, o := range outs[i] {
+			sends = append(sends, send{i, o})
+		}
+	}
+	errs = each(len(sends), func(k int) error {
+		if err := r.Queue.Send(ctx, sends[k].o.Queue, sends[k].o.Body, sends[k].o.Delay); err != nil {
+			return fmt.Errorf("pipeline: send to %s: %w", sends[k].o.Queue, err)
+		}
+		return nil
+	})
+	for k, err := range errs {
+		fail(sends[k].change, err)
+	}
+	done := n
+	errs = each(done, func(i int) error {
+		if !r.Sees(changes[i]) {
+			return nil
+		}
+		return r.routed(ctx, changes[i])
+	})
+	for i, err := range errs {
+		fail(i, err)
+	}
+	return n, first
+}
+
+// each runs fn(0)…fn(n-1), at most RouteConcurrency at once, and returns
+// their errors by index.
+func each(n int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, RouteConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // routeBatch is Route on a queue that sends a batch at once.

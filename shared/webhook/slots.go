@@ -36,18 +36,23 @@ const (
 	SlotLease = RequestTimeout + 15*time.Second
 	// FirstDeferDelay and MaxDeferDelay bound the wait of a message whose
 	// vendor had no free slot: the n-th deferral of a message waits a
-	// random time up to min(MaxDeferDelay, FirstDeferDelay·2^(n-1)), at
+	// random time up to min(MaxDeferDelay, FirstDeferDelay·4^(n-1)), at
 	// least FirstDeferDelay, so a vendor's backlog comes back ever less
-	// often instead of spinning through the queue.
+	// often instead of spinning through the queue. A backlog of B messages
+	// comes back about 2B/MaxDeferDelay times a second once it has waited
+	// a few minutes: with 30 s and doubling, three tarpit vendors' backlogs
+	// came back about a hundred times a second, dozens of times as often
+	// as their well-behaved neighbours' deliveries arrived
+	// (docs/decisions.md, "Where a delivery waits in the deployed shape").
 	FirstDeferDelay = time.Second
-	MaxDeferDelay   = 30 * time.Second
+	MaxDeferDelay   = 5 * time.Minute
 )
 
 // DeferDelay is how long the n-th deferral (1-based) of a message waits.
 func DeferDelay(n int, jitter float64) time.Duration {
 	ceiling := FirstDeferDelay
 	for i := 1; i < n && ceiling < MaxDeferDelay; i++ {
-		ceiling *= 2
+		ceiling *= 4
 	}
 	ceiling = min(ceiling, MaxDeferDelay)
 	return max(time.Duration(jitter*float64(ceiling)), FirstDeferDelay)

@@ -302,6 +302,9 @@ func TestDeferDelay(t *testing.T) {
 	if d := DeferDelay(1, 0.999); d > FirstDeferDelay {
 		t.Fatalf("first deferral waits %s", d)
 	}
+	if d := DeferDelay(3, 0.999); d > 16*FirstDeferDelay || d < 15*FirstDeferDelay {
+		t.Fatalf("third deferral waits %s, want up to 16 times the first", d)
+	}
 	if d := DeferDelay(30, 0.999); d > MaxDeferDelay || d < MaxDeferDelay/2 {
 		t.Fatalf("30th deferral waits %s", d)
 	}
