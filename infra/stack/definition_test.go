@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 func group(name string, routes ...httpapi.Route) httpapi.Group {
 	for i := range routes {
 		routes[i].Scopes = []auth.Scope{auth.VendorsRead}
-		routes[i].Handle = func(*httpapi.Call) error { return nil }
+		routes[i].Handle = func(context.Context, *httpapi.Call) error { return nil }
 	}
 	return httpapi.Group{Name: name, Routes: func(*httpapi.Server) []httpapi.Route { return routes }}
 }
