@@ -47,7 +47,7 @@ type environment struct {
 	status string // the file VmHWM is read from
 
 	mu         sync.Mutex
-	lines      int
+	initSaid   bool   // the environment's first line is written
 	invocation string // the request id whose first line was seen last
 	peakMB     int64  // the high-water mark last reported
 }
@@ -57,8 +57,8 @@ func (e *environment) report(requestID string) []slog.Attr {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []slog.Attr
-	e.lines++
-	if e.lines == 1 {
+	if !e.initSaid {
+		e.initSaid = true
 		out = append(out, slog.Int64("init_ms", time.Since(e.began).Milliseconds()))
 	}
 	if requestID == "" || requestID == e.invocation {
