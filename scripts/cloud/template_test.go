@@ -208,6 +208,7 @@ func TestSwappedQueueURLs(t *testing.T) {
 		{"in the stream router only", func(r map[string]any) { swapQueueURLsOf(r, "-stream-router") }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			broken := mutate(t, tpl, c.edit)
 			cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--template", broken)
 			cmd.Dir = "../.."
