@@ -51,16 +51,21 @@ func (p pricedTransactions) Transact(ctx context.Context, ops ...store.Op) error
 	}
 	var units float64
 	for i := range ops {
-		size := max(itemSize(before[i]), itemSize(after[i]), 1)
+		size := max(p.itemSize(before[i]), p.itemSize(after[i]), 1)
 		units += 2 * float64((size+1023)/1024)
 	}
 	roundtrip.AddCapacity(ctx, 0, units)
 	return nil
 }
 
-func itemSize(it store.Item) int {
+// itemSize is the item's size as its store keeps it: the DynamoDB store
+// packs large documents.
+func (p pricedTransactions) itemSize(it store.Item) int {
 	if it.PK == "" {
 		return 0
+	}
+	if s, ok := p.Store.(interface{ StoredSize(store.Item) int }); ok {
+		return s.StoredSize(it)
 	}
 	return store.ItemSize(it)
 }
