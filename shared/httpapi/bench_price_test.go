@@ -16,7 +16,8 @@ import (
 // bills them, in place of what DynamoDB Local reports: each item the
 // transaction names (condition checks included) costs twice its size
 // rounded up to 1 KB, its size the larger of the item before and after
-// the write. DynamoDB Local reports twice the items' summed size rounded
+// the write, as the store keeps it (the DynamoDB store packs large
+// documents: StoredSize). DynamoDB Local reports twice the items' summed size rounded
 // up once, so five 100-byte puts read as 2 units where AWS bills 10. A
 // lone write, which the adapter sends as a plain PutItem, UpdateItem or
 // DeleteItem, is reported correctly and left as it is. The sizes are read
