@@ -16,7 +16,8 @@ import (
 // bills them, in place of what DynamoDB Local reports: each item the
 // transaction names (condition checks included) costs twice its size
 // rounded up to 1 KB, its size the larger of the item before and after
-// the write. DynamoDB Local reports twice the items' summed size rounded
+// the write, as the store keeps it (the DynamoDB store packs large
+// documents: StoredSize). DynamoDB Local reports twice the items' summed size rounded
 // up once, so five 100-byte puts read as 2 units where AWS bills 10. A
 // lone write, which the adapter sends as a plain PutItem, UpdateItem or
 // DeleteItem, is reported correctly and left as it is. The sizes are read
@@ -51,16 +52,21 @@ func (p pricedTransactions) Transact(ctx context.Context, ops ...store.Op) error
 	}
 	var units float64
 	for i := range ops {
-		size := max(itemSize(before[i]), itemSize(after[i]), 1)
+		size := max(p.itemSize(before[i]), p.itemSize(after[i]), 1)
 		units += 2 * float64((size+1023)/1024)
 	}
 	roundtrip.AddCapacity(ctx, 0, units)
 	return nil
 }
 
-func itemSize(it store.Item) int {
+// itemSize is the item's size as its store keeps it: the DynamoDB store
+// packs large documents.
+func (p pricedTransactions) itemSize(it store.Item) int {
 	if it.PK == "" {
 		return 0
+	}
+	if s, ok := p.Store.(interface{ StoredSize(store.Item) int }); ok {
+		return s.StoredSize(it)
 	}
 	return store.ItemSize(it)
 }

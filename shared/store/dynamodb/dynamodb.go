@@ -1,7 +1,8 @@
 // Package dynamodb is the store port over one DynamoDB table.
 //
 // Layout: the string key attributes pk (hash) and sk (range); v (N) holds the
-// item's version, d (B) its JSON document (absent when empty), ttl (N) its
+// item's version, d (B) its JSON document (absent when empty), or Z (B) the
+// document packed when that is smaller (packed.go), ttl (N) its
 // expiry in Unix seconds (absent when the item never expires; the table's TTL
 // attribute), and every numeric attribute of Item.Nums is a top-level N
 // attribute of its own name, so that conditions and ADD updates can use it.
@@ -35,6 +36,8 @@ type Store struct {
 	now    func() time.Time
 	// hook, when set, may add operations to every transaction (WithTransactHook).
 	hook func([]store.Op) []store.Op
+	// codec packs the documents it writes and unpacks those it reads.
+	codec *codec
 }
 
 var _ store.Store = (*Store)(nil)
@@ -55,7 +58,7 @@ func WithTransactHook(hook func([]store.Op) []store.Op) Option {
 // New returns a store over table. The client should count round trips
 // (NewClient's does; see RoundTripCounter).
 func New(client *ddb.Client, table string, opts ...Option) *Store {
-	s := &Store{client: client, table: table, now: time.Now}
+	s := &Store{client: client, table: table, now: time.Now, codec: &codec{}}
 	for _, o := range opts {
 		o(s)
 	}

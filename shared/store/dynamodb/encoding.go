@@ -19,14 +19,17 @@ func keyAttrs(k store.Key) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": str(k.PK), "sk": str(k.SK)}
 }
 
-func marshal(it store.Item) map[string]types.AttributeValue {
+// marshal encodes an item, its document packed when that makes it
+// smaller (packed.go).
+func (c *codec) marshal(it store.Item) map[string]types.AttributeValue {
 	m := make(map[string]types.AttributeValue, 5+len(it.Nums))
 	for name, v := range it.Nums {
 		m[name] = num(v)
 	}
 	m["pk"], m["sk"], m["v"] = str(it.PK), str(it.SK), num(it.Version)
 	if len(it.Data) > 0 {
-		m["d"] = &types.AttributeValueMemberB{Value: it.Data}
+		name, v := c.document(it.Data)
+		m[name] = &types.AttributeValueMemberB{Value: v}
 	}
 	if it.ExpiresAt != 0 {
 		m["ttl"] = num(it.ExpiresAt)
@@ -34,8 +37,20 @@ func marshal(it store.Item) map[string]types.AttributeValue {
 	return m
 }
 
-func unmarshal(m map[string]types.AttributeValue) (store.Item, error) {
+// document is the attribute that stores a non-empty document, and its
+// value.
+func (c *codec) document(doc []byte) (name string, value []byte) {
+	if p := c.pack(doc); p != nil {
+		return packedAttr, p
+	}
+	return docAttr, doc
+}
+
+// unmarshal decodes an item the adapter wrote, its document plain or
+// packed.
+func (c *codec) unmarshal(m map[string]types.AttributeValue) (store.Item, error) {
 	var it store.Item
+	var packed []byte
 	for name, av := range m {
 		switch v := av.(type) {
 		case *types.AttributeValueMemberS:
@@ -46,8 +61,11 @@ func unmarshal(m map[string]types.AttributeValue) (store.Item, error) {
 				it.SK = v.Value
 			}
 		case *types.AttributeValueMemberB:
-			if name == "d" {
+			switch name {
+			case docAttr:
 				it.Data = v.Value
+			case packedAttr:
+				packed = v.Value
 			}
 		case *types.AttributeValueMemberN:
 			n, err := strconv.ParseInt(v.Value, 10, 64)
@@ -67,6 +85,13 @@ func unmarshal(m map[string]types.AttributeValue) (store.Item, error) {
 			}
 		}
 	}
+	if packed != nil && it.Data == nil { // a plain document is the newer one
+		doc, err := c.unpack(packed)
+		if err != nil {
+			return store.Item{}, fmt.Errorf("item %s/%s: %w", it.PK, it.SK, err)
+		}
+		it.Data = doc
+	}
 	return it, nil
 }
 
@@ -76,7 +101,7 @@ func (s *Store) live(m map[string]types.AttributeValue) (store.Item, bool, error
 	if len(m) == 0 {
 		return store.Item{}, false, nil
 	}
-	it, err := unmarshal(m)
+	it, err := s.codec.unmarshal(m)
 	if err != nil || it.Expired(s.now()) {
 		return store.Item{}, false, err
 	}

@@ -27,7 +27,7 @@ import (
 // record's image) as the store decodes the items it reads. Only the S, N
 // and B attributes the store writes count; others are ignored.
 func ItemFromImage(m map[string]types.AttributeValue) (store.Item, error) {
-	return unmarshal(m)
+	return (*codec)(nil).unmarshal(m)
 }
 
 func changeKind(name string) (store.ChangeKind, error) {
@@ -43,7 +43,7 @@ func image(m map[string]types.AttributeValue) (*store.Item, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	it, err := unmarshal(m)
+	it, err := (*codec)(nil).unmarshal(m)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func change(event, seq string, keys, newImage, oldImage map[string]types.Attribu
 	if err != nil {
 		return store.Change{}, err
 	}
-	k, err := unmarshal(keys)
+	k, err := (*codec)(nil).unmarshal(keys)
 	if err != nil {
 		return store.Change{}, fmt.Errorf("dynamodb: stream record %s keys: %w", seq, err)
 	}
@@ -171,7 +171,7 @@ func fromStream(m map[string]streamtypes.AttributeValue) map[string]types.Attrib
 // a stream record's NewImage or OldImage.
 func LambdaImage(it store.Item) map[string]events.DynamoDBAttributeValue {
 	out := make(map[string]events.DynamoDBAttributeValue)
-	for name, av := range marshal(it) {
+	for name, av := range (*codec)(nil).marshal(it) {
 		switch v := av.(type) {
 		case *types.AttributeValueMemberS:
 			out[name] = events.NewStringAttribute(v.Value)

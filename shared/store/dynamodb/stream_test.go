@@ -1,6 +1,7 @@
 package dynamodb_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -156,6 +157,11 @@ func TestChangeFromLambdaMatchesStream(t *testing.T) {
 	if err := s.Transact(ctx, store.Add(k, map[string]int64{"done": 1}, 0, store.Cond{})); err != nil {
 		t.Fatal(err)
 	}
+	// A product's item, its document packed (packed_test.go).
+	product := variableProduct(t, 8)
+	if err := s.Transact(ctx, store.Put(product, store.IfAbsent())); err != nil {
+		t.Fatal(err)
+	}
 	// Read the raw records.
 	desc, err := streams.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String(table)})
 	if err != nil || len(desc.Streams) != 1 {
@@ -179,8 +185,17 @@ func TestChangeFromLambdaMatchesStream(t *testing.T) {
 		}
 		records = append(records, out.Records...)
 	}
-	if len(records) != 2 {
-		t.Fatalf("%d records, want 2", len(records))
+	if len(records) != 3 {
+		t.Fatalf("%d records, want 3", len(records))
+	}
+	packed := 0
+	for _, rec := range records {
+		if _, ok := rec.Dynamodb.NewImage["Z"]; ok {
+			packed++
+		}
+	}
+	if packed != 1 {
+		t.Fatalf("%d stream images with a packed document, want the product's", packed)
 	}
 	for _, rec := range records {
 		want, err := dynamodb.ChangeFromStream(rec)
@@ -197,6 +212,9 @@ func TestChangeFromLambdaMatchesStream(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("from Lambda %s\n from stream %s", show([]store.Change{got}), show([]store.Change{want}))
+		}
+		if got.Key == product.Key() && (got.New == nil || !bytes.Equal(got.New.Data, product.Data)) {
+			t.Fatalf("the product's change carries %+v, want its document", got.New)
 		}
 	}
 }

@@ -49,7 +49,7 @@ func (s *Store) translate(op store.Op, form addForm, now int64) write {
 	switch op.Kind {
 	case store.OpPut:
 		c := e.cond(op.Cond, now)
-		return write{put: &types.Put{TableName: table, Item: marshal(op.Item),
+		return write{put: &types.Put{TableName: table, Item: s.codec.marshal(op.Item),
 			ConditionExpression: optional(c), ExpressionAttributeNames: e.namesOrNil(), ExpressionAttributeValues: e.valuesOrNil()}}
 	case store.OpDelete:
 		c := e.cond(op.Cond, now)
@@ -73,10 +73,10 @@ func (s *Store) translate(op store.Op, form addForm, now int64) write {
 		if synthetic {
 			c = e.absent(now)
 		}
-		return write{synthetic: synthetic, put: &types.Put{TableName: table, Item: marshal(it),
+		return write{synthetic: synthetic, put: &types.Put{TableName: table, Item: s.codec.marshal(it),
 			ConditionExpression: aws.String(c), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values}}
 	}
-	upd := addExpr(e, op.Item, op.Deltas)
+	upd := s.codec.addExpr(e, op.Item, op.Deltas)
 	c := e.cond(op.Cond, now)
 	if synthetic {
 		c = e.notExpired(now)
@@ -89,7 +89,8 @@ func (s *Store) translate(op store.Op, form addForm, now int64) write {
 // replaces the document, version and expiry when the operation gives them.
 // Without a version it sets v to 0 when missing, so that an item the add
 // creates looks like the embedded store's and the expression is never empty.
-func addExpr(e *expr, it store.Item, deltas map[string]int64) string {
+// A document set plain removes a packed one, and the other way round.
+func (c *codec) addExpr(e *expr, it store.Item, deltas map[string]int64) string {
 	v := e.name("v")
 	var set []string
 	if it.Version != 0 {
@@ -103,9 +104,16 @@ func addExpr(e *expr, it store.Item, deltas map[string]int64) string {
 	var remove string
 	switch {
 	case len(it.Data) > 0:
-		set = append(set, e.name("d")+" = "+e.value(&types.AttributeValueMemberB{Value: it.Data}))
+		name, v := c.document(it.Data)
+		other := packedAttr
+		if name == packedAttr {
+			other = docAttr
+		}
+		set = append(set, e.name(name)+" = "+e.value(&types.AttributeValueMemberB{Value: v}))
+		remove = " REMOVE " + e.name(other)
 	case it.Data != nil:
-		remove = " REMOVE " + e.name("d") // an empty document is stored as none
+		// An empty document is stored as none.
+		remove = " REMOVE " + e.name(docAttr) + ", " + e.name(packedAttr)
 	}
 	upd := "SET " + strings.Join(set, ", ") + remove
 	if len(deltas) > 0 {
@@ -275,7 +283,7 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 		switch mode {
 		case incFresh:
 			it := store.Item{PK: k.PK, SK: k.SK, Nums: map[string]int64{attr: delta}, ExpiresAt: expiresAt}
-			_, err = s.client.PutItem(ctx, &ddb.PutItemInput{TableName: aws.String(s.table), Item: marshal(it),
+			_, err = s.client.PutItem(ctx, &ddb.PutItemInput{TableName: aws.String(s.table), Item: s.codec.marshal(it),
 				ConditionExpression: aws.String(e.absent(now)), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
 			if err == nil {
 				return delta, nil
@@ -304,7 +312,7 @@ func (s *Store) Increment(ctx context.Context, k store.Key, attr string, delta, 
 				ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
 				ReturnValues: types.ReturnValueUpdatedNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 			if err == nil {
-				it, err := unmarshal(out.Attributes)
+				it, err := s.codec.unmarshal(out.Attributes)
 				if err != nil {
 					return fail(err)
 				}
