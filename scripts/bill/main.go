@@ -40,6 +40,10 @@ const (
 	lambdaGBSecond = 0.0000133334
 	logsPerGB      = 0.50 // CloudWatch Logs ingestion
 	xrayTrace      = 5.00 // X-Ray traces recorded
+	// prod's edge (infra/stack/edge.go): CloudFront's HTTPS requests
+	// (United States, Europe) and AWS WAF's requests.
+	cloudFrontHTTPS = 1.00
+	wafRequest      = 0.60
 )
 
 // The deployment's settings and the model's assumptions.
@@ -245,6 +249,11 @@ func print(w io.Writer, ops []op, window map[ratelimit.Class]float64) {
 	if weight > 0 {
 		fmt.Fprintf(w, "| **mix** (80%% reads: 20 get-vendor, 30 get-product, 30 list-inventory; 20%% writes: 5 create-product, 10 adjust-inventory, 5 reserve) | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2f | %.2f | **%.2f** |\n",
 			sum.rru/weight, sum.wru/weight, sum.dynamo/weight, sum.gateway/weight, sum.lambda/weight, sum.logs/weight, sum.xray/weight, sum.total()/weight)
+	}
+	if weight > 0 {
+		edge := cloudFrontHTTPS + wafRequest
+		fmt.Fprintf(w, "\nprod serves through its edge (CloudFront and AWS WAF, issue 25): +%.2f a request-million (CloudFront HTTPS requests %.2f, WAF requests %.2f), the mix **%.2f** in all of AWS; the web ACL's monthly fees and CloudFront's transfer out (about 0.09 per KB of response) are not in it.\n",
+			edge, cloudFrontHTTPS, wafRequest, sum.total()/weight+edge)
 	}
 	fmt.Fprintln(w, "\nNot in the figures: the background work an event starts (stream router, webhook deliveries, SQS), and free tiers.")
 	if weight > 0 {
