@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
@@ -264,11 +265,14 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		log.DebugContext(ctx, "webhook attempt moved to the slow lane")
 		return d.send(ctx, slow, 0)
 	}
-	release, ok, err := d.hold(ctx, m, qm, look)
-	if err != nil {
-		return err
+	pre := d.prepare(ctx, m, qm, look)
+	if pre.holdErr != nil {
+		return errors.Join(pre.holdErr, d.unclaim(ctx, m, qm, pre))
 	}
-	if !ok {
+	if !pre.ok {
+		if err := d.unclaim(ctx, m, qm, pre); err != nil {
+			return err
+		}
 		// The vendor has its share in flight: put the attempt off without
 		// making it (it keeps its number), in the slow lane, so that this
 		// message holds no capacity another vendor's delivery could use.
@@ -280,35 +284,37 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return d.send(ctx, later, delay)
 	}
 	defer func() {
-		if err := release(ctx); err != nil {
+		if err := pre.release(ctx); err != nil {
 			log.WarnContext(ctx, "webhook delivery slot not given back; its lease frees it", "error", err)
 		}
 	}()
-	ev, err := event.Read(ctx, d.Store, m.VendorID, m.EventID)
-	if err != nil {
+	ev, sub := pre.ev, pre.sub
+	if err := pre.evErr; err != nil {
 		if errs.As(err).Kind == errs.NotFound {
 			log.WarnContext(ctx, "webhook delivery dropped: the event has expired")
-			return d.countOutcome(ctx, m, replayFailed)
+			return errors.Join(d.unclaim(ctx, m, qm, pre), d.countOutcome(ctx, m, replayFailed))
 		}
-		return err
+		return errors.Join(err, d.unclaim(ctx, m, qm, pre))
 	}
-	sub, err := get(ctx, d.Store, m.VendorID, m.SubscriptionID)
-	if err != nil {
+	if err := pre.subErr; err != nil {
 		if errs.As(err).Kind == errs.NotFound {
 			log.InfoContext(ctx, "webhook delivery dropped: the subscription was deleted")
-			return d.countOutcome(ctx, m, replaySkipped)
+			return errors.Join(d.unclaim(ctx, m, qm, pre), d.countOutcome(ctx, m, replaySkipped))
 		}
-		return err
+		return errors.Join(err, d.unclaim(ctx, m, qm, pre))
 	}
 	if sub.Status != StatusEnabled || (m.ReplayID == "" && !sub.Matches(ev.Type)) {
 		log.InfoContext(ctx, "webhook delivery dropped: the subscription is disabled or no longer receives this type")
-		return d.countOutcome(ctx, m, replaySkipped)
+		return errors.Join(d.unclaim(ctx, m, qm, pre), d.countOutcome(ctx, m, replaySkipped))
 	}
 	if err := sub.Open(ctx, d.Secrets); err != nil {
-		return err
+		return errors.Join(err, d.unclaim(ctx, m, qm, pre))
 	}
 
-	c, err := d.claim(ctx, m, qm.ID)
+	c, err := pre.c, pre.claimErr
+	if !pre.claimed {
+		c, err = d.claim(ctx, m, qm.ID)
+	}
 	switch {
 	case err != nil:
 		return err
@@ -414,6 +420,70 @@ func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message, look L
 		return nil, false, err
 	}
 	return none, c.Owner == qm.ID, nil
+}
+
+// prepared is what an attempt needs before its request: its vendor's
+// slot (ok, and release to give it back), the event and the subscription,
+// and the attempt's claim when prepare made it (claimed).
+type prepared struct {
+	release  func(context.Context) error
+	ok       bool
+	holdErr  error
+	ev       event.Event
+	evErr    error
+	sub      Subscription
+	subErr   error
+	claimed  bool
+	c        claim
+	claimErr error
+}
+
+// prepare takes m's slot and reads what its attempt needs. A fresh
+// delivery received for the first time, whose vendor had a slot free when
+// looked, does it all at once: the slot, the event, the subscription and
+// the attempt's claim, four round trips side by side instead of one after
+// another (the two writes are most of a delivery's wait before its
+// request when the store is busy). Anything else takes its slot first,
+// and reads and claims only with one: a deferral costs no more than the
+// look and, when a slot looked free, a lost put. A claim made beside a
+// slot that was not won is given back (unclaim) before the deferral, so
+// that a deferred message has claimed nothing.
+func (d Deliverer) prepare(ctx context.Context, m Message, qm queue.Message, look Look) prepared {
+	var p prepared
+	var wg sync.WaitGroup
+	read := func() {
+		wg.Go(func() { p.ev, p.evErr = event.Read(ctx, d.Store, m.VendorID, m.EventID) })
+		wg.Go(func() { p.sub, p.subErr = get(ctx, d.Store, m.VendorID, m.SubscriptionID) })
+	}
+	if m.Lane == LaneSlow || qm.Receives > 1 || !look.mayTake(m.Attempt > 1) {
+		p.release, p.ok, p.holdErr = d.hold(ctx, m, qm, look)
+		if p.holdErr == nil && p.ok {
+			read()
+			wg.Wait()
+		}
+		return p
+	}
+	p.claimed = true
+	wg.Go(func() { p.release, p.ok, p.holdErr = d.hold(ctx, m, qm, look) })
+	wg.Go(func() { p.c, p.claimErr = d.claim(ctx, m, qm.ID) })
+	read()
+	wg.Wait()
+	return p
+}
+
+// unclaim gives back the claim prepare made for an attempt that is not
+// made now (no slot, a dropped delivery, an error before the request):
+// its deferred copy or a later message claims it as the owner. Nothing
+// else writes a claim without an outcome, so the claim deleted is this
+// message's own.
+func (d Deliverer) unclaim(ctx context.Context, m Message, qm queue.Message, p prepared) error {
+	if !p.claimed || p.claimErr != nil || p.c.Owner != qm.ID || p.c.Outcome != "" {
+		return nil
+	}
+	if err := d.Store.Transact(context.WithoutCancel(ctx), store.Delete(claimKey(m), store.Cond{})); err != nil {
+		return fmt.Errorf("webhook: give back the claim of %s/%d: %w", m.DeliveryID, m.Attempt, err)
+	}
+	return nil
 }
 
 func newAttemptID(t time.Time) string { return ids.Sortable("whatt", t) }

@@ -79,12 +79,38 @@ type Look struct {
 	VendorID string
 	// held are the slots held (StoreSlots); MemorySlots counts its own.
 	held map[string]bool
+	// counted says inUse holds MemorySlots' counts when looked: all held,
+	// retries held.
+	counted bool
+	inUse   [2]int
 	// slow is when each marked subscription's mark ends.
 	slow map[string]time.Time
 }
 
 // SlowUntil is when the subscription's slow mark ends, or the zero time.
 func (l Look) SlowUntil(subscriptionID string) time.Time { return l.slow[subscriptionID] }
+
+// mayTake reports whether the vendor had a slot free, when looked, that an
+// attempt (a retry when retry) may take: a hint, since another taker may
+// win it first; true when nothing was counted (no Slots).
+func (l Look) mayTake(retry bool) bool {
+	switch {
+	case l.counted:
+		return l.inUse[0] < VendorSlots && (!retry || l.inUse[1] < RetrySlots)
+	case l.held == nil:
+		return true
+	}
+	n := VendorSlots
+	if retry {
+		n = RetrySlots
+	}
+	for i := range n {
+		if !l.held[slotKey(l.VendorID, i).SK] {
+			return true
+		}
+	}
+	return false
+}
 
 // MemorySlots counts the slots of one process: the local server, whose
 // delivery pool is the only one.
@@ -100,11 +126,15 @@ func NewMemorySlots() *MemorySlots {
 	return &MemorySlots{held: map[string]*[2]int{}, slow: map[string]map[string]time.Time{}}
 }
 
-// Look reads the vendor's lane marks.
+// Look reads the vendor's lane marks and counts its slots held.
 func (s *MemorySlots) Look(_ context.Context, vendorID string) (Look, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Look{VendorID: vendorID, slow: maps.Clone(s.slow[vendorID])}, nil
+	l := Look{VendorID: vendorID, slow: maps.Clone(s.slow[vendorID]), counted: true}
+	if h := s.held[vendorID]; h != nil {
+		l.inUse = *h
+	}
+	return l, nil
 }
 
 // MarkSlow sets or takes away a subscription's lane mark.
