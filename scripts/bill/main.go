@@ -44,6 +44,17 @@ const (
 	// (United States, Europe) and AWS WAF's requests.
 	cloudFrontHTTPS = 1.00
 	wafRequest      = 0.60
+	sqsRequest      = 0.40 // SQS standard queue requests, after the free tier
+)
+
+// The background work's assumptions (BenchmarkEventWork measures the
+// store's part of it): each write makes one event; webhookShare of events
+// match one subscription; each stream record and each delivery message
+// is its own invocation (batches only make it cheaper); a receiver
+// answers in receiverMS, which the webhook worker is billed for waiting.
+const (
+	webhookShare = 0.30
+	receiverMS   = 100.0
 )
 
 // The deployment's settings and the model's assumptions.
@@ -110,12 +121,67 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bill:", err)
 		os.Exit(1)
 	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		fmt.Fprintln(os.Stderr, "bill:", err)
+		os.Exit(1)
+	}
+	bg, err := parseEventWork(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bill:", err)
+		os.Exit(1)
+	}
 	window, err := windowWrites()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bill:", err)
 		os.Exit(1)
 	}
-	print(os.Stdout, ops, window)
+	print(os.Stdout, ops, window, bg)
+}
+
+// parseEventWork reads BenchmarkEventWork's line (nil when the input has
+// none, as when BENCH narrowed the run).
+func parseEventWork(r io.Reader) (map[string]float64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkEventWork") {
+			continue
+		}
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				m[f[i+1]] = v
+			}
+		}
+		return m, nil
+	}
+	return nil, sc.Err()
+}
+
+// lambdaCost is one invocation of ms billed at memoryMB.
+func lambdaCost(ms float64) float64 {
+	return lambdaRequest + 1e6*math.Ceil(ms)/1000*memoryMB/1024*lambdaGBSecond
+}
+
+// backgroundCost is what one write's event costs after its request, per
+// million writes: the stream router's part (every event) and a webhook
+// delivery's (webhookShare of events), each priced as the API's requests
+// are (store waits at roundTripMS, no CPU measured).
+func backgroundCost(m map[string]float64) (router, delivery cost) {
+	router = cost{
+		rru: m["route-rru/op"], wru: m["route-wru/op"],
+		dynamo: m["route-rru/op"]*readUnit + m["route-wru/op"]*writeUnit,
+		lambda: lambdaCost(m["route-waits/op"] * roundTripMS),
+		logs:   m["route-log-B/op"] * logsPerGB / 1e3,
+	}
+	delivery = cost{
+		rru: m["delivery-rru/op"], wru: m["delivery-wru/op"],
+		dynamo: m["delivery-rru/op"]*readUnit + m["delivery-wru/op"]*writeUnit,
+		sqs:    3 * sqsRequest, // the send, the worker's receive and its delete
+		lambda: lambdaCost(m["delivery-waits/op"]*roundTripMS + receiverMS),
+		logs:   m["delivery-log-B/op"] * logsPerGB / 1e3,
+	}
+	return router, delivery
 }
 
 // parse reads the BenchmarkAPI lines of the DynamoDB store.
@@ -191,10 +257,10 @@ func (c *counting) Increment(ctx context.Context, k store.Key, attr string, by, 
 
 // cost is one request's dollars per million by component.
 type cost struct {
-	rru, wru, dynamo, gateway, lambda, logs, xray float64
+	rru, wru, dynamo, gateway, sqs, lambda, logs, xray float64
 }
 
-func (c cost) total() float64 { return c.dynamo + c.gateway + c.lambda + c.logs + c.xray }
+func (c cost) total() float64 { return c.dynamo + c.gateway + c.sqs + c.lambda + c.logs + c.xray }
 
 // billedMS is a request's billed Lambda duration at a memory size: its
 // sequential store waits, and its measured CPU (a whole core's) stretched
@@ -218,7 +284,7 @@ func price(o op, windowWRU float64) cost {
 	}
 }
 
-func print(w io.Writer, ops []op, window map[ratelimit.Class]float64) {
+func print(w io.Writer, ops []op, window map[ratelimit.Class]float64, bg map[string]float64) {
 	sort.Slice(ops, func(i, j int) bool { return ops[i].name < ops[j].name })
 	fmt.Fprintf(w, "The bill per million requests, in US dollars (%s)\n", pricesAsOf)
 	fmt.Fprintf(w, "Rate window at the default allowances: %.2f write units a read, %.2f a write for a vendor using its whole window; 1 for a vendor's lone request.\n", window[ratelimit.Read], window[ratelimit.Write])
@@ -250,12 +316,39 @@ func print(w io.Writer, ops []op, window map[ratelimit.Class]float64) {
 		fmt.Fprintf(w, "| **mix** (80%% reads: 20 get-vendor, 30 get-product, 30 list-inventory; 20%% writes: 5 create-product, 10 adjust-inventory, 5 reserve) | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2f | %.2f | **%.2f** |\n",
 			sum.rru/weight, sum.wru/weight, sum.dynamo/weight, sum.gateway/weight, sum.lambda/weight, sum.logs/weight, sum.xray/weight, sum.total()/weight)
 	}
+	var full float64 // the mix in all of AWS, its background work included when measured
+	if weight > 0 {
+		full = sum.total() / weight
+	}
+	if weight > 0 && bg != nil {
+		router, delivery := backgroundCost(bg)
+		var writeShare float64
+		for name, share := range mix {
+			if writes[name] {
+				writeShare += share
+			}
+		}
+		fmt.Fprintf(w, "\nThe background work a write starts (BenchmarkEventWork on DynamoDB Local; one event a write, %.0f%% of events delivered to one webhook that answers in %.0f ms, one invocation per record and per message; the SQS column holds the send, receive and delete):\n", webhookShare*100, receiverMS)
+		fmt.Fprintln(w, "| part | read units | write units | DynamoDB | SQS | Lambda | Logs | all |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+		for _, p := range []struct {
+			name string
+			c    cost
+		}{{"stream router, per event", router}, {"webhook delivery, per delivery", delivery}} {
+			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.name, p.c.rru, p.c.wru, p.c.dynamo, p.c.sqs, p.c.lambda, p.c.logs, p.c.total())
+		}
+		perWrite := router.total() + webhookShare*delivery.total()
+		perWriteDynamo := router.dynamo + webhookShare*delivery.dynamo
+		fmt.Fprintf(w, "Per write: %.2f (DynamoDB %.2f); on the mix (%.0f%% writes): +%.2f, the mix **%.2f** in DynamoDB and **%.2f** in all of AWS with its background work.\n",
+			perWrite, perWriteDynamo, writeShare*100, writeShare*perWrite, sum.dynamo/weight+writeShare*perWriteDynamo, sum.total()/weight+writeShare*perWrite)
+		full += writeShare * perWrite
+	}
 	if weight > 0 {
 		edge := cloudFrontHTTPS + wafRequest
 		fmt.Fprintf(w, "\nprod serves through its edge (CloudFront and AWS WAF, issue 25): +%.2f a request-million (CloudFront HTTPS requests %.2f, WAF requests %.2f), the mix **%.2f** in all of AWS; the web ACL's monthly fees and CloudFront's transfer out (about 0.09 per KB of response) are not in it.\n",
-			edge, cloudFrontHTTPS, wafRequest, sum.total()/weight+edge)
+			edge, cloudFrontHTTPS, wafRequest, full+edge)
 	}
-	fmt.Fprintln(w, "\nNot in the figures: the background work an event starts (stream router, webhook deliveries, SQS), and free tiers.")
+	fmt.Fprintln(w, "\nNot in the figures: free tiers, the SQS event source mappings' empty long polls (a fixed monthly cost per queue, not per request), the sweep's schedule, and retries of failing receivers.")
 	if weight > 0 {
 		memoryChoice(w, ops)
 	}

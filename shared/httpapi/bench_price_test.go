@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
+	"github.com/moku/sellerapi/shared/httpapi/apitest"
+	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/roundtrip"
 	"github.com/moku/sellerapi/shared/store/sqlite"
@@ -28,6 +32,18 @@ import (
 // calls and waits.
 type pricedTransactions struct {
 	store.Store
+}
+
+// markedPending adds the router's pending markers to every transaction,
+// as the deployed DynamoDB store's hook does (awsapp, markPending), so
+// that a write is billed with its marker's item. The marker's time is
+// the fixture's start: only its size counts here.
+type markedPending struct {
+	store.Store
+}
+
+func (m markedPending) Transact(ctx context.Context, ops ...store.Op) error {
+	return m.Store.Transact(ctx, pipeline.Pending{Prefixes: app.Routed(), Now: func() time.Time { return apitest.Start }}.Mark(ops)...)
 }
 
 func (p pricedTransactions) Transact(ctx context.Context, ops ...store.Op) error {

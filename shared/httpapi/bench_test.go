@@ -97,13 +97,23 @@ func measureStatus(b *testing.B, req func(client, i int) *http.Request, roundTri
 // store round trips (all calls, and the sequential waits among them).
 func benchEnv(b *testing.B, kind apitest.StoreKind, wrap ...func(store.Store) store.Store) (*apitest.Env, *benchCounts) {
 	cs := &benchCounts{}
+	e := apitest.New(b, benchOptions(kind, cs, wrap...))
+	cs.logs = e.Logs
+	return e, cs
+}
+
+// benchOptions are benchEnv's: the store of kind as deployed, unlimited
+// rate windows, every request observed by cs.
+func benchOptions(kind apitest.StoreKind, cs *benchCounts, wrap ...func(store.Store) store.Store) apitest.Options {
 	o := apitest.Options{Store: kind,
 		Config:  func(c *config.Config) { c.RateReads, c.RateWrites = 1<<30, 1<<30 },
 		Observe: cs.observe}
 	if kind == apitest.DynamoDB {
-		// As deployed: transactions priced as AWS bills them, and the
-		// request line as a Lambda function writes it, metrics embedded.
-		o.WrapStore = func(s store.Store) store.Store { return pricedTransactions{s} }
+		// As deployed: every routed insert committed with its pending
+		// marker (the hook awsapp gives the DynamoDB store), transactions
+		// priced as AWS bills them, and the request line as a Lambda
+		// function writes it, metrics embedded.
+		o.WrapStore = func(s store.Store) store.Store { return markedPending{pricedTransactions{s}} }
 		o.Config = func(c *config.Config) {
 			c.RateReads, c.RateWrites = 1<<30, 1<<30
 			c.MetricsNamespace = "sellerapi/prod"
@@ -119,9 +129,7 @@ func benchEnv(b *testing.B, kind apitest.StoreKind, wrap ...func(store.Store) st
 			return wrap[0](s)
 		}
 	}
-	e := apitest.New(b, o)
-	cs.logs = e.Logs
-	return e, cs
+	return o
 }
 
 // benchCounts sums the store work of the measured requests, and the log
