@@ -57,8 +57,8 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 			}
 			desc, described, describing, ended = out, time.Now(), time.Since(began), false
 		}
-		// busy: records were read (read again at once); full: a shard's
-		// lanes had no room (read again once one has made some).
+		// busy: records to route were read (read again at once); full: a
+		// shard's lanes had no room (read again soon).
 		busy, full := false, false
 		for _, sh := range desc.StreamDescription.Shards {
 			id := aws.ToString(sh.ShardId)
@@ -91,7 +91,8 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 				full = true
 			} else if iters[id] != nil {
 				t := time.Now()
-				out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iters[id], Limit: aws.Int32(int32(min(1000, m.BatchSize)))})
+				limit := min(1000, m.BatchSize)
+				out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iters[id], Limit: aws.Int32(int32(limit))})
 				getting += time.Since(t)
 				if err != nil {
 					if ctx.Err() == nil {
@@ -112,8 +113,9 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 				records += len(out.Records)
 				if n := len(out.Records); n > 0 {
 					fetched[id] = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
-					busy = true
 				}
+				// Read again at once when there was work or more may wait.
+				busy = busy || len(keep) > 0 || len(out.Records) == limit
 				iters[id] = out.NextShardIterator
 			}
 			if iters[id] == nil && l.idle() {
