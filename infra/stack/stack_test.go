@@ -1081,6 +1081,9 @@ func TestWorkersGetAQueueADeadLetterQueueAndAMapping(t *testing.T) {
 		t.Fatalf("router mapping source %v", mapping["EventSourceArn"])
 	}
 	failed, _ := getAtt(mapping["DestinationConfig"].(map[string]any)["OnFailure"].(map[string]any)["Destination"])
+	if mapping["ParallelizationFactor"] != float64(StreamParallelization) || StreamParallelization != 10 {
+		t.Errorf("router mapping reads a shard in %v lanes, want %d (the most Lambda allows)", mapping["ParallelizationFactor"], 10)
+	}
 	if mapping["BisectBatchOnFunctionError"] != true || mapping["MaximumRetryAttempts"] != float64(5) ||
 		!reflect.DeepEqual(mapping["FunctionResponseTypes"], []any{"ReportBatchItemFailures"}) || failed != byName["sellerapi-async-stream-router-dlq"] {
 		t.Errorf("router mapping %v", mapping)
@@ -1251,7 +1254,7 @@ func TestConcurrencyLimits(t *testing.T) {
 	for _, id := range prod.ofType("AWS::Lambda::EventSourceMapping") {
 		p := prod.res[id].Properties
 		if _, sqs := p["ScalingConfig"]; !sqs && p["StartingPosition"] != nil {
-			continue // the stream mapping: one invocation per shard
+			continue // the stream mapping: StreamParallelization invocations per shard
 		}
 		fn := fns[invoked(p["FunctionName"])]
 		sc, _ := p["ScalingConfig"].(map[string]any)

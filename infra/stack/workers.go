@@ -33,6 +33,13 @@ func StreamFilter() *map[string]any {
 	})
 }
 
+// StreamParallelization is how many batches of one stream shard the
+// router's mapping processes at once (ParallelizationFactor, 1..10). Lambda
+// keeps each item's records in order, so a change's lane is fixed by its
+// keys; the router's changes are inserts of distinct items and nothing it
+// does depends on the order of two items' changes.
+const StreamParallelization = 10
+
 // workers adds the stream router and one queue, dead-letter queue and
 // function per worker. The router reads the table's stream (partial batch
 // responses, bisect on error, bounded retries, failed batches described in
@@ -111,6 +118,9 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 		}
 	}
 
+	// A shard is read in StreamParallelization lanes: one vendor's slow
+	// fan-out holds the lane its items hash to, not every change behind it
+	// (decisions.md, "The stream router's mapping reads a shard in lanes").
 	router := fn(d.StreamRouter, "Seller Platform API: sends the table's new events and jobs to the workers' queues", time.Minute, queueURLs, false)
 	router.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("TableReadsAndMarkers"),
@@ -126,6 +136,7 @@ func (s *Stack) workers(d Definition, fn functionMaker) {
 	s.Targets[d.StreamRouter].AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(100),
+		ParallelizationFactor:   jsii.Number(StreamParallelization),
 		BisectBatchOnError:      jsii.Bool(true),
 		RetryAttempts:           jsii.Number(5),
 		MaxRecordAge:            awscdk.Duration_Hours(jsii.Number(24)),

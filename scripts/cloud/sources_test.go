@@ -150,6 +150,144 @@ func TestStreamMapping(t *testing.T) {
 	})
 }
 
+// gate is a stream function that blocks on the records of the items in
+// held until release is closed, telling entered when it does.
+type gate struct {
+	held    map[string]bool // sort keys
+	entered chan string
+	release chan struct{}
+	mu      sync.Mutex
+	done    map[string][]string // sort key → its records' sequence numbers, in the order handled
+}
+
+func (g *gate) Invoke(_ context.Context, _ string, payload []byte) ([]byte, error) {
+	var ev events.DynamoDBEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, err
+	}
+	for _, rec := range ev.Records {
+		if sk := rec.Change.Keys["sk"].String(); g.held[sk] {
+			g.entered <- sk
+			<-g.release
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rec := range ev.Records {
+		sk := rec.Change.Keys["sk"].String()
+		g.done[sk] = append(g.done[sk], rec.Change.SequenceNumber)
+	}
+	return json.Marshal(events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}})
+}
+
+func (g *gate) handled(sk string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.done[sk])
+}
+
+// itemRecords are records of the items sks, one after the other, in turn
+// (sequence numbers 001, 002, ...): per item in order.
+func itemRecords(each int, sks ...string) []streamtypes.Record {
+	var out []streamtypes.Record
+	for range each {
+		for _, sk := range sks {
+			n := len(out) + 1
+			out = append(out, streamtypes.Record{EventName: streamtypes.OperationTypeInsert, EventID: aws.String(fmt.Sprint(n)),
+				Dynamodb: &streamtypes.StreamRecord{SequenceNumber: aws.String(fmt.Sprintf("%03d", n)), ApproximateCreationDateTime: aws.Time(time.Now()),
+					Keys: map[string]streamtypes.AttributeValue{"pk": &streamtypes.AttributeValueMemberS{Value: "V#1"}, "sk": &streamtypes.AttributeValueMemberS{Value: sk}}}})
+		}
+	}
+	return out
+}
+
+// twoLanes returns the sort keys of two items (pk V#1) that hash to
+// different lanes among n.
+func twoLanes(t *testing.T, n int) (string, string) {
+	t.Helper()
+	first := itemRecords(1, "EVENT#0")[0]
+	for i := 1; i < 100; i++ {
+		sk := fmt.Sprintf("EVENT#%d", i)
+		if laneOf(itemRecords(1, sk)[0], n) != laneOf(first, n) {
+			return "EVENT#0", sk
+		}
+	}
+	t.Fatal("every item takes the same lane")
+	return "", ""
+}
+
+// TestStreamLanes plays a shard's lanes (ParallelizationFactor): a batch
+// blocked on one item holds its lane; with a factor above 1 another item's
+// records are still delivered meanwhile, each item's in order; with 1
+// (Lambda's default) they wait behind it, as one shard did before.
+func TestStreamLanes(t *testing.T) {
+	for _, factor := range []int{1, 10} {
+		t.Run(fmt.Sprintf("factor %d", factor), func(t *testing.T) {
+			slow, fast := twoLanes(t, 10)
+			g := &gate{held: map[string]bool{slow: true}, entered: make(chan string, 10), release: make(chan struct{}), done: map[string][]string{}}
+			s := streamSources(g)
+			m := &StreamMapping{Function: "R", BatchSize: 1, PartialBatch: true, MaxRetries: 1, MaxRecordAge: -1, Parallel: factor}
+			l := s.newLanes(t.Context(), s.Tpl.Functions["R"], m, "shard-1", &fetchTimes{})
+			defer l.stop()
+			recs := itemRecords(3, slow, fast) // 001 slow, 002 fast, 003 slow, ...
+			l.add(recs)
+			if sk := <-g.entered; sk != slow {
+				t.Fatalf("entered %s", sk)
+			}
+			if factor == 1 {
+				// One lane: the function holds its first batch, the others wait.
+				if got := g.handled(fast); len(got) != 0 || l.idle() {
+					t.Fatalf("%s handled %v while the lane's first batch was held", fast, got)
+				}
+			} else {
+				for deadline := time.Now().Add(30 * time.Second); len(g.handled(fast)) < 3; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s handled %v while %s was held, want all 3", fast, g.handled(fast), slow)
+					}
+				}
+				if got := g.handled(slow); len(got) != 0 {
+					t.Fatalf("%s handled %v before it was released", slow, got)
+				}
+			}
+			close(g.release)
+			for deadline := time.Now().Add(30 * time.Second); !l.idle(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the lanes did not finish: %s %v, %s %v", slow, g.handled(slow), fast, g.handled(fast))
+				}
+			}
+			if a, b := g.handled(slow), g.handled(fast); !slices.Equal(a, []string{"001", "003", "005"}) || !slices.Equal(b, []string{"002", "004", "006"}) {
+				t.Fatalf("handled %s %v, %s %v; want each item's records once, in order", slow, a, fast, b)
+			}
+		})
+	}
+	t.Run("a full lane stops the shard's reads until it drains", func(t *testing.T) {
+		slow, _ := twoLanes(t, 2)
+		g := &gate{held: map[string]bool{slow: true}, entered: make(chan string, 100), release: make(chan struct{}), done: map[string][]string{}}
+		s := streamSources(g)
+		m := &StreamMapping{Function: "R", BatchSize: 1, PartialBatch: true, MaxRetries: 1, MaxRecordAge: -1, Parallel: 2}
+		l := s.newLanes(t.Context(), s.Tpl.Functions["R"], m, "shard-1", nil)
+		defer l.stop()
+		l.add(itemRecords(laneBatches*m.BatchSize-1, slow))
+		<-g.entered
+		if !l.room() {
+			t.Fatal("no room below the bound")
+		}
+		l.add(itemRecords(1, slow))
+		if l.room() {
+			t.Fatalf("room with %d records held in a lane", laneBatches*m.BatchSize)
+		}
+		close(g.release)
+		for deadline := time.Now().Add(30 * time.Second); !l.idle(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the lane did not drain: %v", g.handled(slow))
+			}
+		}
+		if !l.room() || len(g.handled(slow)) != laneBatches*m.BatchSize {
+			t.Fatalf("after draining: room %v, handled %d", l.room(), len(g.handled(slow)))
+		}
+	})
+}
+
 type invokerFunc func() ([]byte, error)
 
 func (f invokerFunc) Invoke(context.Context, string, []byte) ([]byte, error) { return f() }

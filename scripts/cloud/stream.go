@@ -9,6 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,9 +26,14 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 	fn := s.Tpl.Functions[m.Function]
 	done := map[string]bool{}     // finished shards
 	iters := map[string]*string{} // shard → next iterator
-	pending := map[string][]streamtypes.Record{}
-	fetchedAt := map[string]time.Time{} // sequence number → when the poller read it (for the trace)
-	fetched := map[string]string{}      // shard → sequence number of the last record read
+	reading := map[string]*lanes{}
+	fetched := map[string]string{} // shard → sequence number of the last record read
+	at := &fetchTimes{}            // when the poller read each record (for the trace)
+	defer func() {
+		for _, l := range reading {
+			l.stop()
+		}
+	}()
 	// The shards are described again when one ends (its children follow
 	// it), when none is being read, and every describeEvery; each poll
 	// otherwise only reads records, as Lambda's pollers read each shard
@@ -48,7 +57,9 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 			}
 			desc, described, describing, ended = out, time.Now(), time.Since(began), false
 		}
-		busy := false
+		// busy: records to route were read (read again at once); full: a
+		// shard's lanes had no room (read again soon).
+		busy, full := false, false
 		for _, sh := range desc.StreamDescription.Shards {
 			id := aws.ToString(sh.ShardId)
 			if done[id] || (sh.ParentShardId != nil && !done[*sh.ParentShardId] && knownShard(desc.StreamDescription.Shards, *sh.ParentShardId)) {
@@ -71,9 +82,17 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 				}
 				iters[id] = out.ShardIterator
 			}
-			if iters[id] != nil && len(pending[id]) < m.BatchSize {
+			l := reading[id]
+			if l == nil {
+				l = s.newLanes(ctx, fn, m, id, at)
+				reading[id] = l
+			}
+			if iters[id] != nil && !l.room() {
+				full = true
+			} else if iters[id] != nil {
 				t := time.Now()
-				out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iters[id], Limit: aws.Int32(int32(min(1000, m.BatchSize)))})
+				limit := min(1000, m.BatchSize)
+				out, err := s.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iters[id], Limit: aws.Int32(int32(limit))})
 				getting += time.Since(t)
 				if err != nil {
 					if ctx.Err() == nil {
@@ -82,38 +101,211 @@ func (s *Sources) stream(ctx context.Context, m *StreamMapping) {
 					delete(iters, id)
 					continue
 				}
+				var keep []streamtypes.Record
 				for _, r := range out.Records {
 					// Records the mapping's filters drop are never sent.
 					if m.Filters.Match(asDoc(lambdaRecord(r, s.StreamARN))) {
-						pending[id] = append(pending[id], r)
-						if s.Trace != nil {
-							fetchedAt[aws.ToString(r.Dynamodb.SequenceNumber)] = time.Now()
-						}
+						keep = append(keep, r)
 					}
 				}
+				at.read(keep)
+				l.add(keep)
 				records += len(out.Records)
 				if n := len(out.Records); n > 0 {
 					fetched[id] = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
 				}
+				// Read again at once when there was work or more may wait.
+				busy = busy || len(keep) > 0 || len(out.Records) == limit
 				iters[id] = out.NextShardIterator
 			}
-			if len(pending[id]) > 0 {
-				busy = true
-				n := s.deliver(ctx, fn, m, id, pending[id][:min(len(pending[id]), m.BatchSize)], fetchedAt)
-				for _, r := range pending[id][:n] {
-					delete(fetchedAt, aws.ToString(r.Dynamodb.SequenceNumber))
-				}
-				pending[id] = pending[id][n:]
-			}
-			if iters[id] == nil && len(pending[id]) == 0 {
+			if iters[id] == nil && l.idle() {
+				l.stop()
+				delete(reading, id)
 				done[id] = true
 				ended = true // its children, if any, are read next
 			}
 		}
 		s.Trace.write(TraceLine{Kind: "poll", Start: ms(began), Took: msOf(time.Since(began)), Describe: msOf(describing), Get: msOf(getting), Batch: records})
-		if !busy {
+		switch {
+		case busy:
+		case full:
+			sleep(ctx, 20*time.Millisecond)
+		default:
 			sleep(ctx, 200*time.Millisecond)
 		}
+	}
+}
+
+// laneBatches is how many batches a lane holds before the shard's reader
+// waits for it (backpressure): the reader reads a shard only while each of
+// its lanes holds fewer than laneBatches × BatchSize records.
+const laneBatches = 10
+
+// lanes holds one shard's records between its reader and the function:
+// the mapping's Parallel lanes, each record in the lane its keys hash to,
+// each lane invoking the function with its own batches in order (deliver),
+// so a slow batch holds its lane and no other.
+type lanes struct {
+	s      *Sources
+	fn     *Function
+	m      *StreamMapping
+	shard  string
+	at     *fetchTimes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	queued [][]streamtypes.Record // each lane's records not yet done
+	busy   []bool                 // a lane's batch is with the function
+	wake   []chan struct{}        // each lane's signal that records came
+}
+
+func (s *Sources) newLanes(ctx context.Context, fn *Function, m *StreamMapping, shard string, at *fetchTimes) *lanes {
+	n := max(1, m.Parallel)
+	ctx, cancel := context.WithCancel(ctx)
+	l := &lanes{s: s, fn: fn, m: m, shard: shard, at: at, cancel: cancel,
+		queued: make([][]streamtypes.Record, n), busy: make([]bool, n), wake: make([]chan struct{}, n)}
+	for i := range n {
+		l.wake[i] = make(chan struct{}, 1)
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.run(ctx, i)
+		}()
+	}
+	return l
+}
+
+// add queues records (in stream order) in their lanes.
+func (l *lanes) add(recs []streamtypes.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range recs {
+		i := laneOf(r, len(l.queued))
+		l.queued[i] = append(l.queued[i], r)
+		select {
+		case l.wake[i] <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// room reports whether every lane can take another read.
+func (l *lanes) room() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, q := range l.queued {
+		if len(q) >= laneBatches*l.m.BatchSize {
+			return false
+		}
+	}
+	return true
+}
+
+// idle reports whether every record added is done.
+func (l *lanes) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range l.queued {
+		if len(q) > 0 || l.busy[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// stop ends the lanes' invocations and waits for them.
+func (l *lanes) stop() {
+	l.cancel()
+	l.wg.Wait()
+}
+
+// run is lane i: its next batch (up to BatchSize of its records, in
+// order) goes to the function until done, then the next.
+func (l *lanes) run(ctx context.Context, i int) {
+	for {
+		l.mu.Lock()
+		batch := l.queued[i][:min(len(l.queued[i]), l.m.BatchSize)]
+		l.busy[i] = len(batch) > 0
+		l.mu.Unlock()
+		if len(batch) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.wake[i]:
+				continue
+			}
+		}
+		n := l.s.deliver(ctx, l.fn, l.m, l.shard, batch, l.at)
+		l.at.drop(batch[:n])
+		l.mu.Lock()
+		l.queued[i] = l.queued[i][n:]
+		l.busy[i] = false
+		l.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// laneOf is the lane of a record among n: a hash of its item's keys, so
+// every record of an item takes the same lane and stays in order.
+func laneOf(r streamtypes.Record, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	names := make([]string, 0, len(r.Dynamodb.Keys))
+	for k := range r.Dynamodb.Keys {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	h := fnv.New32a()
+	for _, k := range names {
+		v, _ := json.Marshal(lambdaValue(r.Dynamodb.Keys[k]))
+		fmt.Fprintf(h, "%s=%s;", k, v)
+	}
+	return int(h.Sum32() % uint32(n))
+}
+
+// fetchTimes is when the poller read each record it still holds, by
+// sequence number, for the trace; a nil *fetchTimes keeps nothing.
+type fetchTimes struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (f *fetchTimes) read(recs []streamtypes.Record) {
+	if f == nil {
+		return
+	}
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at == nil {
+		f.at = map[string]time.Time{}
+	}
+	for _, r := range recs {
+		f.at[aws.ToString(r.Dynamodb.SequenceNumber)] = now
+	}
+}
+
+func (f *fetchTimes) of(r streamtypes.Record) time.Time {
+	if f == nil {
+		return time.Time{}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at[aws.ToString(r.Dynamodb.SequenceNumber)]
+}
+
+func (f *fetchTimes) drop(recs []streamtypes.Record) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range recs {
+		delete(f.at, aws.ToString(r.Dynamodb.SequenceNumber))
 	}
 }
 
@@ -133,7 +325,7 @@ func knownShard(shards []streamtypes.Shard, id string) bool {
 // deliver invokes the stream function with batch until it is done, the
 // retries run out or the records expire, and returns how many records are
 // finished with (the whole batch, unless ctx ended).
-func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, shard string, batch []streamtypes.Record, fetchedAt map[string]time.Time) int {
+func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, shard string, batch []streamtypes.Record, fetchedAt *fetchTimes) int {
 	// Records past the maximum age are not sent; their batch goes to the
 	// on-failure destination.
 	if m.MaxRecordAge > 0 {
@@ -153,7 +345,7 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 		}
 		invoked := time.Now()
 		failedAt, err := s.invokeStream(ctx, fn, m, batch)
-		s.traceStream(batch, fetchedAt, invoked, err != nil || failedAt >= 0)
+		s.traceStream(m, batch, fetchedAt, invoked, err != nil || failedAt >= 0)
 		if err == nil && failedAt < 0 {
 			return len(batch)
 		}
@@ -184,8 +376,8 @@ func (s *Sources) deliver(ctx context.Context, fn *Function, m *StreamMapping, s
 }
 
 // traceStream writes a trace line for each record of a batch the router
-// was invoked on.
-func (s *Sources) traceStream(batch []streamtypes.Record, fetchedAt map[string]time.Time, invoked time.Time, failed bool) {
+// was invoked on, with its shard lane when the mapping has more than one.
+func (s *Sources) traceStream(m *StreamMapping, batch []streamtypes.Record, fetchedAt *fetchTimes, invoked time.Time, failed bool) {
 	if s.Trace == nil {
 		return
 	}
@@ -198,8 +390,12 @@ func (s *Sources) traceStream(batch []streamtypes.Record, fetchedAt map[string]t
 		if v, ok := r.Dynamodb.Keys["sk"].(*streamtypes.AttributeValueMemberS); ok {
 			sk = v.Value
 		}
-		s.Trace.write(TraceLine{Kind: "stream", PK: pk, SK: sk, Created: ms(aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)), Batch: len(batch),
-			Fetched: ms(fetchedAt[aws.ToString(r.Dynamodb.SequenceNumber)]), Invoked: ms(invoked), Done: ms(done), Failed: failed})
+		lane := ""
+		if m.Parallel > 1 {
+			lane = strconv.Itoa(laneOf(r, m.Parallel))
+		}
+		s.Trace.write(TraceLine{Kind: "stream", PK: pk, SK: sk, Lane: lane, Created: ms(aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)), Batch: len(batch),
+			Fetched: ms(fetchedAt.of(r)), Invoked: ms(invoked), Done: ms(done), Failed: failed})
 	}
 }
 

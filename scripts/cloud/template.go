@@ -86,6 +86,10 @@ type StreamMapping struct {
 	StartingPosition string
 	BatchWindow      time.Duration
 	Filters          Filters
+	// Parallel is how many batches of a shard are processed at once
+	// (ParallelizationFactor, 1..10): each record goes to the lane its keys
+	// hash to, so an item's records stay in order.
+	Parallel int
 }
 
 // QueueMapping is an SQS event source mapping.
@@ -134,7 +138,7 @@ var played = map[string][]string{
 	"AWS::ApiGatewayV2::Stage":        {"ApiId", "StageName", "AutoDeploy"},
 	"AWS::ApiGatewayV2::Integration":  {"ApiId", "IntegrationType", "IntegrationUri", "PayloadFormatVersion"},
 	"AWS::ApiGatewayV2::Route":        {"ApiId", "RouteKey", "Target", "AuthorizationType"},
-	"AWS::Lambda::EventSourceMapping": {"FunctionName", "EventSourceArn", "BatchSize", "FunctionResponseTypes", "BisectBatchOnFunctionError", "DestinationConfig", "MaximumRecordAgeInSeconds", "MaximumRetryAttempts", "StartingPosition", "ScalingConfig", "MaximumBatchingWindowInSeconds", "Enabled", "FilterCriteria"},
+	"AWS::Lambda::EventSourceMapping": {"FunctionName", "EventSourceArn", "BatchSize", "FunctionResponseTypes", "BisectBatchOnFunctionError", "DestinationConfig", "MaximumRecordAgeInSeconds", "MaximumRetryAttempts", "StartingPosition", "ScalingConfig", "MaximumBatchingWindowInSeconds", "Enabled", "FilterCriteria", "ParallelizationFactor"},
 	"AWS::Events::Rule":               {"Name", "ScheduleExpression", "State", "Targets"},
 	"AWS::IAM::Role":                  nil,
 	"AWS::IAM::Policy":                nil,

@@ -228,6 +228,15 @@ func (t *Template) mapping(id string, p map[string]any) error {
 		if s.BatchSize, err = batch(100); err != nil {
 			return fmt.Errorf("BatchSize: %w", err)
 		}
+		s.Parallel = 1
+		if v, ok := p["ParallelizationFactor"]; ok {
+			if s.Parallel, err = number(v); err != nil {
+				return fmt.Errorf("ParallelizationFactor: %w", err)
+			}
+			if s.Parallel < 1 || s.Parallel > 10 {
+				return fmt.Errorf("ParallelizationFactor %d: want 1..10", s.Parallel)
+			}
+		}
 		s.Bisect, _ = p["BisectBatchOnFunctionError"].(bool)
 		if v, ok := p["MaximumRetryAttempts"]; ok {
 			if s.MaxRetries, err = number(v); err != nil {
@@ -257,7 +266,7 @@ func (t *Template) mapping(id string, p map[string]any) error {
 		}
 		t.Stream = s
 	case typ == "AWS::SQS::Queue" && attr == "Arn":
-		for _, k := range []string{"BisectBatchOnFunctionError", "DestinationConfig", "MaximumRecordAgeInSeconds", "MaximumRetryAttempts", "StartingPosition"} {
+		for _, k := range []string{"BisectBatchOnFunctionError", "DestinationConfig", "MaximumRecordAgeInSeconds", "MaximumRetryAttempts", "StartingPosition", "ParallelizationFactor"} {
 			if _, ok := p[k]; ok {
 				return fmt.Errorf("%s does not apply to an SQS event source", k)
 			}

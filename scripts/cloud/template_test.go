@@ -157,6 +157,33 @@ func TestTemplate(t *testing.T) {
 		t.Fatalf("filters: %v", err)
 	}
 
+	// The router's mapping reads a shard in lanes; without the property,
+	// in one (Lambda's default); outside 1..10 the template is refused.
+	if got.Stream.Parallel != 10 {
+		t.Errorf("stream mapping parallelization %d, want the stack's 10", got.Stream.Parallel)
+	}
+	for _, c := range []struct {
+		factor any
+		want   int
+	}{{nil, 1}, {float64(3), 3}, {float64(11), 0}, {float64(0), 0}} {
+		got, err := LoadTemplate(mutate(t, tpl, func(r map[string]any) {
+			each(r, "AWS::Lambda::EventSourceMapping", func(_ string, p map[string]any) {
+				if _, stream := p["StartingPosition"]; !stream {
+					return
+				}
+				if delete(p, "ParallelizationFactor"); c.factor != nil {
+					p["ParallelizationFactor"] = c.factor
+				}
+			})
+		}))
+		switch {
+		case c.want == 0 && (err == nil || !strings.Contains(err.Error(), "want 1..10")):
+			t.Errorf("ParallelizationFactor %v: %v, want it refused", c.factor, err)
+		case c.want > 0 && (err != nil || got.Stream.Parallel != c.want):
+			t.Errorf("ParallelizationFactor %v: %v, %+v; want %d lanes", c.factor, err, got, c.want)
+		}
+	}
+
 	for _, c := range []struct {
 		name string
 		edit func(map[string]any)

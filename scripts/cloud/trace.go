@@ -40,7 +40,7 @@ type TraceLine struct {
 	Message  string `json:"msg,omitempty"`
 	Event    string `json:"event,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`
-	Lane     string `json:"lane,omitempty"`
+	Lane     string `json:"lane,omitempty"` // also a stream record's lane of its shard, with a ParallelizationFactor above 1
 	Deferred int    `json:"deferrals,omitempty"`
 	Sent     int64  `json:"sent,omitempty"`     // SentTimestamp
 	Receives int    `json:"receives,omitempty"` // ApproximateReceiveCount
