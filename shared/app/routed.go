@@ -21,6 +21,13 @@ func Routed() []string {
 	return []string{datamodel.EventPrefix, datamodel.ReplayPrefix, datamodel.RecoveryPrefix, datamodel.BulkPrefix, datamodel.SyncJobPrefix}
 }
 
+// MarkPending is the deployed DynamoDB store's transaction hook
+// (dynamodb.WithTransactHook): every insert the router routes is written
+// with its pending marker, in the same transaction.
+func MarkPending(now func() time.Time) func([]store.Op) []store.Op {
+	return pipeline.Pending{Prefixes: Routed(), Now: now}.Mark
+}
+
 // router is the stream router over works' rules.
 func router(works []Work, q queue.Sender) pipeline.Router {
 	var rules []pipeline.Rule

@@ -10,7 +10,6 @@ import (
 	"github.com/moku/sellerapi/shared/app"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/httpapi/apitest"
-	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/roundtrip"
 	"github.com/moku/sellerapi/shared/store/sqlite"
@@ -35,7 +34,7 @@ type pricedTransactions struct {
 }
 
 // markedPending adds the router's pending markers to every transaction,
-// as the deployed DynamoDB store's hook does (awsapp, markPending), so
+// as the deployed DynamoDB store's hook does (app.MarkPending), so
 // that a write is billed with its marker's item. The marker's time is
 // the fixture's start: only its size counts here.
 type markedPending struct {
@@ -43,7 +42,7 @@ type markedPending struct {
 }
 
 func (m markedPending) Transact(ctx context.Context, ops ...store.Op) error {
-	return m.Store.Transact(ctx, pipeline.Pending{Prefixes: app.Routed(), Now: func() time.Time { return apitest.Start }}.Mark(ops)...)
+	return m.Store.Transact(ctx, app.MarkPending(func() time.Time { return apitest.Start })(ops)...)
 }
 
 func (p pricedTransactions) Transact(ctx context.Context, ops ...store.Op) error {

@@ -110,7 +110,7 @@ func benchOptions(kind apitest.StoreKind, cs *benchCounts, wrap ...func(store.St
 		Observe: cs.observe}
 	if kind == apitest.DynamoDB {
 		// As deployed: every routed insert committed with its pending
-		// marker (the hook awsapp gives the DynamoDB store), transactions
+		// marker (app.MarkPending, the deployed store's hook), transactions
 		// priced as AWS bills them, and the request line as a Lambda
 		// function writes it, metrics embedded.
 		o.WrapStore = func(s store.Store) store.Store { return markedPending{pricedTransactions{s}} }

@@ -13,7 +13,6 @@ package awsapp
 import (
 	"context"
 	"fmt"
-	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -24,7 +23,6 @@ import (
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/config"
 	"github.com/moku/sellerapi/shared/envelope/kmskeys"
-	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue/sqsqueue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -93,7 +91,7 @@ func OpenDynamoDB(ctx context.Context, cfg config.Config, c clock.Clock) (*dynam
 	if err != nil {
 		return nil, fmt.Errorf("awsapp: dynamodb client: %w", err)
 	}
-	return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now), markPending(c.Now)), nil
+	return dynamodb.New(client, cfg.Table, dynamodb.WithClock(c.Now), dynamodb.WithTransactHook(app.MarkPending(c.Now))), nil
 }
 
 // OpenBlob opens the S3 media bucket the configuration names; without one
@@ -126,10 +124,4 @@ func OpenQueues(ctx context.Context, cfg config.Config, required ...string) (*sq
 		return nil, fmt.Errorf("awsapp: sqs client: %w", err)
 	}
 	return sqsqueue.New(client, cfg.QueueURLs), nil
-}
-
-// markPending is the DynamoDB store's transaction hook: every insert the
-// router routes is written with its marker.
-func markPending(now func() time.Time) dynamodb.Option {
-	return dynamodb.WithTransactHook(pipeline.Pending{Prefixes: app.Routed(), Now: now}.Mark)
 }
