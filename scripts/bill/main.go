@@ -278,7 +278,7 @@ func price(o op, windowWRU float64) cost {
 		rru: rru, wru: wru,
 		dynamo:  rru*readUnit + wru*writeUnit,
 		gateway: httpAPI,
-		lambda:  lambdaRequest + 1e6*ms/1000*memoryMB/1024*lambdaGBSecond,
+		lambda:  lambdaCost(ms),             // ms is billed, already whole
 		logs:    logBytes * logsPerGB / 1e3, // bytes per request → $ per million requests
 		xray:    traced * xrayTrace,
 	}
