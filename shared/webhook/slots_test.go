@@ -3,16 +3,14 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
+	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -195,31 +193,9 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
 			st := open(t, clk)
-			var posts atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
-			defer srv.Close()
-			policy := Policy{AllowLoopback: true}
-			const vendorID = "ven_1"
-			box := testBox(t)
-			prep, err := Service{Store: st, Clock: clk, Policy: policy, Secrets: box}.PrepareCreate(ctx, vendorID, CreateInput{Destination: HTTPS(srv.URL + "/hook"), EventTypes: []string{"product.created"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := st.Transact(ctx, prep.Ops...); err != nil {
-				t.Fatal(err)
-			}
-			slots := StoreSlots{Store: st, Clock: clk}
-			out := &sink{}
-			d := Deliverer{Store: st, Clock: clk, Queue: out, Policy: policy, Jitter: func() float64 { return 0 }, Slots: slots, Secrets: box}
-			ev := event.New(clk.Now(), vendorID, event.ProductCreated, "product", "prd_1", nil)
-			op, _ := event.Op(ev)
-			if err := st.Transact(ctx, op); err != nil {
-				t.Fatal(err)
-			}
-			routed, err := d.Rule(ctx, store.Change{Kind: store.Inserted, Key: op.Item.Key(), New: &op.Item})
-			if err != nil || len(routed) != 1 {
-				t.Fatalf("fan-out: %v, %v", routed, err)
-			}
+			p := newPreparing(t, st, clk)
+			slots, out, d, posts, vendorID := p.slots, p.out, p.d, p.posts, preparingVendor
+			routed := []pipeline.Outgoing{{Queue: queue.WebhookDeliveries, Body: p.routed}}
 			var held []func(context.Context) error
 			for range VendorSlots {
 				r, ok, err := acquire(ctx, slots, vendorID, "elsewhere", false)
