@@ -109,8 +109,11 @@ func (a *App) newBackground(l Local) (*background, error) {
 		return nil, fmt.Errorf("app: local background work needs a MessageQueue or a BatchQueue, not %T", l.Queue)
 	}
 	var send queue.Sender = wakingSender{q: l.Queue, wakes: b.wakes}
-	if _, ok := l.Queue.(queue.BatchSender); ok {
+	switch l.Queue.(type) {
+	case queue.BatchSender:
 		send = batchingSender{send.(wakingSender)}
+	case queue.PartialBatchSender:
+		send = partialSender{send.(wakingSender)}
 	}
 	works := a.Works
 	if a.works != nil {

@@ -230,3 +230,18 @@ func (a *App) handleMessage(ctx context.Context, q MessageQueue, w Work, m queue
 	}
 	return false
 }
+
+// partialSender is a wakingSender over a queue that sends several
+// messages a call, each on its own (SQS); the router sends through it ten
+// of a queue at once, and each queue a message went to is woken.
+type partialSender struct{ wakingSender }
+
+func (s partialSender) SendEach(ctx context.Context, msgs []queue.Outgoing) []error {
+	errs := s.q.(queue.PartialBatchSender).SendEach(ctx, msgs)
+	for i, m := range msgs {
+		if i < len(errs) && errs[i] == nil {
+			s.wake(m.Queue)
+		}
+	}
+	return errs
+}

@@ -57,8 +57,9 @@ func (r Router) Sees(c store.Change) bool {
 }
 
 // RouteConcurrency bounds the store reads, sends and marker deletes the
-// router has in flight at once when its queue sends one message a call
-// (SQS): one change after another, a batch of a hundred stream records
+// router has in flight at once when its queue is not all-or-none (SQS,
+// where a send is a SendMessageBatch of up to ten messages): one change
+// after another, a batch of a hundred stream records
 // made hundreds of round trips in a row, and every later change waited
 // behind them.
 const RouteConcurrency = 16
@@ -69,9 +70,12 @@ const RouteConcurrency = 16
 // messages of every change before the failure are sent in one batch, all
 // or none. On any other queue the changes' rules run at once, then their
 // messages are sent at once, then their markers deleted at once (each
-// step at most RouteConcurrency calls in flight); a change after a failed
-// one may have been sent too, and is sent again with the retry (a change
-// routed twice does its work once, as after a sweep).
+// step at most RouteConcurrency calls in flight); on a
+// queue.PartialBatchSender (SQS) the pass's messages go ten of a queue to
+// a call, across changes. A change is routed when all of its messages
+// were sent: a message that failed fails its change. A change after a
+// failed one may have been sent too, and is sent again with the retry (a
+// change routed twice does its work once, as after a sweep).
 func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) {
 	if b, ok := r.Queue.(queue.BatchSender); ok {
 		return r.routeBatch(ctx, b, changes)
@@ -106,13 +110,11 @@ func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) 
 			sends = append(sends, send{i, o})
 		}
 	}
-	errs = each(len(sends), func(k int) error {
-		if err := r.Queue.Send(ctx, sends[k].o.Queue, sends[k].o.Body, sends[k].o.Delay); err != nil {
-			return fmt.Errorf("pipeline: send to %s: %w", sends[k].o.Queue, err)
-		}
-		return nil
-	})
-	for k, err := range errs {
+	msgs := make([]Outgoing, len(sends))
+	for k, s := range sends {
+		msgs[k] = s.o
+	}
+	for k, err := range r.send(ctx, msgs) {
 		fail(sends[k].change, err)
 	}
 	done := n
@@ -126,6 +128,58 @@ func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) 
 		fail(i, err)
 	}
 	return n, first
+}
+
+// send sends msgs and returns each one's error. On a
+// queue.PartialBatchSender the messages of each queue go queue.MaxBatch to
+// a call (10 a SendMessageBatch, where each was a SendMessage of its own);
+// on any other queue each goes on its own. Either way at most
+// RouteConcurrency calls are in flight.
+func (r Router) send(ctx context.Context, msgs []Outgoing) []error {
+	p, ok := r.Queue.(queue.PartialBatchSender)
+	if !ok {
+		return each(len(msgs), func(k int) error {
+			if err := r.Queue.Send(ctx, msgs[k].Queue, msgs[k].Body, msgs[k].Delay); err != nil {
+				return fmt.Errorf("pipeline: send to %s: %w", msgs[k].Queue, err)
+			}
+			return nil
+		})
+	}
+	calls := packed(msgs, queue.MaxBatch)
+	errs := make([]error, len(msgs))
+	each(len(calls), func(c int) error {
+		batch := make([]Outgoing, len(calls[c]))
+		for j, k := range calls[c] {
+			batch[j] = msgs[k]
+		}
+		got := p.SendEach(ctx, batch)
+		for j, k := range calls[c] {
+			if j >= len(got) {
+				errs[k] = fmt.Errorf("pipeline: send to %s: the queue answered for %d of %d messages", msgs[k].Queue, len(got), len(batch))
+			} else if got[j] != nil {
+				errs[k] = fmt.Errorf("pipeline: send to %s: %w", msgs[k].Queue, got[j])
+			}
+		}
+		return nil
+	})
+	return errs
+}
+
+// packed cuts the indexes of msgs into calls of at most size messages of
+// one queue each, the queues in the order they first come.
+func packed(msgs []Outgoing, size int) [][]int {
+	var calls [][]int
+	open := map[string]int{} // a queue's call being filled
+	for k, m := range msgs {
+		c, ok := open[m.Queue]
+		if !ok || len(calls[c]) == size {
+			c = len(calls)
+			calls = append(calls, nil)
+			open[m.Queue] = c
+		}
+		calls[c] = append(calls[c], k)
+	}
+	return calls
 }
 
 // each runs fn(0)…fn(n-1), at most RouteConcurrency at once, and returns

@@ -67,6 +67,22 @@ type BatchSender interface {
 	SendBatch(ctx context.Context, msgs []Outgoing) error
 }
 
+// MaxBatch is the most messages a PartialBatchSender is given in one call
+// by the router: SQS's SendMessageBatch takes at most ten entries.
+const MaxBatch = 10
+
+// PartialBatchSender is a Sender that also sends several messages in one
+// call, each on its own (SQS's SendMessageBatch): the call can send some
+// messages and fail others, so it is not a BatchSender, whose batch is all
+// or none. The router gives it up to MaxBatch messages of one queue a call.
+type PartialBatchSender interface {
+	Sender
+	// SendEach sends msgs and returns one error per message, in order: nil
+	// for a message sent, the reason for one that was not (a call that
+	// failed as a whole fails each of its messages).
+	SendEach(ctx context.Context, msgs []Outgoing) []error
+}
+
 // Handler handles one message. A nil error deletes the message; any other
 // error leaves it for a retry after the queue's visibility timeout, or
 // after RetryAfter's delay when the error carries one. After the queue's

@@ -6,7 +6,8 @@
 // Queues are named as in package queue ("webhook-deliveries", ...) and
 // mapped to their URLs once, when the Queue is built: the stack passes each
 // URL in the environment (config.QueueURLEnv()), so sending costs exactly one
-// SendMessage and no GetQueueUrl, and the functions need no permission to
+// SendMessage (or one SendMessageBatch for up to ten messages, SendEach)
+// and no GetQueueUrl, and the functions need no permission to
 // look queues up. Resolve does the look-up by a name prefix, once, for
 // setups that only know the names (the emulators, LocalStack).
 //
@@ -21,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -43,7 +45,7 @@ type Queue struct {
 	urls   map[string]string
 }
 
-var _ queue.Sender = (*Queue)(nil)
+var _ queue.PartialBatchSender = (*Queue)(nil)
 
 // NewClient loads the default AWS configuration (so AWS_ENDPOINT_URL_SQS or
 // AWS_ENDPOINT_URL can point it at an emulator or LocalStack) and returns
@@ -118,6 +120,137 @@ func (q *Queue) Send(ctx context.Context, name string, body []byte, delay time.D
 		return fmt.Errorf("sqsqueue: send to %s: %w", name, err)
 	}
 	return nil
+}
+
+// SQS's limits on one SendMessageBatch (API reference, SendMessageBatch:
+// "send up to 10 messages"; "the maximum allowed individual message size
+// and the maximum total payload size (the sum of the individual lengths of
+// all of the batched messages) are both 256 KiB (262,144 bytes)", raised
+// to 1 MiB in 2025: a call within 256 KiB is accepted under either).
+const (
+	batchEntries = 10
+	batchBytes   = 256 << 10
+)
+
+// sendAttempts bounds the calls SendEach makes for an entry SQS failed on
+// its side (SenderFault false), the first included; retryPause is the
+// wait before each retry, doubling.
+const (
+	sendAttempts = 3
+	retryPause   = 50 * time.Millisecond
+)
+
+// SendEach sends msgs with SendMessageBatch: grouped by queue, at most 10
+// entries and 256 KiB of bodies a call, one call after another, each
+// message with its own delay (as Send's). SQS answers for each entry, and
+// a call can succeed while entries fail: an entry SQS failed on its side
+// (SenderFault false) is sent again, up to sendAttempts calls in all; the
+// others fail with SQS's code and message. It returns one error per
+// message, nil for each one sent.
+func (q *Queue) SendEach(ctx context.Context, msgs []queue.Outgoing) []error {
+	errs := make([]error, len(msgs))
+	byQueue := map[string][]int{}
+	var names []string
+	for i, m := range msgs {
+		if _, err := q.URL(m.Queue); err != nil {
+			errs[i] = err
+			continue
+		}
+		if !utf8.Valid(m.Body) {
+			errs[i] = fmt.Errorf("sqsqueue: send to %s: body is not UTF-8", m.Queue)
+			continue
+		}
+		if byQueue[m.Queue] == nil {
+			names = append(names, m.Queue)
+		}
+		byQueue[m.Queue] = append(byQueue[m.Queue], i)
+	}
+	for _, name := range names {
+		for _, call := range batches(msgs, byQueue[name]) {
+			q.sendBatch(ctx, name, msgs, call, errs)
+		}
+	}
+	return errs
+}
+
+// batches cuts the messages at idx (of one queue) into calls within SQS's
+// limits; a body over the byte limit goes alone, for SQS to refuse.
+func batches(msgs []queue.Outgoing, idx []int) [][]int {
+	var out [][]int
+	var cur []int
+	size := 0
+	for _, i := range idx {
+		n := len(msgs[i].Body)
+		if len(cur) == batchEntries || (len(cur) > 0 && size+n > batchBytes) {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, i)
+		size += n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// sendBatch sends the messages at idx to the named queue in one call,
+// and again those SQS failed on its side, and records each one's outcome
+// in errs. An entry's id is its index in msgs.
+func (q *Queue) sendBatch(ctx context.Context, name string, msgs []queue.Outgoing, idx []int, errs []error) {
+	u, _ := q.URL(name) // SendEach checked it
+	pause := retryPause
+	for attempt := 1; len(idx) > 0; attempt++ {
+		entries := make([]types.SendMessageBatchRequestEntry, len(idx))
+		for k, i := range idx {
+			entries[k] = types.SendMessageBatchRequestEntry{
+				Id:           aws.String(strconv.Itoa(i)),
+				MessageBody:  aws.String(string(msgs[i].Body)),
+				DelaySeconds: delaySeconds(msgs[i].Delay, queue.MaxDelay),
+			}
+		}
+		out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(u), Entries: entries})
+		if err != nil {
+			for _, i := range idx {
+				errs[i] = fmt.Errorf("sqsqueue: send to %s: %w", name, err)
+			}
+			return
+		}
+		answered := map[string]bool{}
+		for _, s := range out.Successful {
+			id := aws.ToString(s.Id)
+			if i, err := strconv.Atoi(id); err == nil && slices.Contains(idx, i) {
+				answered[id], errs[i] = true, nil
+			}
+		}
+		var again []int
+		for _, f := range out.Failed {
+			id := aws.ToString(f.Id)
+			i, err := strconv.Atoi(id)
+			if err != nil || answered[id] || !slices.Contains(idx, i) {
+				continue // not an entry of this call
+			}
+			answered[id] = true
+			errs[i] = fmt.Errorf("sqsqueue: send to %s: message %d: %s: %s", name, i, aws.ToString(f.Code), aws.ToString(f.Message))
+			if !f.SenderFault && attempt < sendAttempts {
+				again = append(again, i)
+			}
+		}
+		for _, i := range idx {
+			if !answered[strconv.Itoa(i)] {
+				errs[i] = fmt.Errorf("sqsqueue: send to %s: message %d: SQS answered neither sent nor failed", name, i)
+			}
+		}
+		if len(again) > 0 {
+			select {
+			case <-ctx.Done():
+				return // the entries keep their failures
+			case <-time.After(pause):
+			}
+			pause *= 2
+		}
+		idx = again
+	}
 }
 
 // Delivery is a received message and the handle that deletes it or
