@@ -3,7 +3,10 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,5 +159,153 @@ func TestTailPassesWhatItDoesNotRoute(t *testing.T) {
 	}
 	if rest, _ := s.Changes(ctx, 0, 100); len(rest) != 0 {
 		t.Fatalf("the log still holds %d changes every cursor passed", len(rest))
+	}
+}
+
+// perEntry is a queue.PartialBatchSender that counts its calls and fails
+// the messages whose bodies it is told to, each on its own, as SQS's
+// SendMessageBatch answers per entry.
+type perEntry struct {
+	mu     sync.Mutex
+	refuse map[string]bool
+	calls  [][]queue.Outgoing
+	sent   []string
+}
+
+func (p *perEntry) Send(ctx context.Context, q string, body []byte, d time.Duration) error {
+	return p.SendEach(ctx, []queue.Outgoing{{Queue: q, Body: body, Delay: d}})[0]
+}
+
+func (p *perEntry) SendEach(_ context.Context, msgs []queue.Outgoing) []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, msgs)
+	errs := make([]error, len(msgs))
+	for i, m := range msgs {
+		if p.refuse[string(m.Body)] {
+			errs[i] = errors.New("InvalidParameterValue: message too long")
+			continue
+		}
+		p.sent = append(p.sent, m.Queue+":"+string(m.Body))
+	}
+	return errs
+}
+
+// oneByOne is a plain queue.Sender over the same fake: what the router
+// did before it sent in batches, a call a message.
+type oneByOne struct{ p *perEntry }
+
+func (o oneByOne) Send(ctx context.Context, q string, body []byte, d time.Duration) error {
+	return o.p.Send(ctx, q, body, d)
+}
+
+// fanOut is a rule making, for each change JOB#<n>, one message to each
+// of the queues, bodies "<sk>/<queue>/<i>", per queues messages each.
+func fanOut(per int, queues ...string) pipeline.Rule {
+	return func(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
+		var out []pipeline.Outgoing
+		for _, q := range queues {
+			for i := range per {
+				out = append(out, pipeline.Outgoing{Queue: q, Body: []byte(fmt.Sprintf("%s/%s/%d", c.Key.SK, q, i)), Delay: time.Duration(i) * time.Second})
+			}
+		}
+		return out, nil
+	}
+}
+
+func jobs(n int) []store.Change {
+	var cs []store.Change
+	for i := range n {
+		cs = append(cs, store.Change{Kind: store.Inserted, Key: store.Key{PK: "V", SK: fmt.Sprintf("JOB#%d", i)}})
+	}
+	return cs
+}
+
+// A pass of 25 messages to one queue (five changes of five) is three
+// calls on a PartialBatchSender, ten, ten and five, where a plain sender
+// makes 25; messages of two queues never share a call, and each message
+// keeps its delay.
+func TestRouterSendsTenToACall(t *testing.T) {
+	ctx := context.Background()
+	p := &perEntry{}
+	if n, err := (pipeline.Router{Rules: []pipeline.Rule{fanOut(5, "jobs")}, Queue: oneByOne{p}}).Route(ctx, jobs(5)); err != nil || n != 5 {
+		t.Fatalf("one by one: routed %d, %v", n, err)
+	}
+	if len(p.calls) != 25 {
+		t.Fatalf("a plain sender made %d calls for 25 messages, want 25", len(p.calls))
+	}
+
+	p = &perEntry{}
+	if n, err := (pipeline.Router{Rules: []pipeline.Rule{fanOut(5, "jobs")}, Queue: p}).Route(ctx, jobs(5)); err != nil || n != 5 {
+		t.Fatalf("in batches: routed %d, %v", n, err)
+	}
+	var sizes []int
+	for _, c := range p.calls {
+		sizes = append(sizes, len(c))
+	}
+	slices.Sort(sizes)
+	if !slices.Equal(sizes, []int{5, 10, 10}) || len(p.sent) != 25 {
+		t.Fatalf("calls of %v messages sent %d, want 3 calls (5, 10, 10) sending 25", sizes, len(p.sent))
+	}
+
+	// Two queues, 13 changes of one message each to both: 2 calls a queue.
+	p = &perEntry{}
+	if n, err := (pipeline.Router{Rules: []pipeline.Rule{fanOut(1, "hooks", "jobs")}, Queue: p}).Route(ctx, jobs(13)); err != nil || n != 13 {
+		t.Fatalf("two queues: routed %d, %v", n, err)
+	}
+	if len(p.calls) != 4 || len(p.sent) != 26 {
+		t.Fatalf("two queues: %d calls sending %d, want 4 sending 26", len(p.calls), len(p.sent))
+	}
+	for _, c := range p.calls {
+		for _, m := range c {
+			if m.Queue != c[0].Queue {
+				t.Fatalf("a call mixes queues %s and %s", c[0].Queue, m.Queue)
+			}
+			if m.Delay != 0 {
+				t.Fatalf("message %s has delay %s, want none", m.Body, m.Delay)
+			}
+		}
+	}
+	p = &perEntry{}
+	(pipeline.Router{Rules: []pipeline.Rule{fanOut(3, "jobs")}, Queue: p}).Route(ctx, jobs(1))
+	for _, m := range p.calls[0] {
+		if !strings.HasSuffix(string(m.Body), fmt.Sprint(int(m.Delay/time.Second))) {
+			t.Fatalf("message %s sent with delay %s", m.Body, m.Delay)
+		}
+	}
+}
+
+// A message the queue refuses fails only its change: Route reports the
+// changes before it routed and names the message; the changes after it
+// were sent in the same pass, and the retry from the failed change sends
+// them again (routed twice, done once) and routes the rest.
+func TestRouterMapsAFailedMessageToItsChange(t *testing.T) {
+	ctx := context.Background()
+	p := &perEntry{refuse: map[string]bool{"JOB#7/jobs/1": true}}
+	r := pipeline.Router{Rules: []pipeline.Rule{fanOut(2, "hooks", "jobs")}, Queue: p}
+	changes := jobs(12) // 48 messages: 3 calls a queue
+	n, err := r.Route(ctx, changes)
+	if n != 7 || err == nil || !strings.Contains(err.Error(), "jobs") || !strings.Contains(err.Error(), "too long") {
+		t.Fatalf("routed %d, %v; want 7 and the refused message's error", n, err)
+	}
+	if len(p.calls) != 6 || len(p.sent) != 47 {
+		t.Fatalf("%d calls sent %d messages, want 6 calls sending all but the refused one", len(p.calls), len(p.sent))
+	}
+	delete(p.refuse, "JOB#7/jobs/1")
+	if n, err := r.Route(ctx, changes[n:]); n != 5 || err != nil {
+		t.Fatalf("the retry routed %d, %v; want the remaining 5", n, err)
+	}
+	count := map[string]int{}
+	for _, s := range p.sent {
+		count[s]++
+	}
+	if len(count) != 48 || count["jobs:JOB#7/jobs/1"] != 1 || count["jobs:JOB#11/jobs/0"] != 2 || count["hooks:JOB#0/hooks/0"] != 1 {
+		t.Fatalf("sent %d distinct messages (%v)", len(count), count)
+	}
+
+	// The first change's message refused: nothing is routed.
+	p = &perEntry{refuse: map[string]bool{"JOB#0/hooks/0": true}}
+	if n, err := (pipeline.Router{Rules: []pipeline.Rule{fanOut(1, "hooks")}, Queue: p}).Route(ctx, jobs(3)); n != 0 || err == nil {
+		t.Fatalf("routed %d, %v; want 0 and the failure", n, err)
 	}
 }

@@ -51,6 +51,9 @@ type Layout struct {
 	Visibility time.Duration
 	// MaxReceives is the redrive policy's maxReceiveCount (default 5).
 	MaxReceives int
+	// MaxMessageSize, when set, is the queue's MaximumMessageSize in
+	// bytes (SQS's least is 1,024): a longer message is refused.
+	MaxMessageSize int
 }
 
 // Queues are the throwaway queues of one test, by name.
@@ -100,10 +103,14 @@ func NewQueues(t testing.TB, c *sqs.Client, l Layout, names ...string) Queues {
 		}
 		arn := attrs.Attributes[string(types.QueueAttributeNameQueueArn)]
 		qs.DLQs[name] = dlq
-		qs.URLs[name] = create(qs.Prefix+name, map[string]string{
+		qattrs := map[string]string{
 			string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(l.Visibility.Seconds())),
 			string(types.QueueAttributeNameRedrivePolicy):     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, arn, l.MaxReceives),
-		})
+		}
+		if l.MaxMessageSize > 0 {
+			qattrs[string(types.QueueAttributeNameMaximumMessageSize)] = strconv.Itoa(l.MaxMessageSize)
+		}
+		qs.URLs[name] = create(qs.Prefix+name, qattrs)
 	}
 	return qs
 }
