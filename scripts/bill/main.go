@@ -57,6 +57,39 @@ const (
 	receiverMS   = 100.0
 )
 
+// A delivery's SQS requests (https://aws.amazon.com/sqs/pricing/: every
+// API action is a request, each 64 KB chunk of its payload billed as one).
+// The router sends an event's delivery messages ten to a SendMessageBatch
+// (pipeline.Router, issues 25 and 26), one request for ten messages of
+// about deliveryMessageBytes each; the mix has subscriptionsPerEvent
+// subscriptions an event, so a batch carries one message and saves
+// nothing there. The worker's receive and its delete are one each, as the
+// model has one message an invocation: the webhook worker deletes nothing
+// itself (lambdaapi's SQS handler reports failures and Lambda deletes the
+// rest, https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html: "When
+// your function successfully processes a batch, Lambda deletes its
+// messages from the queue"), and how many requests Lambda's delete of a
+// larger batch takes is not documented, so one a message is kept.
+const (
+	subscriptionsPerEvent = 1
+	deliveryMessageBytes  = 400
+)
+
+// sendRequests is the SQS requests the router bills for one event's
+// delivery messages to subs subscriptions: ten messages a call, each
+// call's 64 KB chunks.
+func sendRequests(subs int) float64 {
+	var n float64
+	for left := subs; left > 0; left -= 10 {
+		n += math.Ceil(float64(min(left, 10)*deliveryMessageBytes) / (64 << 10))
+	}
+	return n
+}
+
+// deliverySQS is a delivery's SQS requests: its share of the router's
+// send, the worker's receive and Lambda's delete.
+func deliverySQS(subs int) float64 { return sendRequests(subs)/float64(subs) + 2 }
+
 // The deployment's settings and the model's assumptions.
 const (
 	memoryMB = 512 // an API function's memory (infra/stack, Definition.Memory)
@@ -177,7 +210,7 @@ func backgroundCost(m map[string]float64) (router, delivery cost) {
 	delivery = cost{
 		rru: m["delivery-rru/op"], wru: m["delivery-wru/op"],
 		dynamo: m["delivery-rru/op"]*readUnit + m["delivery-wru/op"]*writeUnit,
-		sqs:    3 * sqsRequest, // the send, the worker's receive and its delete
+		sqs:    deliverySQS(subscriptionsPerEvent) * sqsRequest, // the send's share, the receive and the delete
 		lambda: lambdaCost(m["delivery-waits/op"]*roundTripMS + receiverMS),
 		logs:   m["delivery-log-B/op"] * logsPerGB / 1e3,
 	}
@@ -328,7 +361,7 @@ func print(w io.Writer, ops []op, window map[ratelimit.Class]float64, bg map[str
 				writeShare += share
 			}
 		}
-		fmt.Fprintf(w, "\nThe background work a write starts (BenchmarkEventWork on DynamoDB Local; one event a write, %.0f%% of events delivered to one webhook that answers in %.0f ms, one invocation per record and per message; the SQS column holds the send, receive and delete):\n", webhookShare*100, receiverMS)
+		fmt.Fprintf(w, "\nThe background work a write starts (BenchmarkEventWork on DynamoDB Local; one event a write, %.0f%% of events delivered to one webhook that answers in %.0f ms, one invocation per record and per message; the SQS column holds the send, receive and delete, %.1f requests a delivery):\n", webhookShare*100, receiverMS, deliverySQS(subscriptionsPerEvent))
 		fmt.Fprintln(w, "| part | read units | write units | DynamoDB | SQS | Lambda | Logs | all |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 		for _, p := range []struct {
@@ -342,6 +375,8 @@ func print(w io.Writer, ops []op, window map[ratelimit.Class]float64, bg map[str
 		fmt.Fprintf(w, "Per write: %.2f (DynamoDB %.2f); on the mix (%.0f%% writes): +%.2f, the mix **%.2f** in DynamoDB and **%.2f** in all of AWS with its background work.\n",
 			perWrite, perWriteDynamo, writeShare*100, writeShare*perWrite, sum.dynamo/weight+writeShare*perWriteDynamo, sum.total()/weight+writeShare*perWrite)
 		full += writeShare * perWrite
+		fmt.Fprintf(w, "The router sends ten delivery messages to a SendMessageBatch: with one subscription an event (the mix) a delivery's send is still one request; a vendor with 20 subscriptions pays %.0f send requests an event where it paid 20 (SQS %.2f a million deliveries, not %.2f).\n",
+			sendRequests(20), deliverySQS(20)*sqsRequest, 3*sqsRequest)
 	}
 	if weight > 0 {
 		edge := cloudFrontHTTPS + wafRequest
