@@ -131,8 +131,8 @@ func TestSendEachInBatches(t *testing.T) {
 
 // An entry SQS refuses fails alone, named with SQS's reason, and the
 // others of its call are sent; an entry SQS failed on its side is sent
-// again, a bounded number of times; an unknown queue or a body that is
-// not UTF-8 fails before any call.
+// again, a bounded number of times; an unknown queue, or a body that is
+// not UTF-8 or has a character SQS refuses, fails before any call.
 func TestSendEachPartialFailure(t *testing.T) {
 	calls := &batchCalls{faults: map[string]int{"flaky": 1, "down": 100}}
 	c := calls.client(sqstest.Client(t))
@@ -145,10 +145,12 @@ func TestSendEachPartialFailure(t *testing.T) {
 		{Queue: "jobs", Body: []byte("down")},
 		{Queue: "nowhere", Body: []byte("lost")},
 		{Queue: "jobs", Body: []byte{0xff}},
-		{Queue: "jobs", Body: []byte("last")},
+		{Queue: "jobs", Body: []byte("{\"name\":\"\uffff\"}")},
+		{Queue: "jobs", Body: []byte("bell\a")},
+		{Queue: "jobs", Body: []byte("last \t\n\U0001F600")},
 	}
 	errs := q.SendEach(context.Background(), msgs)
-	for i, want := range []string{"", "shorter than 1024", "", "InternalError", `"nowhere"`, "UTF-8", ""} {
+	for i, want := range []string{"", "shorter than 1024", "", "InternalError", `"nowhere"`, "UTF-8", "U+FFFF", "U+0007", ""} {
 		switch {
 		case want == "" && errs[i] != nil:
 			t.Errorf("message %d: %v, want sent", i, errs[i])
@@ -161,7 +163,7 @@ func TestSendEachPartialFailure(t *testing.T) {
 	if got := calls.sizes(); !slices.Equal(got, []int{5, 2, 1}) {
 		t.Fatalf("SendMessageBatch calls of %v entries, want 5, 2, 1", got)
 	}
-	if got := bodies(receiveAll(t, q, "jobs", 3, 5*time.Second)); !slices.Equal(got, []string{"first", "flaky", "last"}) {
+	if got := bodies(receiveAll(t, q, "jobs", 3, 5*time.Second)); !slices.Equal(got, []string{"first", "flaky", "last \t\n\U0001F600"}) {
 		t.Fatalf("received %v", got)
 	}
 }

@@ -100,16 +100,35 @@ func delaySeconds(d, limit time.Duration) int32 {
 	return int32(math.Ceil(d.Seconds()))
 }
 
+// checkBody refuses what SQS refuses in a message body: SQS bodies are
+// UTF-8 text of the characters #x9, #xA, #xD, #x20 to #xD7FF, #xE000 to
+// #xFFFD and #x10000 to #x10FFFF (API reference, SendMessage). JSON may
+// carry U+FFFE or U+FFFF unescaped; checked here, such a body fails alone
+// rather than the whole SendMessageBatch it would be part of.
+func checkBody(name string, body []byte) error {
+	if !utf8.Valid(body) {
+		return fmt.Errorf("sqsqueue: send to %s: body is not UTF-8", name)
+	}
+	for i, r := range string(body) {
+		ok := r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || r >= 0x10000
+		if !ok {
+			return fmt.Errorf("sqsqueue: send to %s: body has the character %U at byte %d, which SQS refuses", name, r, i)
+		}
+	}
+	return nil
+}
+
 // Send enqueues body on the named queue, visible after delay (rounded up to
 // whole seconds, at most queue.MaxDelay). SQS bodies are text: body must be
-// UTF-8, which every message of the service (JSON) is.
+// UTF-8 of the characters SQS takes (checkBody), which every message of the
+// service (JSON) is but for U+FFFE and U+FFFF.
 func (q *Queue) Send(ctx context.Context, name string, body []byte, delay time.Duration) error {
 	u, err := q.URL(name)
 	if err != nil {
 		return err
 	}
-	if !utf8.Valid(body) {
-		return fmt.Errorf("sqsqueue: send to %s: body is not UTF-8", name)
+	if err := checkBody(name, body); err != nil {
+		return err
 	}
 	_, err = q.client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:     aws.String(u),
@@ -156,8 +175,8 @@ func (q *Queue) SendEach(ctx context.Context, msgs []queue.Outgoing) []error {
 			errs[i] = err
 			continue
 		}
-		if !utf8.Valid(m.Body) {
-			errs[i] = fmt.Errorf("sqsqueue: send to %s: body is not UTF-8", m.Queue)
+		if err := checkBody(m.Queue, m.Body); err != nil {
+			errs[i] = err
 			continue
 		}
 		if byQueue[m.Queue] == nil {
