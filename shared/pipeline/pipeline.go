@@ -59,9 +59,8 @@ func (r Router) Sees(c store.Change) bool {
 // RouteConcurrency bounds the store reads, sends and marker deletes the
 // router has in flight at once when its queue is not all-or-none (SQS,
 // where a send is a SendMessageBatch of up to ten messages): one change
-// after another, a batch of a hundred stream records
-// made hundreds of round trips in a row, and every later change waited
-// behind them.
+// after another, a batch of a hundred stream records made hundreds of
+// round trips in a row, and every later change waited behind them.
 const RouteConcurrency = 16
 
 // Route handles a batch of changes and reports how many, from the first,
@@ -115,6 +114,10 @@ func (r Router) Route(ctx context.Context, changes []store.Change) (int, error) 
 		msgs[k] = s.o
 	}
 	for k, err := range r.send(ctx, msgs) {
+		if err != nil {
+			c := changes[sends[k].change]
+			err = fmt.Errorf("pipeline: route %s/%s: %w", c.Key.PK, c.Key.SK, err)
+		}
 		fail(sends[k].change, err)
 	}
 	done := n

@@ -285,7 +285,7 @@ func TestRouterMapsAFailedMessageToItsChange(t *testing.T) {
 	r := pipeline.Router{Rules: []pipeline.Rule{fanOut(2, "hooks", "jobs")}, Queue: p}
 	changes := jobs(12) // 48 messages: 3 calls a queue
 	n, err := r.Route(ctx, changes)
-	if n != 7 || err == nil || !strings.Contains(err.Error(), "jobs") || !strings.Contains(err.Error(), "too long") {
+	if n != 7 || err == nil || !strings.Contains(err.Error(), "V/JOB#7") || !strings.Contains(err.Error(), "too long") {
 		t.Fatalf("routed %d, %v; want 7 and the refused message's error", n, err)
 	}
 	if len(p.calls) != 6 || len(p.sent) != 47 {
