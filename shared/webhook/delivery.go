@@ -290,8 +290,11 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String())
 		return d.send(ctx, later, delay)
 	}
+	// The slot is given back once: beside the attempt's record when the
+	// request is over, or when Handle returns.
+	release := sync.OnceValue(func() error { return pre.release(ctx) })
 	defer func() {
-		if err := pre.release(ctx); err != nil {
+		if err := release(); err != nil {
 			log.WarnContext(ctx, "webhook delivery slot not given back; its lease frees it", "error", err)
 		}
 	}()
@@ -358,6 +361,11 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	}
 
 	ans, duration, postErr := d.deliver(ctx, sub, ev, m)
+	// The request is over, and with it what the slot bounds: it is given
+	// back while the attempt is recorded, one wait instead of two.
+	var freeing sync.WaitGroup
+	freeing.Go(func() { _ = release() })
+	defer freeing.Wait()
 	status := ans.status
 	d.noteSpeed(ctx, log, m, look, duration)
 	at := now
