@@ -40,13 +40,7 @@ func claimKey(m Message) store.Key {
 // window, a sweep's re-routing).
 func (d Deliverer) claim(ctx context.Context, m Message, owner, attemptID string) (c claim, made bool, err error) {
 	mine := claim{Owner: owner, AttemptID: attemptID}
-	b, err := json.Marshal(mine)
-	if err != nil {
-		return claim{}, false, err
-	}
-	k := claimKey(m)
-	it := store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: d.Clock.Now().Add(AttemptRetention).Unix()}
-	err = d.Store.Transact(ctx, store.Put(it, store.IfAbsent()))
+	err = d.putClaim(ctx, m, mine, store.IfAbsent())
 	if err == nil {
 		return mine, true, nil
 	}
@@ -58,6 +52,16 @@ func (d Deliverer) claim(ctx context.Context, m Message, owner, attemptID string
 		return claim{}, false, errs.Unavailablef(store.ErrNotFound, "the claim of delivery %s changed; try again", m.DeliveryID)
 	}
 	return c, false, err
+}
+
+// putClaim writes m's claim c under cond.
+func (d Deliverer) putClaim(ctx context.Context, m Message, c claim, cond store.Cond) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	k := claimKey(m)
+	return d.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: d.Clock.Now().Add(AttemptRetention).Unix()}, cond))
 }
 
 // heldClaim reads the claim that holds m's attempt; found is false when

@@ -354,11 +354,15 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 			return d.finish(ctx, m, prior)
 		}
 	}
-	attemptID := c.AttemptID
-	if attemptID == "" {
-		// The claim of an older build, whose attempt was never recorded.
-		attemptID = pre.attemptID
+	if c.AttemptID == "" {
+		// The claim of an older build, whose attempt was never recorded:
+		// it names the record now, so that a crash after it is found.
+		c.AttemptID = pre.attemptID
+		if err := d.putClaim(ctx, m, c, store.Cond{}); err != nil {
+			return err
+		}
 	}
+	attemptID := c.AttemptID
 
 	ans, duration, postErr := d.deliver(ctx, sub, ev, m)
 	// The request is over, and with it what the slot bounds: it is given

@@ -171,7 +171,7 @@ func (w *writing) marked(eventID string) bool {
 // dying at any write after the record finds the attempt made and counted,
 // makes no request, and only does what follows: the mark, the retry. A
 // claim written by an older build (outcome on the claim) still finishes
-// its attempt without a request.
+// its attempt without a request; one it never recorded is made once.
 func TestAttemptWritesAndCrashes(t *testing.T) {
 	for name, open := range slotStores() {
 		t.Run(name, func(t *testing.T) {
@@ -306,6 +306,26 @@ func TestAttemptWritesAndCrashes(t *testing.T) {
 			wantWrites("an older build's recorded claim handled again", []string{claimP})
 			if w.posts.Load() != 4 || len(w.out.sent) != 2 || w.out.sent[1].Attempt != 2 || !w.out.sent[1].NotBefore.Equal(next) {
 				t.Fatalf("an older build's claim: %d requests, sent %+v", w.posts.Load(), w.out.sent)
+			}
+
+			// A claim an older build made but never recorded: the attempt
+			// is made, the claim names its record first, and a crash after
+			// the record is found as above.
+			m, body = w.fanOut()
+			old, _ = json.Marshal(map[string]any{"owner": "m6"})
+			k = claimKey(m)
+			if err := w.st.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: old}, store.IfAbsent())); err != nil {
+				t.Fatal(err)
+			}
+			w.st.failNext = isPrefix(okP)
+			if err := w.d.Handle(ctx, queue.Message{ID: "m6", Body: body, Receives: 2}); !errors.Is(err, errCrash) {
+				t.Fatalf("the dying worker: %v", err)
+			}
+			if err := w.d.Handle(ctx, queue.Message{ID: "m6", Body: body, Receives: 3}); err != nil {
+				t.Fatal(err)
+			}
+			if w.posts.Load() != 5 || len(w.attempts(m.EventID)) != 1 || !w.marked(m.EventID) {
+				t.Fatalf("an older build's unrecorded claim: %d requests, %d records, marked %v", w.posts.Load(), len(w.attempts(m.EventID)), w.marked(m.EventID))
 			}
 		})
 	}
