@@ -297,8 +297,13 @@ func SubscriptionCountKey(vendorID string) store.Key {
 // Numeric attributes of webhook items.
 const (
 	SubscriptionCountAttr = "n"
-	// SuccessesAttr counts a subscription's successful deliveries.
+	// SuccessesAttr counted a subscription's successful deliveries until
+	// issue 26 (builds since count none; RecoveredAttr took its place).
 	SuccessesAttr = "successes"
+	// RecoveredAttr is when (Unix milliseconds) a successful delivery last
+	// ended a failure streak: what the disable policy compares with the
+	// first attempt of a delivery that died.
+	RecoveredAttr = "recovered_at"
 	// FailuresAttr counts a subscription's failed attempts since its last
 	// successful one (its failure streak).
 	FailuresAttr = "failures"

@@ -201,10 +201,12 @@ func TestWebhookRecovery(t *testing.T) {
 			t.Fatalf("delivered before: %d of %d", len(got), len(delivered))
 		}
 		// One of them before delivered marks were written: its original
-		// delivery's successful attempt still tells.
+		// delivery's successful attempt still tells, by the outcome older
+		// builds put on the attempt's claim.
 		if err := e.Store.Transact(context.Background(), store.Delete(datamodel.DeliveredKey(e.Vendor.ID, subID, delivered[0]), store.Cond{})); err != nil {
 			t.Fatal(err)
 		}
+		asOlderBuildsClaimed(t, e, webhook.DeliveryID(delivered[0], subID, ""), webhook.OutcomeSucceeded)
 		rc.mu.Lock()
 		rc.got = nil
 		rc.answer = func(_ int, eventID string) int {
@@ -599,5 +601,29 @@ func TestWebhookRecoveryLocalPipeline(t *testing.T) {
 	}
 	if got := receivedIDs(rc); !slices.Equal(got, missed) {
 		t.Fatalf("received %v, want %v once each", got, missed)
+	}
+}
+
+// asOlderBuildsClaimed rewrites the claims of a delivery's attempts as
+// builds before issue 26's "A delivery's writes" left them once recorded:
+// the attempt's outcome on the claim, no record id.
+func asOlderBuildsClaimed(t *testing.T, e *apitest.Env, deliveryID, outcome string) {
+	t.Helper()
+	ctx := context.Background()
+	claims, err := e.Store.Query(ctx, store.Query{PK: datamodel.VendorPartition(e.Vendor.ID), Prefix: datamodel.ClaimPrefix + deliveryID + "#", Limit: 50})
+	if err != nil || len(claims) == 0 {
+		t.Fatalf("the claims of %s: %d, %v", deliveryID, len(claims), err)
+	}
+	for _, c := range claims {
+		var held struct {
+			Owner string `json:"owner"`
+		}
+		if err := json.Unmarshal(c.Data, &held); err != nil {
+			t.Fatal(err)
+		}
+		c.Data, _ = json.Marshal(map[string]any{"owner": held.Owner, "outcome": outcome})
+		if err := e.Store.Transact(ctx, store.Put(c, store.Cond{})); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

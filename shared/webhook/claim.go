@@ -16,50 +16,52 @@ import (
 	"github.com/moku/sellerapi/shared/store"
 )
 
-// claim says which queue message makes an attempt and, once the attempt is
-// recorded, its outcome and the next attempt's time.
+// claim says which queue message makes an attempt, and the id its attempt
+// record takes (AttemptID), so that the owner, handled again, finds the
+// record by key: the claim is written once and never again. Outcome and
+// Next are those of claims written by older builds, which put the attempt's
+// outcome on its claim when they recorded it.
 type claim struct {
-	Owner   string     `json:"owner"`
-	Outcome string     `json:"outcome,omitempty"`
-	Next    *time.Time `json:"next_attempt_at,omitempty"`
+	Owner     string     `json:"owner"`
+	AttemptID string     `json:"attempt_id,omitempty"`
+	Outcome   string     `json:"outcome,omitempty"`
+	Next      *time.Time `json:"next_attempt_at,omitempty"`
 }
 
 func claimKey(m Message) store.Key {
 	return datamodel.ClaimKey(m.VendorID, m.DeliveryID, m.Attempt)
 }
 
-// claimItem is the stored claim of m's attempt. It outlives every message
-// that could carry the attempt (the retry window, a sweep's re-routing).
-func (d Deliverer) claimItem(m Message, c claim) (store.Item, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return store.Item{}, err
-	}
-	k := claimKey(m)
-	return store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: d.Clock.Now().Add(AttemptRetention).Unix()}, nil
-}
-
-// claim claims m's attempt for the queue message owner, or returns the
-// claim that holds it: another message's (a duplicate: drop it), or this
-// message's own from an earlier receive (make the attempt, or finish it).
-func (d Deliverer) claim(ctx context.Context, m Message, owner string) (claim, error) {
-	mine := claim{Owner: owner}
-	it, err := d.claimItem(m, mine)
-	if err != nil {
-		return claim{}, err
-	}
-	err = d.Store.Transact(ctx, store.Put(it, store.IfAbsent()))
+// claim claims m's attempt for the queue message owner, its record to be
+// attemptID, or returns the claim that holds it: another message's (a
+// duplicate: drop it), or this message's own from an earlier receive (make
+// the attempt, or finish it). made says this call wrote the claim. The
+// claim outlives every message that could carry the attempt (the retry
+// window, a sweep's re-routing).
+func (d Deliverer) claim(ctx context.Context, m Message, owner, attemptID string) (c claim, made bool, err error) {
+	mine := claim{Owner: owner, AttemptID: attemptID}
+	err = d.putClaim(ctx, m, mine, store.IfAbsent())
 	if err == nil {
-		return mine, nil
+		return mine, true, nil
 	}
 	if !store.IsCondition(err) {
-		return claim{}, err
+		return claim{}, false, err
 	}
 	c, found, err := d.heldClaim(ctx, m)
 	if err == nil && !found {
-		return claim{}, errs.Unavailablef(store.ErrNotFound, "the claim of delivery %s changed; try again", m.DeliveryID)
+		return claim{}, false, errs.Unavailablef(store.ErrNotFound, "the claim of delivery %s changed; try again", m.DeliveryID)
 	}
-	return c, err
+	return c, false, err
+}
+
+// putClaim writes m's claim c under cond.
+func (d Deliverer) putClaim(ctx context.Context, m Message, c claim, cond store.Cond) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	k := claimKey(m)
+	return d.Store.Transact(ctx, store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: d.Clock.Now().Add(AttemptRetention).Unix()}, cond))
 }
 
 // heldClaim reads the claim that holds m's attempt; found is false when

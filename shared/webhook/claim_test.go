@@ -24,7 +24,8 @@ import (
 // TestEachAttemptIsMadeOnce: an event fanned out twice (the router's sweep
 // after a send it could not confirm) and a message received again after a
 // worker died mid-batch make each attempt once: one request to the
-// receiver, one attempt record, one success counted; a redelivered failed
+// receiver, one attempt record, the event marked delivered, the healthy
+// subscription's item left as it was; a redelivered failed
 // attempt queues its retry again, a duplicate queues none, and the
 // duplicate retries make the next attempt once. Duplicates are handled at once, on real goroutines, on
 // both stores.
@@ -121,12 +122,28 @@ func TestEachAttemptIsMadeOnce(t *testing.T) {
 			// message received again later (a worker killed before
 			// deleting it; SQS never shows a message to two receivers
 			// within its visibility timeout).
+			subItem := func() store.Item {
+				it, err := st.Get(ctx, datamodel.SubscriptionKey(vendorID, v.ID))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return it
+			}
+			before := subItem()
 			msgs := fanOut(newEvent())
 			handleAll(msgs)
 			handleAll(msgs)
-			got, _ := svc.Get(ctx, vendorID, v.ID)
-			if posts.Load() != 1 || len(attempts()) != 1 || got.Successes != 1 {
-				t.Fatalf("one delivery made %d requests, %d attempt records, %d successes", posts.Load(), len(attempts()), got.Successes)
+			var first Message
+			json.Unmarshal(msgs[0].Body, &first)
+			marked, err := delivered(ctx, st, vendorID, v.ID, []string{first.EventID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if posts.Load() != 1 || len(attempts()) != 1 || !marked[first.EventID] {
+				t.Fatalf("one delivery made %d requests, %d attempt records, delivered mark %v", posts.Load(), len(attempts()), marked)
+			}
+			if after := subItem(); len(after.Nums) != len(before.Nums) || after.Nums[datamodel.FailuresAttr] != 0 || after.Nums[datamodel.RecoveredAttr] != 0 {
+				t.Fatalf("a success on a healthy subscription wrote its counters: %v, was %v", after.Nums, before.Nums)
 			}
 
 			// A failure: the retry is queued once per receive of the
@@ -155,9 +172,9 @@ func TestEachAttemptIsMadeOnce(t *testing.T) {
 			if posts.Load() != 3 || len(as) != 3 {
 				t.Fatalf("the retry made %d requests, %d records", posts.Load(), len(as))
 			}
-			got, _ = svc.Get(ctx, vendorID, v.ID)
-			if got.Successes != 2 {
-				t.Fatalf("%d successes counted", got.Successes)
+			got, _ := svc.Get(ctx, vendorID, v.ID)
+			if got.FailureStreak != 0 || got.RecoveredAt != clk.Now().UnixMilli() {
+				t.Fatalf("the success after a failure: streak %d, recovered at %d; want 0 and %d", got.FailureStreak, got.RecoveredAt, clk.Now().UnixMilli())
 			}
 		})
 	}

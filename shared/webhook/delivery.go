@@ -82,9 +82,16 @@ type Message struct {
 	// NotBefore is when the attempt is due.
 	NotBefore time.Time `json:"not_before"`
 	// Successes is the subscription's count of successful deliveries when
-	// the delivery began: if it has not grown by the time the delivery
-	// dies, the endpoint failed throughout and is disabled.
+	// the delivery began, as older builds kept it: if it grew by the time
+	// the delivery dies, a success came since (an older build's worker
+	// counted it) and the subscription stays enabled.
 	Successes int64 `json:"successes"`
+	// FirstAttemptAt is when the delivery's first attempt was made, set on
+	// the messages of its retries: a delivery that dies disables its
+	// subscription unless a success ended a failure streak since
+	// (Subscription.RecoveredAt). Messages of older builds have none, and
+	// the delivery's CreatedAt stands in.
+	FirstAttemptAt *time.Time `json:"first_attempt_at,omitempty"`
 	// Deferrals counts the times this attempt was put off because its
 	// vendor had no free delivery slot (Slots); it paces the next one.
 	Deferrals int `json:"deferrals,omitempty"`
@@ -265,7 +272,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		log.DebugContext(ctx, "webhook attempt moved to the slow lane")
 		return d.send(ctx, slow, 0)
 	}
-	pre := d.prepare(ctx, m, qm, look)
+	pre := d.prepare(ctx, m, qm, look, newAttemptID(now))
 	if pre.holdErr != nil {
 		return errors.Join(pre.holdErr, d.unclaim(ctx, m, qm, pre))
 	}
@@ -283,8 +290,11 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String())
 		return d.send(ctx, later, delay)
 	}
+	// The slot is given back once: beside the attempt's record when the
+	// request is over, or when Handle returns.
+	release := sync.OnceValue(func() error { return pre.release(ctx) })
 	defer func() {
-		if err := pre.release(ctx); err != nil {
+		if err := release(); err != nil {
 			log.WarnContext(ctx, "webhook delivery slot not given back; its lease frees it", "error", err)
 		}
 	}()
@@ -311,9 +321,9 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return errors.Join(err, d.unclaim(ctx, m, qm, pre))
 	}
 
-	c, err := pre.c, pre.claimErr
+	c, made, err := pre.c, pre.made, pre.claimErr
 	if !pre.claimed {
-		c, err = d.claim(ctx, m, qm.ID)
+		c, made, err = d.claim(ctx, m, qm.ID, pre.attemptID)
 	}
 	switch {
 	case err != nil:
@@ -325,18 +335,45 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		log.InfoContext(ctx, "webhook delivery dropped: another message makes this attempt", "message_id", qm.ID, "owner", c.Owner)
 		return nil
 	case c.Outcome != "":
-		// This message made and recorded the attempt before a crash (a
-		// queue keeps a message's id when it delivers it again): only
-		// what follows the record is done again.
+		// An older build made and recorded the attempt before a crash,
+		// and put its outcome on the claim.
 		log.InfoContext(ctx, "webhook attempt already made; finishing what follows it", "outcome", c.Outcome)
-		return d.after(ctx, m, c.Outcome, c.Next)
+		return d.finish(ctx, m, Attempt{Outcome: c.Outcome, NextAttemptAt: c.Next})
 	}
+	if !made && c.AttemptID != "" {
+		// This message claimed the attempt on an earlier receive (a queue
+		// keeps a message's id when it delivers it again): if its record
+		// is there, the attempt was made and counted before a crash, and
+		// only what follows the record is done again.
+		prior, found, err := d.recorded(ctx, m, c.AttemptID)
+		if err != nil {
+			return err
+		}
+		if found {
+			log.InfoContext(ctx, "webhook attempt already made; finishing what follows it", "outcome", prior.Outcome)
+			return d.finish(ctx, m, prior)
+		}
+	}
+	if c.AttemptID == "" {
+		// The claim of an older build, whose attempt was never recorded:
+		// it names the record now, so that a crash after it is found.
+		c.AttemptID = pre.attemptID
+		if err := d.putClaim(ctx, m, c, store.Cond{}); err != nil {
+			return err
+		}
+	}
+	attemptID := c.AttemptID
 
 	ans, duration, postErr := d.deliver(ctx, sub, ev, m)
+	// The request is over, and with it what the slot bounds: it is given
+	// back while the attempt is recorded, one wait instead of two.
+	var freeing sync.WaitGroup
+	freeing.Go(func() { _ = release() })
+	defer freeing.Wait()
 	status := ans.status
 	d.noteSpeed(ctx, log, m, look, duration)
 	at := now
-	rec := Attempt{ID: newAttemptID(at), SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
+	rec := Attempt{ID: attemptID, SubscriptionID: sub.ID, DeliveryID: m.DeliveryID, EventID: ev.ID, EventType: ev.Type,
 		Attempt: m.Attempt, AttemptedAt: at, DurationMS: duration.Milliseconds(), Response: Excerpt(ans.excerpt, ans.answered)}
 	if m.ReplayID != "" {
 		rec.ReplayID = &m.ReplayID
@@ -360,8 +397,15 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	default:
 		rec.Outcome = OutcomeDead
 	}
-	if err := d.record(ctx, m, qm.ID, rec, sub); err != nil {
+	recorded, mine, err := d.record(ctx, m, rec, sub)
+	if err != nil {
 		return err
+	}
+	if !mine {
+		// Another receive of this message made the attempt too and
+		// recorded it first: its record stands, and what follows it.
+		log.InfoContext(ctx, "webhook attempt recorded by another receive of its message", "outcome", recorded.Outcome)
+		return d.after(ctx, m, recorded)
 	}
 	if d.MetricsNamespace != "" {
 		log = log.With(d.metrics(m, rec, now)...)
@@ -374,7 +418,19 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	default:
 		log.ErrorContext(ctx, "webhook delivery dead: retries exhausted", "status", status, "error", rec.Error, "since", m.CreatedAt)
 	}
-	return d.after(ctx, m, rec.Outcome, next)
+	return d.after(ctx, m, rec)
+}
+
+// finish does again what follows an attempt recorded before a crash: the
+// event's delivered mark for a success (written beside the record, so it
+// may be missing), then after.
+func (d Deliverer) finish(ctx context.Context, m Message, rec Attempt) error {
+	if rec.Outcome == OutcomeSucceeded {
+		if err := d.markDelivered(ctx, m, rec); err != nil {
+			return err
+		}
+	}
+	return d.after(ctx, m, rec)
 }
 
 // after does what follows a recorded attempt: a success or a death
@@ -382,22 +438,42 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 // death disables a subscription that failed throughout. Each step is
 // idempotent (a replay's destination is counted once, the next attempt is
 // claimed once), so it is done again when the message is.
-func (d Deliverer) after(ctx context.Context, m Message, outcome string, next *time.Time) error {
-	switch outcome {
+func (d Deliverer) after(ctx context.Context, m Message, rec Attempt) error {
+	first := m.firstAttempt(rec)
+	switch rec.Outcome {
 	case OutcomeSucceeded:
 		return d.countOutcome(ctx, m, replayDelivered)
 	case OutcomeFailed:
+		next := rec.NextAttemptAt
 		if next == nil {
 			return fmt.Errorf("webhook: failed attempt %s/%d has no next attempt", m.DeliveryID, m.Attempt)
 		}
 		retry := m
-		retry.Attempt, retry.NotBefore, retry.Lane = m.Attempt+1, *next, LaneSlow
+		retry.Attempt, retry.NotBefore, retry.Lane, retry.FirstAttemptAt = m.Attempt+1, *next, LaneSlow, first
 		return d.send(ctx, retry, next.Sub(d.Clock.Now()))
 	}
 	if m.ReplayID != "" || m.RecoveryID != "" {
 		return d.countOutcome(ctx, m, replayFailed)
 	}
-	return d.disableIfFailing(ctx, m)
+	since := m.CreatedAt
+	if first != nil {
+		since = *first
+	}
+	return d.disableIfFailing(ctx, m, since)
+}
+
+// firstAttempt is when m's delivery made its first attempt, rec being the
+// record of m's own attempt; nil when no message or record says (an older
+// build's).
+func (m Message) firstAttempt(rec Attempt) *time.Time {
+	switch {
+	case m.FirstAttemptAt != nil:
+		return m.FirstAttemptAt
+	case m.Attempt == 1 && !rec.AttemptedAt.IsZero():
+		at := rec.AttemptedAt
+		return &at
+	}
+	return nil
 }
 
 // hold takes one of the vendor's delivery slots for m's attempt, or
@@ -435,7 +511,11 @@ type prepared struct {
 	subErr   error
 	claimed  bool
 	c        claim
+	made     bool
 	claimErr error
+	// attemptID is the id the attempt's record takes when this message
+	// claims it.
+	attemptID string
 }
 
 // prepare takes m's slot and reads what its attempt needs. A fresh
@@ -448,8 +528,8 @@ type prepared struct {
 // look and, when a slot looked free, a lost put. A claim made beside a
 // slot that was not won is given back (unclaim) before the deferral, so
 // that a deferred message has claimed nothing.
-func (d Deliverer) prepare(ctx context.Context, m Message, qm queue.Message, look Look) prepared {
-	var p prepared
+func (d Deliverer) prepare(ctx context.Context, m Message, qm queue.Message, look Look, attemptID string) prepared {
+	p := prepared{attemptID: attemptID}
 	var wg sync.WaitGroup
 	read := func() {
 		wg.Go(func() { p.ev, p.evErr = event.Read(ctx, d.Store, m.VendorID, m.EventID) })
@@ -465,7 +545,7 @@ func (d Deliverer) prepare(ctx context.Context, m Message, qm queue.Message, loo
 	}
 	p.claimed = true
 	wg.Go(func() { p.release, p.ok, p.holdErr = d.hold(ctx, m, qm, look) })
-	wg.Go(func() { p.c, p.claimErr = d.claim(ctx, m, qm.ID) })
+	wg.Go(func() { p.c, p.made, p.claimErr = d.claim(ctx, m, qm.ID, attemptID) })
 	read()
 	wg.Wait()
 	return p
@@ -473,11 +553,11 @@ func (d Deliverer) prepare(ctx context.Context, m Message, qm queue.Message, loo
 
 // unclaim gives back the claim prepare made for an attempt that is not
 // made now (no slot, a dropped delivery, an error before the request):
-// its deferred copy or a later message claims it as the owner. Nothing
-// else writes a claim without an outcome, so the claim deleted is this
-// message's own.
+// its deferred copy or a later message claims it as the owner. Only a
+// claim this handling wrote is given back: one found from an earlier
+// receive may name a recorded attempt.
 func (d Deliverer) unclaim(ctx context.Context, m Message, qm queue.Message, p prepared) error {
-	if !p.claimed || p.claimErr != nil || p.c.Owner != qm.ID || p.c.Outcome != "" {
+	if !p.claimed || p.claimErr != nil || !p.made || p.c.Owner != qm.ID {
 		return nil
 	}
 	if err := d.Store.Transact(context.WithoutCancel(ctx), store.Delete(claimKey(m), store.Cond{})); err != nil {
@@ -488,51 +568,96 @@ func (d Deliverer) unclaim(ctx context.Context, m Message, qm queue.Message, p p
 
 func newAttemptID(t time.Time) string { return ids.Sortable("whatt", t) }
 
-// record stores an attempt, kept AttemptRetention, with its outcome on
-// the attempt's claim, the subscription's counters (healthOps: the
-// successes that feed the disable policy, the failure streak) and, for a
-// success, the event's delivered mark, in one transaction: a message handled again finds the attempt made and
-// counted. sub is the subscription as read before the attempt.
-func (d Deliverer) record(ctx context.Context, m Message, owner string, rec Attempt, sub Subscription) error {
-	k := datamodel.AttemptKey(m.VendorID, m.SubscriptionID, rec.ID)
-	claim, err := d.claimItem(m, claim{Owner: owner, Outcome: rec.Outcome, Next: rec.NextAttemptAt})
-	if err != nil {
-		return err
+// record stores an attempt, kept AttemptRetention, under the id its claim
+// named, with the subscription's counters when they change (healthOps: the
+// failure streak, and the end of one), in one write: a lone conditional
+// put when no counter moves (a success on a healthy subscription), else a
+// transaction. A message handled again finds the attempt made and counted
+// by the claim's id. A success's delivered mark (what a recovery skips) is
+// put beside it, not in it: it is only ever added, and a message handled
+// again puts it again (finish). sub is the subscription as read before the
+// attempt. The record is put only if absent: when another receive of the
+// same message recorded the attempt first, that record is returned and
+// nothing is counted twice.
+// mine is false when the record returned is the other receive's.
+func (d Deliverer) record(ctx context.Context, m Message, rec Attempt, sub Subscription) (got Attempt, mine bool, err error) {
+	var wg sync.WaitGroup
+	var markErr error
+	if rec.Outcome == OutcomeSucceeded {
+		wg.Go(func() { markErr = d.markDelivered(ctx, m, rec) })
 	}
+	got, mine, err = d.commit(ctx, m, rec, sub)
+	wg.Wait()
+	return got, mine, errors.Join(err, markErr)
+}
+
+func (d Deliverer) commit(ctx context.Context, m Message, rec Attempt, sub Subscription) (Attempt, bool, error) {
+	k := datamodel.AttemptKey(m.VendorID, m.SubscriptionID, rec.ID)
 	tries, err := healthOps(d.Clock.Now(), m, rec, sub)
 	if err != nil {
-		return err
+		return Attempt{}, false, err
 	}
 	expires := rec.AttemptedAt.Add(AttemptRetention).Unix()
-	for i, t := range tries {
+	for _, t := range tries {
 		rec.Notice = t.notice
 		b, err := json.Marshal(rec)
 		if err != nil {
-			return err
+			return Attempt{}, false, err
 		}
-		ops := append([]store.Op{
-			store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: expires}, store.Cond{}),
-			store.Put(claim, store.Cond{}),
-		}, t.ops...)
-		if rec.Outcome == OutcomeSucceeded {
-			// What a recovery skips (recover.go: delivered).
-			dk := datamodel.DeliveredKey(m.VendorID, m.SubscriptionID, m.EventID)
-			ops = append(ops, store.Put(store.Item{PK: dk.PK, SK: dk.SK, Version: 1, Data: []byte(`{}`), ExpiresAt: expires}, store.Cond{}))
-		}
+		ops := append([]store.Op{store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: b, ExpiresAt: expires}, store.IfAbsent())}, t.ops...)
 		err = d.Store.Transact(ctx, ops...)
-		if i == len(tries)-1 || !store.IsCondition(err) {
-			return err
+		if !store.IsCondition(err) {
+			return rec, err == nil, err
 		}
-		// The counters moved meanwhile, or the subscription was deleted:
-		// the next, humbler try.
+		// The record is there already, or the counters moved meanwhile
+		// (or the subscription was deleted): the next, humbler try.
+		prior, found, err := d.recorded(ctx, m, rec.ID)
+		if err != nil || found {
+			return prior, false, err
+		}
+	}
+	return Attempt{}, false, fmt.Errorf("webhook: record attempt %s/%d: every try was refused", m.DeliveryID, m.Attempt)
+}
+
+// recorded reads the record of m's attempt id; found is false when there
+// is none.
+func (d Deliverer) recorded(ctx context.Context, m Message, id string) (a Attempt, found bool, err error) {
+	it, err := d.Store.Get(ctx, datamodel.AttemptKey(m.VendorID, m.SubscriptionID, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Attempt{}, false, nil
+	}
+	if err != nil {
+		return Attempt{}, false, err
+	}
+	if err := json.Unmarshal(it.Data, &a); err != nil {
+		return Attempt{}, false, fmt.Errorf("webhook: decode attempt %s: %w", it.SK, err)
+	}
+	return a, true, nil
+}
+
+// markDelivered puts the mark that m's event reached its subscription
+// (recover.go: delivered), kept as long as the attempt that succeeded.
+func (d Deliverer) markDelivered(ctx context.Context, m Message, rec Attempt) error {
+	at := rec.AttemptedAt
+	if at.IsZero() {
+		at = d.Clock.Now()
+	}
+	k := datamodel.DeliveredKey(m.VendorID, m.SubscriptionID, m.EventID)
+	it := store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: []byte(`{}`), ExpiresAt: at.Add(AttemptRetention).Unix()}
+	if err := d.Store.Transact(ctx, store.Put(it, store.Cond{})); err != nil {
+		return fmt.Errorf("webhook: mark event %s delivered: %w", m.EventID, err)
 	}
 	return nil
 }
 
 // disableIfFailing disables the subscription of a dead delivery unless a
-// delivery to it succeeded since that one began (the endpoint recovered),
-// and records the webhook_subscription.disabled event with it.
-func (d Deliverer) disableIfFailing(ctx context.Context, m Message) error {
+// delivery to it succeeded since that one's first attempt, since (the
+// endpoint recovered: a success that ended the failure streak, or one an
+// older build counted), and records the webhook_subscription.disabled
+// event with it. A success on a subscription without a streak writes
+// nothing, and none is needed: from the dead delivery's first failure on
+// the streak is at least one until a success ends it.
+func (d Deliverer) disableIfFailing(ctx context.Context, m Message, since time.Time) error {
 	for range 3 {
 		it, err := d.Store.Get(ctx, datamodel.SubscriptionKey(m.VendorID, m.SubscriptionID))
 		if errors.Is(err, store.ErrNotFound) {
@@ -545,7 +670,7 @@ func (d Deliverer) disableIfFailing(ctx context.Context, m Message) error {
 		if err != nil {
 			return err
 		}
-		if sub.Status != StatusEnabled || sub.Successes > m.Successes {
+		if sub.Status != StatusEnabled || sub.Successes > m.Successes || sub.RecoveredAt >= since.UnixMilli() {
 			return nil
 		}
 		now := d.Clock.Now()
@@ -564,7 +689,8 @@ func (d Deliverer) disableIfFailing(ctx context.Context, m Message) error {
 			return err
 		}
 		cond := store.IfVersion(prev)
-		cond.Bounds = []store.Bound{{Attr: datamodel.SuccessesAttr, Cmp: store.LE, Value: m.Successes}}
+		cond.Bounds = []store.Bound{{Attr: datamodel.SuccessesAttr, Cmp: store.LE, Value: m.Successes},
+			{Attr: datamodel.RecoveredAttr, Cmp: store.LT, Value: since.UnixMilli()}}
 		err = d.Store.Transact(ctx, store.Update(it.Key(), doc, sub.Version, nil, cond), ev)
 		if store.IsCondition(err) {
 			continue // changed meanwhile: look again

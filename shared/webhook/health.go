@@ -28,25 +28,28 @@ type healthTry struct {
 
 // healthOps lists the ways to record rec, most complete first; each holds
 // only if the subscription's counters are still as sub read them (or the
-// subscription exists), and the last always holds.
+// subscription exists), and the last (no counter at all) always holds.
 //
-// A success counts one more success and ends the streak (takes back the
-// failures and the announcement it read; failures counted since stay). A
-// failure extends the streak; the one that brings it to FailingStreak
-// while unannounced also announces it, in the same transaction, so two
-// racing failures cannot both announce.
+// A success writes the subscription only when it ends a streak: it takes
+// back the failures and the announcement it read (bounded by them; failures
+// counted since stay) and sets RecoveredAttr to now, bounded by the value
+// it read, so that it only moves forward. A success on a healthy
+// subscription (no streak as read) writes nothing there: the success count
+// of older builds is no longer kept (docs/decisions.md, "A delivery's
+// writes (issue 26)"). A failure extends the streak; the one that brings it
+// to FailingStreak while unannounced also announces it, in the same
+// transaction, so two racing failures cannot both announce.
 func healthOps(now time.Time, m Message, rec Attempt, sub Subscription) ([]healthTry, error) {
 	k := datamodel.SubscriptionKey(m.VendorID, m.SubscriptionID)
-	exists := store.Cond{Exists: true}
 	if rec.Outcome == OutcomeSucceeded {
-		count := map[string]int64{datamodel.SuccessesAttr: 1}
-		var tries []healthTry
-		if f, n := sub.FailureStreak, sub.Failing; f > 0 || n > 0 {
-			reset := map[string]int64{datamodel.SuccessesAttr: 1, datamodel.FailuresAttr: -f, datamodel.FailingAttr: -n}
-			tries = append(tries, healthTry{ops: []store.Op{store.Add(k, reset, 0, store.Cond{Bounds: []store.Bound{
-				{Attr: datamodel.FailuresAttr, Cmp: store.GE, Value: f}, {Attr: datamodel.FailingAttr, Cmp: store.GE, Value: n}}})}})
+		f, n := sub.FailureStreak, sub.Failing
+		if f <= 0 && n <= 0 {
+			return []healthTry{{}}, nil
 		}
-		return append(tries, healthTry{ops: []store.Op{store.Add(k, count, 0, exists)}}, healthTry{}), nil
+		reset := map[string]int64{datamodel.FailuresAttr: -f, datamodel.FailingAttr: -n, datamodel.RecoveredAttr: now.UnixMilli() - sub.RecoveredAt}
+		return []healthTry{{ops: []store.Op{store.Add(k, reset, 0, store.Cond{Bounds: []store.Bound{
+			{Attr: datamodel.FailuresAttr, Cmp: store.GE, Value: f}, {Attr: datamodel.FailingAttr, Cmp: store.GE, Value: n},
+			{Attr: datamodel.RecoveredAttr, Cmp: store.EQ, Value: sub.RecoveredAt}}})}}, {}}, nil
 	}
 	var tries []healthTry
 	if streak := sub.FailureStreak + 1; streak >= FailingStreak && sub.Failing == 0 {
@@ -60,5 +63,5 @@ func healthOps(now time.Time, m Message, rec Attempt, sub Subscription) ([]healt
 			{Attr: datamodel.FailingAttr, Cmp: store.LE, Value: 0}, {Attr: datamodel.FailuresAttr, Cmp: store.GE, Value: FailingStreak - 1}}})
 		tries = append(tries, healthTry{ops: []store.Op{announce, ev}, notice: &notice})
 	}
-	return append(tries, healthTry{ops: []store.Op{store.Add(k, map[string]int64{datamodel.FailuresAttr: 1}, 0, exists)}}, healthTry{}), nil
+	return append(tries, healthTry{ops: []store.Op{store.Add(k, map[string]int64{datamodel.FailuresAttr: 1}, 0, store.Cond{Exists: true})}}, healthTry{}), nil
 }

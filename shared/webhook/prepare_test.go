@@ -137,7 +137,13 @@ func TestFreshDeliveryLosingItsSlotGivesBackItsClaim(t *testing.T) {
 			if len(c) == 1 {
 				_ = json.Unmarshal(c[0].Data, &owner)
 			}
-			if n := p.posts.Load(); n != 1 || len(c) != 1 || owner.Owner != "m2" || owner.Outcome != OutcomeSucceeded {
+			var m Message
+			_ = json.Unmarshal(p.routed, &m)
+			rec, found, err := d.recorded(ctx, m, owner.AttemptID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := p.posts.Load(); n != 1 || len(c) != 1 || owner.Owner != "m2" || !found || rec.Outcome != OutcomeSucceeded {
 				t.Fatalf("the deferred copy: %d requests, claims %+v (owner %+v); want one request claimed by m2", n, c, owner)
 			}
 			// The first message again (a queue's second delivery of it)

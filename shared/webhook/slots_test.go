@@ -250,7 +250,7 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 			routed, _ = d.Rule(ctx, store.Change{Kind: store.Inserted, Key: op2.Item.Key(), New: &op2.Item})
 			var m Message
 			json.Unmarshal(routed[0].Body, &m)
-			if _, err := d.claim(ctx, m, "m3"); err != nil {
+			if _, _, err := d.claim(ctx, m, "m3", newAttemptID(clk.Now())); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Handle(ctx, queue.Message{ID: "m3", Body: routed[0].Body, Receives: 2}); err != nil {

@@ -62,10 +62,16 @@ type Subscription struct {
 	Shown
 	Secret string           `json:"secret,omitempty"`
 	Sealed *envelope.Sealed `json:"sealed_secret,omitempty"`
-	// Successes counts successful deliveries (a numeric attribute of the
-	// item, moved atomically by the workers); the disable policy compares
-	// it with its value when a failing delivery began.
+	// Successes counted successful deliveries until issue 26 (a numeric
+	// attribute of the item); builds since leave it as it is, and the
+	// disable policy still honours a count that grew, for the messages and
+	// workers of older builds.
 	Successes int64 `json:"-"`
+	// RecoveredAt is when (Unix milliseconds) a success last ended a
+	// failure streak (a numeric attribute of the item): a delivery that
+	// dies disables its subscription only if it is older than the
+	// delivery's first attempt.
+	RecoveredAt int64 `json:"-"`
 	// Failing is 1 when the current failure streak has been announced.
 	Failing int64 `json:"-"`
 }
@@ -127,6 +133,7 @@ func Decode(it store.Item) (Subscription, error) {
 	s.Successes = it.Nums[datamodel.SuccessesAttr]
 	s.FailureStreak = max(0, it.Nums[datamodel.FailuresAttr])
 	s.Failing = it.Nums[datamodel.FailingAttr]
+	s.RecoveredAt = it.Nums[datamodel.RecoveredAttr]
 	return s, nil
 }
 
