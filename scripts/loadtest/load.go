@@ -13,7 +13,6 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
-	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -45,6 +44,7 @@ func (r receipt) latency() time.Duration { return r.at.Sub(r.created) }
 
 // call is one request of a well-behaved vendor.
 type call struct {
+	at      time.Time // when it was sent
 	vendor  int
 	status  int
 	latency time.Duration
@@ -129,11 +129,26 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 		return nil, err
 	}
 
-	log.Info("load", "vendors", len(good), "duration", o.duration)
-	before := treeUsage(l.srv.cmd.Process.Pid)
+	log.Info("load", "vendors", len(good), "warmup", o.warmup, "duration", o.duration)
+	// The same load runs o.warmup first, not counted: what the well-behaved
+	// saw, the server's CPU and its requests count from the end of it.
+	from := time.Now().Add(o.warmup)
+	var total atomic.Int64
 	var peak atomic.Int64
+	type mark struct {
+		u     usage
+		total int64
+	}
+	began := make(chan mark, 1)
 	sample, stopSample := context.WithCancel(ctx)
 	go func() {
+		select {
+		case <-sample.Done():
+			began <- mark{treeUsage(l.srv.cmd.Process.Pid), total.Load()}
+			return
+		case <-time.After(time.Until(from)):
+			began <- mark{treeUsage(l.srv.cmd.Process.Pid), total.Load()}
+		}
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -147,10 +162,8 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 			}
 		}
 	}()
-	from := time.Now()
-	loadCtx, cancel := context.WithTimeout(ctx, o.duration)
+	loadCtx, cancel := context.WithTimeout(ctx, o.warmup+o.duration)
 	var wg sync.WaitGroup
-	var total atomic.Int64
 	for i, v := range good {
 		wg.Go(func() { l.goodVendor(loadCtx, i, v, &total) })
 	}
@@ -168,6 +181,7 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 	after := treeUsage(l.srv.cmd.Process.Pid)
 	to := time.Now()
 	stopSample()
+	before := <-began
 
 	log.Info("draining deliveries", "for", o.drain)
 	select {
@@ -179,10 +193,10 @@ func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := l.report(good, undelivered, expected, total.Load(), after.cpu-before.cpu, max(peak.Load(), after.rss))
+	r := l.report(from, undelivered, expected, total.Load()-before.total, after.cpu-before.u.cpu, max(peak.Load(), after.rss))
 	if trace != "" {
 		l.mu.Lock()
-		received := maps.Clone(l.received)
+		received := l.counted(from)
 		l.mu.Unlock()
 		if r.segments, err = readSegments(trace, received, from, to); err != nil {
 			return nil, fmt.Errorf("the trace: %w", err)
@@ -411,7 +425,7 @@ func (l *load) measure(ctx context.Context, i int, token, method, path, body, co
 	}
 	total.Add(1)
 	l.mu.Lock()
-	l.calls = append(l.calls, call{vendor: i, status: status, latency: time.Since(t0), err: err != nil})
+	l.calls = append(l.calls, call{at: t0, vendor: i, status: status, latency: time.Since(t0), err: err != nil})
 	l.mu.Unlock()
 	if status >= 500 || status == http.StatusTooManyRequests || (status >= 400 && status != http.StatusConflict) {
 		l.log.Warn("refused", "vendor", i, "method", method, "path", path, "status", status, "body", string(b))
@@ -458,7 +472,7 @@ func (l *load) craftedUploads(ctx context.Context, v *vendor, total *atomic.Int6
 		}
 		total.Add(1)
 		l.mu.Lock()
-		l.crafted = append(l.crafted, call{status: status, latency: time.Since(t0), err: err != nil})
+		l.crafted = append(l.crafted, call{at: t0, status: status, latency: time.Since(t0), err: err != nil})
 		l.mu.Unlock()
 		select {
 		case <-t.C:

@@ -38,6 +38,7 @@ type options struct {
 	drain      time.Duration
 	reads      int
 	writes     int
+	warmup     time.Duration
 	check      bool
 	keep       bool
 	serveArgs  string
@@ -53,6 +54,7 @@ func main() {
 	flag.IntVar(&o.forgeRate, "forge-rate", 50, "forged requests a second, per forger")
 	flag.IntVar(&o.crafted, "crafted", 1, "hostile vendors uploading a crafted progressive JPEG every 10 s")
 	flag.DurationVar(&o.duration, "duration", 3*time.Minute, "how long the load runs")
+	flag.DurationVar(&o.warmup, "warmup", 20*time.Second, "how long the same load runs first, not counted: the processes, pools and connections a fresh server starts")
 	flag.DurationVar(&o.drain, "drain", 70*time.Second, "how long to wait for deliveries after the load (also lets the rate windows roll over before the final reads)")
 	flag.IntVar(&o.reads, "reads", 40, "reads a minute per well-behaved vendor (the allowance is 60)")
 	flag.IntVar(&o.writes, "writes", 8, "writes a minute per well-behaved vendor (the allowance is 12)")
