@@ -286,8 +286,9 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		later := m
 		later.Lane = LaneSlow
 		later.Deferrals++
-		delay := DeferDelay(later.Deferrals, d.jitter())
-		log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String())
+		expect := look.expect(now, m.Attempt > 1)
+		delay := DeferDelay(later.Deferrals, expect, d.jitter())
+		log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String(), "held_slow", expect.Slow)
 		return d.send(ctx, later, delay)
 	}
 	// The slot is given back once: beside the attempt's record when the
@@ -487,7 +488,7 @@ func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message, look L
 	if d.Slots == nil {
 		return none, true, nil
 	}
-	release, ok, err := d.Slots.Take(ctx, look, qm.ID, m.Attempt > 1)
+	release, ok, err := d.Slots.Take(ctx, look, Holder{Owner: qm.ID, SubscriptionID: m.SubscriptionID, Retry: m.Attempt > 1})
 	if err != nil || ok || qm.Receives <= 1 {
 		return release, ok, err
 	}

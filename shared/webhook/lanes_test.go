@@ -28,7 +28,7 @@ import (
 func TestSlowReceiverMovesItsDeliveriesToTheSlowLane(t *testing.T) {
 	kinds := map[string]func(t *testing.T, c *clock.Fake) (store.Store, Slots){
 		"memory": func(t *testing.T, c *clock.Fake) (store.Store, Slots) {
-			return slotStores()["sqlite"](t, c), NewMemorySlots()
+			return slotStores()["sqlite"](t, c), NewMemorySlots(c)
 		},
 	}
 	for name, open := range slotStores() {
@@ -163,7 +163,7 @@ func TestMarkRunsOut(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
 	st := slotStores()["sqlite"](t, clk)
-	for name, slots := range map[string]Slots{"memory": NewMemorySlots(), "store": StoreSlots{Store: st, Clock: clk}} {
+	for name, slots := range map[string]Slots{"memory": NewMemorySlots(clk), "store": StoreSlots{Store: st, Clock: clk}} {
 		if err := slots.MarkSlow(ctx, "ven_1", "whsub_1", clk.Now().Add(SlowMark)); err != nil {
 			t.Fatal(err)
 		}
