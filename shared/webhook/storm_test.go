@@ -322,3 +322,94 @@ func TestPromptBurstDrainsQuickly(t *testing.T) {
 		})
 	}
 }
+
+// TestLookExpect: what a deferred message expects of its vendor's slots
+// comes from the look alone. Holders just started, not marked slow: prompt.
+// Holders whose subscription is marked slow: slow, with the time until
+// the first reaches RequestTimeout. A retry looks only at the retry
+// slots. A holder that has taken SlowReceiver is slow without a mark, and
+// a slot item of an older build (its owner only) reads, its start taken
+// from its lease. In memory and in each store.
+func TestLookExpect(t *testing.T) {
+	const vendorID = "ven_expect"
+	for name, open := range stormKinds() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
+			st, slots := open(t, clk)
+			look := func() Look {
+				t.Helper()
+				l, err := slots.Look(ctx, vendorID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			take := func(sub string, retry bool) func(context.Context) error {
+				t.Helper()
+				r, ok, err := slots.Take(ctx, look(), Holder{Owner: "m", SubscriptionID: sub, Retry: retry})
+				if err != nil || !ok {
+					t.Fatalf("take: %v %v", ok, err)
+				}
+				return r
+			}
+			if e := look().expect(clk.Now(), false); e.Slow {
+				t.Fatalf("no holder: %+v", e)
+			}
+			// Two retries (prompt ones count slow: a failing receiver) and
+			// two fresh attempts to prompt receivers.
+			var rs []func(context.Context) error
+			rs = append(rs, take("whsub_r", true), take("whsub_r", true))
+			clk.Advance(time.Second)
+			rs = append(rs, take("whsub_a", false), take("whsub_b", false))
+			if e := look().expect(clk.Now(), false); e.Slow {
+				t.Fatalf("fresh, behind prompt holders: %+v, want prompt", e)
+			}
+			if e := look().expect(clk.Now(), true); !e.Slow || e.Left != RequestTimeout-time.Second {
+				t.Fatalf("a retry, behind retries: %+v, want slow with %s left", e, RequestTimeout-time.Second)
+			}
+			// Marked slow: the fresh holders' ends count.
+			for _, sub := range []string{"whsub_a", "whsub_b"} {
+				if err := slots.MarkSlow(ctx, vendorID, sub, clk.Now().Add(SlowMark)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clk.Advance(time.Second)
+			if e := look().expect(clk.Now(), false); !e.Slow || e.Left != RequestTimeout-2*time.Second {
+				t.Fatalf("fresh, behind slow holders: %+v, want slow with %s left", e, RequestTimeout-2*time.Second)
+			}
+			// Unmarked, but past SlowReceiver: slow all the same.
+			for _, sub := range []string{"whsub_a", "whsub_b"} {
+				if err := slots.MarkSlow(ctx, vendorID, sub, time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clk.Advance(SlowReceiver)
+			if e := look().expect(clk.Now(), false); !e.Slow {
+				t.Fatalf("fresh, behind holders past SlowReceiver: %+v, want slow", e)
+			}
+			for _, r := range rs {
+				if err := r(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, ok := slots.(StoreSlots); !ok {
+				return
+			}
+			// A slot item of an older build: its owner only.
+			k := slotKey(vendorID, RetrySlots)
+			old := store.Item{PK: k.PK, SK: k.SK, Version: 7, Data: []byte(`{"owner":"old"}`), ExpiresAt: clk.Now().Add(SlotLease).Unix() + 1}
+			if err := st.Transact(ctx, store.Put(old, store.IfAbsent())); err != nil {
+				t.Fatal(err)
+			}
+			l := look()
+			if len(l.holds) != 1 || l.mayTake(false) != true || l.expect(clk.Now(), false).Slow {
+				t.Fatalf("an older build's slot, just taken: %+v", l)
+			}
+			clk.Advance(SlowReceiver + time.Second)
+			if e := look().expect(clk.Now(), false); !e.Slow || e.Left > RequestTimeout-SlowReceiver {
+				t.Fatalf("an older build's slot, past SlowReceiver: %+v", e)
+			}
+		})
+	}
+}
