@@ -140,9 +140,9 @@ func previousDeferDelay(jitter func() float64) func(int) time.Duration {
 	}
 }
 
-// stormKinds are the slot keepers: in memory (the local server) and in
+// slotKeepers are the keepers of the slots and marks: in memory (the local server) and in
 // each store (the worker Lambdas).
-func stormKinds() map[string]func(t *testing.T, c *clock.Fake) (store.Store, Slots) {
+func slotKeepers() map[string]func(t *testing.T, c *clock.Fake) (store.Store, Slots) {
 	kinds := map[string]func(t *testing.T, c *clock.Fake) (store.Store, Slots){
 		"memory": func(t *testing.T, c *clock.Fake) (store.Store, Slots) {
 			return slotStores()["sqlite"](t, c), NewMemorySlots(c)
@@ -211,7 +211,7 @@ func TestDeferralStormIsSpread(t *testing.T) {
 		bound    = 2 * messages
 		hold     = 19 * time.Second
 	)
-	for name, open := range stormKinds() {
+	for name, open := range slotKeepers() {
 		t.Run(name, func(t *testing.T) {
 			counts := map[string]int{}
 			for _, schedule := range []string{"previous", "current"} {
@@ -297,7 +297,7 @@ func TestDeferralStormIsSpread(t *testing.T) {
 // once. On both stores and in memory.
 func TestPromptBurstDrainsQuickly(t *testing.T) {
 	const vendorID = "ven_prompt"
-	for name, open := range stormKinds() {
+	for name, open := range slotKeepers() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
@@ -332,7 +332,7 @@ func TestPromptBurstDrainsQuickly(t *testing.T) {
 // from its lease. In memory and in each store.
 func TestLookExpect(t *testing.T) {
 	const vendorID = "ven_expect"
-	for name, open := range stormKinds() {
+	for name, open := range slotKeepers() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
