@@ -133,11 +133,19 @@ func (h holding) slow(l Look, now time.Time) bool {
 // expect is what a message (a retry when retry) that found no slot free
 // can expect of the slots it could take: Slow when every holder of them
 // is slow, and then how long until the first of them reaches its
-// RequestTimeout. It reads only what the look read.
+// RequestTimeout. It reads only what the look read. A retry looks at the
+// holders of the retry slots when they are all held, else at all of them
+// (MemorySlots' retries take any slot, and may be kept off by the total).
 func (l Look) expect(now time.Time, retry bool) Expect {
 	e := Expect{Left: MaxDeferDelay}
+	retrySlotsHeld := 0
 	for _, h := range l.holds {
-		if retry && !h.retrySlot {
+		if h.retrySlot {
+			retrySlotsHeld++
+		}
+	}
+	for _, h := range l.holds {
+		if retry && retrySlotsHeld >= RetrySlots && !h.retrySlot {
 			continue
 		}
 		if !h.slow(l, now) {

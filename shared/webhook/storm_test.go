@@ -393,6 +393,20 @@ func TestLookExpect(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// Four fresh attempts just begun, to prompt receivers: a retry
+			// kept off by them expects them to end soon.
+			rs = nil
+			for _, sub := range []string{"whsub_c", "whsub_d", "whsub_e", "whsub_f"} {
+				rs = append(rs, take(sub, false))
+			}
+			if e := look().expect(clk.Now(), true); e.Slow {
+				t.Fatalf("a retry behind prompt fresh holders: %+v, want prompt", e)
+			}
+			for _, r := range rs {
+				if err := r(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if _, ok := slots.(StoreSlots); !ok {
 				return
 			}
