@@ -25,7 +25,7 @@ func (a *App) webhookWorks(q queue.Sender) []Work {
 	policy := a.webhookPolicy()
 	var slots webhook.Slots = webhook.StoreSlots{Store: a.Store, Clock: a.Clock}
 	if a.local != nil {
-		slots = webhook.NewMemorySlots()
+		slots = webhook.NewMemorySlots(a.Clock)
 	}
 	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots, Secrets: a.Secrets,
 		MetricsNamespace: a.Config.MetricsNamespace, AWS: a.WebhookAWS}

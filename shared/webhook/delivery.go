@@ -269,8 +269,13 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	if misrouted(m, qm.Receives, look, now) {
 		slow := m
 		slow.Lane = LaneSlow
-		log.DebugContext(ctx, "webhook attempt moved to the slow lane")
-		return d.send(ctx, slow, 0)
+		if look.mayTake(m.Attempt > 1) {
+			log.DebugContext(ctx, "webhook attempt moved to the slow lane")
+			return d.send(ctx, slow, 0)
+		}
+		// No slot looked free: the move is the attempt's first deferral,
+		// not a message that comes back at once only to be deferred.
+		return d.deferral(ctx, log, slow, look, now)
 	}
 	pre := d.prepare(ctx, m, qm, look, newAttemptID(now))
 	if pre.holdErr != nil {
@@ -280,15 +285,7 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		if err := d.unclaim(ctx, m, qm, pre); err != nil {
 			return err
 		}
-		// The vendor has its share in flight: put the attempt off without
-		// making it (it keeps its number), in the slow lane, so that this
-		// message holds no capacity another vendor's delivery could use.
-		later := m
-		later.Lane = LaneSlow
-		later.Deferrals++
-		delay := DeferDelay(later.Deferrals, d.jitter())
-		log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String())
-		return d.send(ctx, later, delay)
+		return d.deferral(ctx, log, m, look, now)
 	}
 	// The slot is given back once: beside the attempt's record when the
 	// request is over, or when Handle returns.
@@ -421,6 +418,20 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 	return d.after(ctx, m, rec)
 }
 
+// deferral puts m's attempt off without making it, its vendor having its
+// share in flight (it keeps its number), in the slow lane, so that this
+// message holds no capacity another vendor's delivery could use; how long
+// follows what look saw of the slots' holders (DeferDelay).
+func (d Deliverer) deferral(ctx context.Context, log *slog.Logger, m Message, look Look, now time.Time) error {
+	later := m
+	later.Lane = LaneSlow
+	later.Deferrals++
+	expect := look.expect(now, m.Attempt > 1)
+	delay := DeferDelay(later.Deferrals, expect, d.jitter())
+	log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String(), "held_slow", expect.Slow)
+	return d.send(ctx, later, delay)
+}
+
 // finish does again what follows an attempt recorded before a crash: the
 // event's delivered mark for a success (written beside the record, so it
 // may be missing), then after.
@@ -487,7 +498,7 @@ func (d Deliverer) hold(ctx context.Context, m Message, qm queue.Message, look L
 	if d.Slots == nil {
 		return none, true, nil
 	}
-	release, ok, err := d.Slots.Take(ctx, look, qm.ID, m.Attempt > 1)
+	release, ok, err := d.Slots.Take(ctx, look, Holder{Owner: qm.ID, SubscriptionID: m.SubscriptionID, Retry: m.Attempt > 1})
 	if err != nil || ok || qm.Receives <= 1 {
 		return release, ok, err
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
@@ -26,18 +25,7 @@ import (
 // lane. With the slots and marks in memory (the local server) and in
 // each store (the worker Lambdas).
 func TestSlowReceiverMovesItsDeliveriesToTheSlowLane(t *testing.T) {
-	kinds := map[string]func(t *testing.T, c *clock.Fake) (store.Store, Slots){
-		"memory": func(t *testing.T, c *clock.Fake) (store.Store, Slots) {
-			return slotStores()["sqlite"](t, c), NewMemorySlots()
-		},
-	}
-	for name, open := range slotStores() {
-		kinds[name] = func(t *testing.T, c *clock.Fake) (store.Store, Slots) {
-			st := open(t, c)
-			return st, StoreSlots{Store: st, Clock: c}
-		}
-	}
-	for name, open := range kinds {
+	for name, open := range slotKeepers() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
@@ -163,7 +151,7 @@ func TestMarkRunsOut(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
 	st := slotStores()["sqlite"](t, clk)
-	for name, slots := range map[string]Slots{"memory": NewMemorySlots(), "store": StoreSlots{Store: st, Clock: clk}} {
+	for name, slots := range map[string]Slots{"memory": NewMemorySlots(clk), "store": StoreSlots{Store: st, Clock: clk}} {
 		if err := slots.MarkSlow(ctx, "ven_1", "whsub_1", clk.Now().Add(SlowMark)); err != nil {
 			t.Fatal(err)
 		}

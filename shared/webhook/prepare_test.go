@@ -80,9 +80,9 @@ type lateSlots struct {
 	before func()
 }
 
-func (s *lateSlots) Take(ctx context.Context, look Look, owner string, retry bool) (func(context.Context) error, bool, error) {
+func (s *lateSlots) Take(ctx context.Context, look Look, h Holder) (func(context.Context) error, bool, error) {
 	s.once.Do(s.before)
-	return s.Slots.Take(ctx, look, owner, retry)
+	return s.Slots.Take(ctx, look, h)
 }
 
 // A fresh delivery whose vendor had a slot free when looked claims its

@@ -35,27 +35,50 @@ const (
 	// attempt (RequestTimeout) and the store writes around it.
 	SlotLease = RequestTimeout + 15*time.Second
 	// FirstDeferDelay and MaxDeferDelay bound the wait of a message whose
-	// vendor had no free slot: the n-th deferral of a message waits a
-	// random time up to min(MaxDeferDelay, FirstDeferDelay·4^(n-1)), at
-	// least FirstDeferDelay, so a vendor's backlog comes back ever less
-	// often instead of spinning through the queue. A backlog of B messages
-	// comes back about 2B/MaxDeferDelay times a second once it has waited
-	// a few minutes: with 30 s and doubling, three tarpit vendors' backlogs
-	// came back about a hundred times a second, dozens of times as often
-	// as their well-behaved neighbours' deliveries arrived
-	// (docs/decisions.md, "Where a delivery waits in the deployed shape").
+	// vendor had no free slot (DeferDelay).
 	FirstDeferDelay = time.Second
 	MaxDeferDelay   = 5 * time.Minute
 )
 
-// DeferDelay is how long the n-th deferral (1-based) of a message waits.
-func DeferDelay(n int, jitter float64) time.Duration {
-	ceiling := FirstDeferDelay
-	for i := 1; i < n && ceiling < MaxDeferDelay; i++ {
-		ceiling *= 4
+// DeferDelay is how long the n-th deferral (1-based) of a message waits,
+// given what the look saw of the slots it could take (Look.expect): a
+// time between FirstDeferDelay and FirstDeferDelay plus a window, full
+// jitter, at most MaxDeferDelay. When a slot's holder is prompt, the
+// window is FirstDeferDelay·4^(n-1), so a prompt vendor's burst drains
+// within seconds. When every holder is slow (its receiver marked slow, a
+// retry, or an attempt already past SlowReceiver), the slots come free
+// only as those attempts end and the next ones in line take as long, so
+// the window is (left + RequestTimeout)·4^n, left being how long until
+// the first of them ends: a backlog comes back spread over several of
+// its slots' cycles instead of all together a second later
+// (docs/decisions.md, "A vendor's backlog comes back as its slots free
+// (issue 25)").
+func DeferDelay(n int, e Expect, jitter float64) time.Duration {
+	window, grow := FirstDeferDelay, n-1
+	if e.Slow {
+		window, grow = max(e.Left, 0)+RequestTimeout, n
 	}
-	ceiling = min(ceiling, MaxDeferDelay)
-	return max(time.Duration(jitter*float64(ceiling)), FirstDeferDelay)
+	for i := 0; i < grow && window < MaxDeferDelay; i++ {
+		window *= 4
+	}
+	window = min(window, MaxDeferDelay)
+	return min(FirstDeferDelay+time.Duration(jitter*float64(window)), MaxDeferDelay)
+}
+
+// Expect is what a deferred message can expect of the slots it could
+// take, as looked: whether every holder is slow, and how long until the
+// first of those attempts reaches its RequestTimeout.
+type Expect struct {
+	Slow bool
+	Left time.Duration
+}
+
+// Holder is who takes a slot: the queue message making the attempt, its
+// subscription, and whether it is a retry.
+type Holder struct {
+	Owner          string
+	SubscriptionID string
+	Retry          bool
 }
 
 // Slots hands out the vendors' delivery slots, and keeps which
@@ -65,10 +88,10 @@ type Slots interface {
 	// Look reads the vendor's slots and lane marks as they are now.
 	Look(ctx context.Context, vendorID string) (Look, error)
 	// Take takes one of the vendor's slots, as look saw them, for the
-	// attempt owner makes (retry when it is attempt 2 or later). It
-	// returns ok false when the vendor has none free; otherwise release
-	// gives the slot back.
-	Take(ctx context.Context, look Look, owner string, retry bool) (release func(context.Context) error, ok bool, err error)
+	// attempt h makes (h.Retry when it is attempt 2 or later). It returns
+	// ok false when the vendor has none free; otherwise release gives the
+	// slot back.
+	Take(ctx context.Context, look Look, h Holder) (release func(context.Context) error, ok bool, err error)
 	// MarkSlow marks a subscription's receiver slow until then; a zero
 	// time takes the mark away.
 	MarkSlow(ctx context.Context, vendorID, subscriptionID string, until time.Time) error
@@ -85,6 +108,56 @@ type Look struct {
 	inUse   [2]int
 	// slow is when each marked subscription's mark ends.
 	slow map[string]time.Time
+	// holds are the slots' holders, as far as their slots tell.
+	holds []holding
+}
+
+// holding is one held slot as looked: when its attempt began, the
+// holder's subscription and whether it is a retry (unknown, empty and
+// false, for a slot taken by an older build), and whether it is one of the
+// slots retries may hold.
+type holding struct {
+	start     time.Time
+	sub       string
+	retry     bool
+	retrySlot bool
+}
+
+// slow reports whether the holding's attempt will not end soon: a retry
+// of a failing receiver, an attempt to a receiver marked slow, or one
+// that has taken SlowReceiver already.
+func (h holding) slow(l Look, now time.Time) bool {
+	return h.retry || l.SlowUntil(h.sub).After(now) || now.Sub(h.start) >= SlowReceiver
+}
+
+// expect is what a message (a retry when retry) that found no slot free
+// can expect of the slots it could take: Slow when every holder of them
+// is slow, and then how long until the first of them reaches its
+// RequestTimeout. It reads only what the look read. A retry looks at the
+// holders of the retry slots when they are all held, else at all of them
+// (MemorySlots' retries take any slot, and may be kept off by the total).
+func (l Look) expect(now time.Time, retry bool) Expect {
+	e := Expect{Left: MaxDeferDelay}
+	retrySlotsHeld := 0
+	for _, h := range l.holds {
+		if h.retrySlot {
+			retrySlotsHeld++
+		}
+	}
+	for _, h := range l.holds {
+		if retry && retrySlotsHeld >= RetrySlots && !h.retrySlot {
+			continue
+		}
+		if !h.slow(l, now) {
+			return Expect{}
+		}
+		e.Slow = true
+		e.Left = min(e.Left, max(h.start.Add(RequestTimeout).Sub(now), 0))
+	}
+	if !e.Slow {
+		return Expect{}
+	}
+	return e
 }
 
 // SlowUntil is when the subscription's slow mark ends, or the zero time.
@@ -115,15 +188,24 @@ func (l Look) mayTake(retry bool) bool {
 // MemorySlots counts the slots of one process: the local server, whose
 // delivery pool is the only one.
 type MemorySlots struct {
-	mu   sync.Mutex
-	held map[string]*[2]int // per vendor: all held, retries held
+	clock clock.Clock
+	mu    sync.Mutex
+	held  map[string]*memoryHeld // per vendor
 	// slow are the lane marks, per vendor and subscription.
 	slow map[string]map[string]time.Time
 }
 
-// NewMemorySlots returns an empty MemorySlots.
-func NewMemorySlots() *MemorySlots {
-	return &MemorySlots{held: map[string]*[2]int{}, slow: map[string]map[string]time.Time{}}
+// memoryHeld is what a vendor holds of MemorySlots: how many slots (all,
+// retries) and by whom.
+type memoryHeld struct {
+	count [2]int
+	by    map[*holding]bool
+}
+
+// NewMemorySlots returns an empty MemorySlots whose holders start at c's
+// time.
+func NewMemorySlots(c clock.Clock) *MemorySlots {
+	return &MemorySlots{clock: c, held: map[string]*memoryHeld{}, slow: map[string]map[string]time.Time{}}
 }
 
 // Look reads the vendor's lane marks and counts its slots held.
@@ -132,7 +214,10 @@ func (s *MemorySlots) Look(_ context.Context, vendorID string) (Look, error) {
 	defer s.mu.Unlock()
 	l := Look{VendorID: vendorID, slow: maps.Clone(s.slow[vendorID]), counted: true}
 	if h := s.held[vendorID]; h != nil {
-		l.inUse = *h
+		l.inUse = h.count
+		for by := range h.by {
+			l.holds = append(l.holds, *by)
+		}
 	}
 	return l, nil
 }
@@ -157,32 +242,35 @@ func (s *MemorySlots) MarkSlow(_ context.Context, vendorID, subscriptionID strin
 
 // Take takes a slot when the vendor holds fewer than VendorSlots (and,
 // for a retry, its retries fewer than RetrySlots), counted at this moment.
-func (s *MemorySlots) Take(_ context.Context, look Look, _ string, retry bool) (func(context.Context) error, bool, error) {
-	vendorID := look.VendorID
+func (s *MemorySlots) Take(_ context.Context, look Look, holder Holder) (func(context.Context) error, bool, error) {
+	vendorID, retry := look.VendorID, holder.Retry
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.held[vendorID]
 	if h == nil {
-		h = &[2]int{}
+		h = &memoryHeld{by: map[*holding]bool{}}
 		s.held[vendorID] = h
 	}
-	if h[0] >= VendorSlots || (retry && h[1] >= RetrySlots) {
+	if h.count[0] >= VendorSlots || (retry && h.count[1] >= RetrySlots) {
 		return nil, false, nil
 	}
-	h[0]++
+	h.count[0]++
 	if retry {
-		h[1]++
+		h.count[1]++
 	}
+	by := &holding{start: s.clock.Now(), sub: holder.SubscriptionID, retry: retry, retrySlot: retry}
+	h.by[by] = true
 	var once sync.Once
 	return func(context.Context) error {
 		once.Do(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			h[0]--
+			h.count[0]--
 			if retry {
-				h[1]--
+				h.count[1]--
 			}
-			if h[0] == 0 {
+			delete(h.by, by)
+			if h.count[0] == 0 {
 				delete(s.held, vendorID)
 			}
 		})
@@ -241,8 +329,30 @@ func slotOrder(retry bool) []int {
 	return append(rotate(RetrySlots, VendorSlots), rotate(0, RetrySlots)...)
 }
 
+// slotHolder is a slot item's data: its holder's message, and since
+// issue 25 the holder's subscription, whether it is a retry and when its
+// attempt began (Unix ms); a slot taken by an older build has only the
+// owner, and its start is read from its lease.
 type slotHolder struct {
-	Owner string `json:"owner"`
+	Owner          string `json:"owner"`
+	SubscriptionID string `json:"subscription_id,omitempty"`
+	Retry          bool   `json:"retry,omitempty"`
+	StartMS        int64  `json:"start_ms,omitempty"`
+}
+
+// holding reads a slot item: what its data says, and the start its lease
+// implies when the data has none (or cannot be read: the slot is held
+// all the same).
+func slotHolding(it store.Item) holding {
+	var sh slotHolder
+	_ = json.Unmarshal(it.Data, &sh)
+	h := holding{sub: sh.SubscriptionID, retry: sh.Retry, start: time.UnixMilli(sh.StartMS)}
+	if sh.StartMS == 0 {
+		h.start = time.Unix(it.ExpiresAt-1, 0).Add(-SlotLease)
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(it.SK, slotPrefix))
+	h.retrySlot = err == nil && i < RetrySlots
+	return h
 }
 
 // Look reads the vendor's held slots and lane marks in one query; an
@@ -257,6 +367,7 @@ func (s StoreSlots) Look(ctx context.Context, vendorID string) (Look, error) {
 		switch {
 		case strings.HasPrefix(it.SK, slotPrefix):
 			l.held[it.SK] = true
+			l.holds = append(l.holds, slotHolding(it))
 		case strings.HasPrefix(it.SK, slowPrefix):
 			if l.slow == nil {
 				l.slow = map[string]time.Time{}
@@ -283,19 +394,20 @@ func (s StoreSlots) MarkSlow(ctx context.Context, vendorID, subscriptionID strin
 
 // Take tries the slots look saw free, in slotOrder, until a conditional
 // put wins one.
-func (s StoreSlots) Take(ctx context.Context, look Look, owner string, retry bool) (func(context.Context) error, bool, error) {
+func (s StoreSlots) Take(ctx context.Context, look Look, h Holder) (func(context.Context) error, bool, error) {
 	vendorID := look.VendorID
-	data, err := json.Marshal(slotHolder{Owner: owner})
+	now := s.Clock.Now()
+	data, err := json.Marshal(slotHolder{Owner: h.Owner, SubscriptionID: h.SubscriptionID, Retry: h.Retry, StartMS: now.UnixMilli()})
 	if err != nil {
 		return nil, false, err
 	}
-	for _, i := range slotOrder(retry) {
+	for _, i := range slotOrder(h.Retry) {
 		k := slotKey(vendorID, i)
 		if look.held[k.SK] {
 			continue
 		}
 		token := rand.Int64N(1<<62) + 1
-		expires := s.Clock.Now().Add(SlotLease)
+		expires := now.Add(SlotLease)
 		it := store.Item{PK: k.PK, SK: k.SK, Version: token, Data: data, ExpiresAt: expires.Unix() + 1}
 		err := s.Store.Transact(ctx, store.Put(it, store.IfAbsent()))
 		if store.IsCondition(err) {

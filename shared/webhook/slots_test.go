@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
@@ -148,7 +149,7 @@ func TestStoreSlotsBoundAVendorAcrossProcesses(t *testing.T) {
 // VendorSlots, retries to RetrySlots, with real goroutines; a give-back
 // counts once.
 func TestMemorySlots(t *testing.T) {
-	s := NewMemorySlots()
+	s := NewMemorySlots(clocktest.Fake(2026, 3, 4, 10, 0, 0))
 	a, aRetries := race(t, []Slots{s}, "ven_a", 30)
 	b, _ := race(t, []Slots{s}, "ven_b", 30)
 	if len(a) != VendorSlots || len(b) != VendorSlots || aRetries > RetrySlots {
@@ -164,7 +165,7 @@ func TestMemorySlots(t *testing.T) {
 		t.Fatal("a double give-back freed two slots")
 	}
 	// Only retries held: fresh deliveries still have the rest.
-	r := NewMemorySlots()
+	r := NewMemorySlots(clocktest.Fake(2026, 3, 4, 10, 0, 0))
 	for range RetrySlots {
 		if _, ok, _ := acquire(ctx, r, "ven_c", "retry", true); !ok {
 			t.Fatal("a retry got no slot")
@@ -270,19 +271,34 @@ func TestDeliveryDeferredWhileTheVendorHoldsItsShare(t *testing.T) {
 	}
 }
 
-// TestDeferDelay: deferrals back off from FirstDeferDelay to MaxDeferDelay.
+// TestDeferDelay: a deferral waits at least FirstDeferDelay and at most
+// MaxDeferDelay; the first is jittered (no synchronized return); behind
+// prompt holders the window is FirstDeferDelay·4^(n-1), behind slow ones
+// it is (left + RequestTimeout)·4^n.
 func TestDeferDelay(t *testing.T) {
-	if d := DeferDelay(1, 0); d != FirstDeferDelay {
-		t.Fatalf("first deferral with no jitter waits %s", d)
+	prompt, slow := Expect{}, Expect{Slow: true, Left: 5 * time.Second}
+	cases := []struct {
+		n        int
+		e        Expect
+		jitter   float64
+		min, max time.Duration
+	}{
+		{1, prompt, 0, FirstDeferDelay, FirstDeferDelay},
+		{1, prompt, 0.5, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{1, prompt, 0.999, 1990 * time.Millisecond, 2 * time.Second},
+		{3, prompt, 0.999, 16 * time.Second, 17 * time.Second},
+		{30, prompt, 0.999, MaxDeferDelay - time.Second, MaxDeferDelay},
+		{1, slow, 0, FirstDeferDelay, FirstDeferDelay},
+		{1, slow, 0.5, 35 * time.Second, 35 * time.Second},
+		{1, slow, 0.999, 68 * time.Second, 69 * time.Second},
+		{2, slow, 0.999, 272 * time.Second, 273 * time.Second},
+		{3, slow, 0.999, MaxDeferDelay - time.Second, MaxDeferDelay},
+		{1, Expect{Slow: true, Left: -time.Second}, 0.5, 25 * time.Second, 25 * time.Second},
 	}
-	if d := DeferDelay(1, 0.999); d > FirstDeferDelay {
-		t.Fatalf("first deferral waits %s", d)
-	}
-	if d := DeferDelay(3, 0.999); d > 16*FirstDeferDelay || d < 15*FirstDeferDelay {
-		t.Fatalf("third deferral waits %s, want up to 16 times the first", d)
-	}
-	if d := DeferDelay(30, 0.999); d > MaxDeferDelay || d < MaxDeferDelay/2 {
-		t.Fatalf("30th deferral waits %s", d)
+	for _, c := range cases {
+		if d := DeferDelay(c.n, c.e, c.jitter); d < c.min || d > c.max {
+			t.Errorf("deferral %d behind %+v, jitter %v: waits %s, want %s to %s", c.n, c.e, c.jitter, d, c.min, c.max)
+		}
 	}
 }
 
@@ -292,5 +308,5 @@ func acquire(ctx context.Context, s Slots, vendorID, owner string, retry bool) (
 	if err != nil {
 		return nil, false, err
 	}
-	return s.Take(ctx, look, owner, retry)
+	return s.Take(ctx, look, Holder{Owner: owner, Retry: retry})
 }
