@@ -56,8 +56,9 @@ var TableActions = []string{
 }
 
 // TableReadActions are the stream router's reads: items (a vendor's
-// webhook subscriptions) that decide where changes go, and the markers of
-// changes not yet routed (pipeline.Pending).
+// webhook subscriptions, and the query of its delivery slots and lane
+// marks when an event fans out beyond them) that decide where changes go,
+// and the markers of changes not yet routed (pipeline.Pending).
 var TableReadActions = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"}
 
 // RouterActions are the stream router's table actions: its reads, and the

@@ -13,9 +13,12 @@ func (a *App) webhookPolicy() webhook.Policy {
 
 // webhookWorks deliver events, in two lanes (webhook/lanes.go): the rule
 // fans each new event out to one message per matching subscription in
-// the fresh lane; one handler makes the attempts of both lanes (on one
-// client, so that connections to receivers are reused across deliveries)
-// and sends retries and deferrals to the slow lane on q. Each vendor
+// the fresh lane (in the slow lane for a subscription marked slow, when
+// the event fans out beyond webhook.VendorSlots: the rule reads the same
+// slots as the handler, one MemorySlots locally, where the router runs
+// beside the pools and is built from these works, the table in AWS); one
+// handler makes the attempts of both lanes (on one client, so that
+// connections to receivers are reused across deliveries) and sends retries and deferrals to the slow lane on q. Each vendor
 // holds at most webhook.VendorSlots attempts in flight across both lanes:
 // counted in memory by the local server, whose pools are the only ones,
 // and in the store by the worker Lambdas, whose environments share

@@ -221,20 +221,62 @@ func (d Deliverer) Rule(ctx context.Context, c store.Change) ([]pipeline.Outgoin
 		return nil, fmt.Errorf("webhook: read subscriptions of %s: %w", ev.VendorID, err)
 	}
 	now := d.Clock.Now()
-	var out []pipeline.Outgoing
+	var msgs []Message
 	for _, s := range subs {
 		if s.Status != StatusEnabled || !s.Matches(ev.Type) {
 			continue
 		}
-		m := Message{VendorID: ev.VendorID, EventID: ev.ID, SubscriptionID: s.ID, DeliveryID: DeliveryID(ev.ID, s.ID, ""),
-			Attempt: 1, CreatedAt: now, NotBefore: now, Successes: s.Successes}
+		msgs = append(msgs, Message{VendorID: ev.VendorID, EventID: ev.ID, SubscriptionID: s.ID, DeliveryID: DeliveryID(ev.ID, s.ID, ""),
+			Attempt: 1, CreatedAt: now, NotBefore: now, Successes: s.Successes})
+	}
+	look, looked := d.fanOutLook(ctx, ev.VendorID, len(msgs))
+	out := make([]pipeline.Outgoing, 0, len(msgs))
+	for _, m := range msgs {
+		var delay time.Duration
+		if looked && misrouted(m, 1, look, now) {
+			m, delay = d.slowLane(m, look, now)
+		}
 		b, err := json.Marshal(m)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, pipeline.Outgoing{Queue: queue.WebhookDeliveries, Body: b})
+		out = append(out, pipeline.Outgoing{Queue: queueOf(m), Body: b, Delay: min(max(delay, 0), queue.MaxDelay)})
 	}
 	return out, nil
+}
+
+// fanOutLook reads the slots of a vendor whose event fans out to n
+// deliveries, when n is more than VendorSlots (they will contend for its
+// slots anyway), so that the deliveries to subscriptions marked slow go
+// to the slow lane from the fan-out instead of through a fresh-lane
+// handling each (issue 25). looked is false when no look was made: few
+// deliveries, no Slots, or a failed read, which is logged and leaves every
+// delivery in the fresh lane, as before; the routing never fails for it.
+func (d Deliverer) fanOutLook(ctx context.Context, vendorID string, n int) (look Look, looked bool) {
+	if d.Slots == nil || n <= VendorSlots {
+		return Look{}, false
+	}
+	look, err := d.Slots.Look(ctx, vendorID)
+	if err != nil {
+		d.log().WarnContext(ctx, "webhook fan-out: slots not read; every delivery goes to the fresh lane", "vendor_id", vendorID, "error", err)
+		return Look{}, false
+	}
+	return look, true
+}
+
+// slowLane is m, which belongs in the slow lane (misrouted), as it is
+// sent there and after what delay: at once when a slot m may take looked
+// free, else as its first deferral (deferred). The fan-out sends the
+// deliveries of subscriptions marked slow by it, just as the worker would
+// have moved them.
+func (d Deliverer) slowLane(m Message, look Look, now time.Time) (Message, time.Duration) {
+	slow := m
+	slow.Lane = LaneSlow
+	if look.mayTake(m.Attempt > 1) {
+		return slow, 0
+	}
+	later, delay, _ := d.deferred(slow, look, now)
+	return later, delay
 }
 
 // send queues m in its lane after delay, in hops of at most
@@ -423,13 +465,20 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 // message holds no capacity another vendor's delivery could use; how long
 // follows what look saw of the slots' holders (DeferDelay).
 func (d Deliverer) deferral(ctx context.Context, log *slog.Logger, m Message, look Look, now time.Time) error {
-	later := m
-	later.Lane = LaneSlow
-	later.Deferrals++
-	expect := look.expect(now, m.Attempt > 1)
-	delay := DeferDelay(later.Deferrals, expect, d.jitter())
+	later, delay, expect := d.deferred(m, look, now)
 	log.DebugContext(ctx, "webhook attempt deferred: the vendor's delivery slots are held", "deferrals", later.Deferrals, "delay", delay.String(), "held_slow", expect.Slow)
 	return d.send(ctx, later, delay)
+}
+
+// deferred is m put off for lack of a slot: in the slow lane, its
+// Deferrals counted, with the delay DeferDelay gives it as look saw the
+// slots it could take (expect).
+func (d Deliverer) deferred(m Message, look Look, now time.Time) (later Message, delay time.Duration, expect Expect) {
+	later = m
+	later.Lane = LaneSlow
+	later.Deferrals++
+	expect = look.expect(now, m.Attempt > 1)
+	return later, DeferDelay(later.Deferrals, expect, d.jitter()), expect
 }
 
 // finish does again what follows an attempt recorded before a crash: the

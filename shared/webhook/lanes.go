@@ -10,7 +10,11 @@ package webhook
 // long as its slowest attempt (a worker Lambda), no fresh delivery to a
 // prompt receiver waits behind another vendor's slow one; only the first
 // slow attempts to a receiver, before its mark, are made in the fresh
-// lane, at most VendorSlots of its vendor at once.
+// lane, at most VendorSlots of its vendor at once. An event that fans out
+// to more deliveries than VendorSlots has its vendor's slots read once by
+// the fan-out (Deliverer.Rule), which sends the deliveries to marked
+// subscriptions to the slow lane itself, as the worker would have moved
+// them, instead of through a fresh-lane handling each.
 
 import (
 	"context"

@@ -234,37 +234,7 @@ func TestDeferralStormIsSpread(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				// The tarpit's attempts in flight: each slot held for 19 s,
-				// then by the next of the vendor's slow attempts.
-				var releases []func(context.Context) error
-				takeAll := func() {
-					for i := range VendorSlots {
-						look, err := slots.Look(ctx, vendorID)
-						if err != nil {
-							t.Fatal(err)
-						}
-						r, ok, err := slots.Take(ctx, look, Holder{Owner: "tarpit", SubscriptionID: subs[i]})
-						if err != nil || !ok {
-							t.Fatalf("the tarpit's attempt takes a slot: %v %v", ok, err)
-						}
-						releases = append(releases, r)
-					}
-				}
-				takeAll()
-				nextCycle := clk.Now().Add(hold)
-				cycle := func(at time.Time) {
-					for !nextCycle.After(at) {
-						clk.Set(nextCycle)
-						for _, r := range releases {
-							if err := r(ctx); err != nil {
-								t.Fatal(err)
-							}
-						}
-						releases = nil
-						takeAll()
-						nextCycle = nextCycle.Add(hold)
-					}
-				}
+				cycle := tarpitHolds(t, clk, slots, vendorID, subs, hold)
 				for _, b := range bodies {
 					if err := q.Send(ctx, queue.WebhookDeliveries, b, 0); err != nil {
 						t.Fatal(err)
@@ -287,6 +257,44 @@ func TestDeferralStormIsSpread(t *testing.T) {
 					counts["current"], counts["previous"], bound)
 			}
 		})
+	}
+}
+
+// tarpitHolds takes all of the vendor's slots for the tarpit's attempts in
+// flight, to subs: each slot held for hold, then by the next of the
+// vendor's slow attempts. The function returned, called before the clock
+// moves to at, plays the attempts' cycles up to at.
+func tarpitHolds(t *testing.T, clk *clock.Fake, slots Slots, vendorID string, subs []string, hold time.Duration) func(at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	var releases []func(context.Context) error
+	takeAll := func() {
+		for i := range VendorSlots {
+			look, err := slots.Look(ctx, vendorID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, ok, err := slots.Take(ctx, look, Holder{Owner: "tarpit", SubscriptionID: subs[i]})
+			if err != nil || !ok {
+				t.Fatalf("the tarpit's attempt takes a slot: %v %v", ok, err)
+			}
+			releases = append(releases, r)
+		}
+	}
+	takeAll()
+	nextCycle := clk.Now().Add(hold)
+	return func(at time.Time) {
+		for !nextCycle.After(at) {
+			clk.Set(nextCycle)
+			for _, r := range releases {
+				if err := r(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			releases = nil
+			takeAll()
+			nextCycle = nextCycle.Add(hold)
+		}
 	}
 }
 
