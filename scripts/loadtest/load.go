@@ -67,6 +67,7 @@ type load struct {
 	forged    map[int]int // status → count
 	crafted   []call
 	tarpitHit atomic.Int64
+	replays   atomic.Int64 // replays the tarpit vendors made
 }
 
 func run(ctx context.Context, log *slog.Logger, o options) (*report, error) {
@@ -433,17 +434,35 @@ func (l *load) measure(ctx context.Context, i int, token, method, path, body, co
 	return status, b
 }
 
-// hostileWriter adjusts at its full write allowance (its subscriptions
-// point at the tarpit), waiting out its own 429s.
+// hostileWriter spends its full write allowance (its subscriptions point
+// at the tarpit): every other write is a replay of its latest event to all
+// 20 subscriptions, the others adjustments, each waiting out its own 429s.
 func (l *load) hostileWriter(ctx context.Context, v *vendor, total *atomic.Int64) {
+	var event string // the latest event, once known
 	for n := 0; ctx.Err() == nil; n++ {
-		body := fmt.Sprintf(`{"target_on_hand":%d,"expected_version":%d}`, n%1000, v.version)
-		status, b, retry, err := l.do(ctx, v.token, http.MethodPost, "/vendors/"+v.id+"/inventory-items/"+v.item+"/adjustments", body, "")
+		var status int
+		var b []byte
+		var retry time.Duration
+		var err error
+		replay := n%2 == 1 && event != ""
+		if replay {
+			status, b, retry, err = l.do(ctx, v.token, http.MethodPost, "/vendors/"+v.id+"/events/"+event+"/replay", "", "")
+		} else {
+			body := fmt.Sprintf(`{"target_on_hand":%d,"expected_version":%d}`, n%1000, v.version)
+			status, b, retry, err = l.do(ctx, v.token, http.MethodPost, "/vendors/"+v.id+"/inventory-items/"+v.item+"/adjustments", body, "")
+		}
 		total.Add(1)
 		if err == nil && status < 300 {
+			if replay {
+				l.replays.Add(1)
+				continue
+			}
 			var res struct{ Data struct{ Version int } }
 			if json.Unmarshal(b, &res) == nil && res.Data.Version > 0 {
 				v.version = res.Data.Version
+			}
+			if event == "" {
+				event = l.latestEvent(ctx, v, total)
 			}
 			continue
 		}
@@ -456,6 +475,18 @@ func (l *load) hostileWriter(ctx context.Context, v *vendor, total *atomic.Int64
 		case <-ctx.Done():
 		}
 	}
+}
+
+// latestEvent is the id of the vendor's newest event, or "" when it could
+// not be read.
+func (l *load) latestEvent(ctx context.Context, v *vendor, total *atomic.Int64) string {
+	status, b, _, err := l.do(ctx, v.token, http.MethodGet, "/vendors/"+v.id+"/events?limit=1", "", "")
+	total.Add(1)
+	var res struct{ Data []struct{ ID string } }
+	if err != nil || status != http.StatusOK || json.Unmarshal(b, &res) != nil || len(res.Data) == 0 {
+		return ""
+	}
+	return res.Data[0].ID
 }
 
 // craftedUploads uploads a repeated-scan JPEG every 10 s.

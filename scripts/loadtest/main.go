@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&o.cli, "cli", "bin/local", "the server's binary: bin/local (functions/local) or bin/cloud (the deployed shape)")
 	flag.IntVar(&o.vendors, "vendors", 200, "well-behaved vendors")
 	flag.Float64Var(&o.subscribed, "subscribed", 0.3, "share of well-behaved vendors with a webhook subscription")
-	flag.IntVar(&o.tarpits, "tarpits", 3, "hostile vendors with 20 subscriptions each to a tarpit receiver, writing at their limit")
+	flag.IntVar(&o.tarpits, "tarpits", 3, "hostile vendors with 20 subscriptions each to a tarpit receiver, writing at their limit (every other write a replay of their latest event)")
 	flag.IntVar(&o.forgers, "forgers", 2, "goroutines sending forged bearers that name well-behaved vendors")
 	flag.IntVar(&o.forgeRate, "forge-rate", 50, "forged requests a second, per forger")
 	flag.IntVar(&o.crafted, "crafted", 1, "hostile vendors uploading a crafted progressive JPEG every 10 s")

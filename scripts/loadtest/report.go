@@ -21,7 +21,7 @@ type report struct {
 	forged401, forgedOther int
 	crafted, crafted400    int
 	craftedMax             time.Duration
-	tarpitHits             int64
+	tarpitHits, replays    int64
 
 	allRequests int64
 	cpu         time.Duration
@@ -47,7 +47,7 @@ func (l *load) counted(from time.Time) map[string]receipt {
 func (l *load) report(from time.Time, undelivered, expected int, all int64, cpu time.Duration, rss int64) *report {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := &report{allRequests: all, cpu: cpu, rssPeak: rss, undelivered: undelivered, expected: expected, dupes: l.dupes, tarpitHits: l.tarpitHit.Load()}
+	r := &report{allRequests: all, cpu: cpu, rssPeak: rss, undelivered: undelivered, expected: expected, dupes: l.dupes, tarpitHits: l.tarpitHit.Load(), replays: l.replays.Load()}
 	var lat []time.Duration
 	per := map[int][]time.Duration{}
 	for _, c := range l.calls {
@@ -122,7 +122,7 @@ func (r *report) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "| delivery p50 / p99 (the %d events written after the warm-up) | %s / %s | p99 < 2 s |\n", r.counted, s(r.dp50), s(r.dp99))
 	fmt.Fprintf(w, "| forged bearers: 401 / other | %d / %d | all 401 |\n", r.forged401, r.forgedOther)
 	fmt.Fprintf(w, "| crafted JPEGs: 400 / sent, slowest answer | %d / %d, %s | all 400 within seconds |\n", r.crafted400, r.crafted, s(r.craftedMax))
-	fmt.Fprintf(w, "| tarpit deliveries started | %d | |\n", r.tarpitHits)
+	fmt.Fprintf(w, "| tarpit deliveries started (their vendors also made %d replays) | %d | |\n", r.replays, r.tarpitHits)
 	per := func(v float64) float64 { return v / max(float64(r.allRequests)/1000, 1e-9) }
 	fmt.Fprintf(w, "| server CPU per 1,000 requests (all %d) | %.0f ms | |\n", r.allRequests, per(float64(r.cpu)/float64(time.Millisecond)))
 	fmt.Fprintf(w, "| server resident memory, peak | %.0f MiB | |\n", float64(r.rssPeak)/(1<<20))
