@@ -27,8 +27,9 @@ type Work struct {
 // where work sends follow-up messages (retries, fan-out). A Lambda builds
 // them once at init, the local background once in New.
 func (a *App) Works(q queue.Sender) []Work {
-	return append(a.webhookWorks(q),
-		a.replayWork(q),
+	d := a.deliverer(q)
+	return append(a.webhookWorks(d),
+		a.replayWork(q, d),
 		a.bulkWork(q),
 		a.sellerOrderWork(),
 		a.syncWork(q),

@@ -24,23 +24,32 @@ func (a *App) webhookPolicy() webhook.Policy {
 // and in the store by the worker Lambdas, whose environments share
 // nothing else. A batch's deliveries are made at once (Parallel): they
 // wait on different receivers.
-func (a *App) webhookWorks(q queue.Sender) []Work {
-	policy := a.webhookPolicy()
-	var slots webhook.Slots = webhook.StoreSlots{Store: a.Store, Clock: a.Clock}
-	if a.local != nil {
-		slots = webhook.NewMemorySlots(a.Clock)
-	}
-	d := webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots, Secrets: a.Secrets,
-		MetricsNamespace: a.Config.MetricsNamespace, AWS: a.WebhookAWS}
+func (a *App) webhookWorks(d webhook.Deliverer) []Work {
 	return []Work{
 		{Queue: queue.WebhookDeliveries, Rule: d.Rule, Handle: d.Handle, Parallel: true},
 		{Queue: queue.WebhookSlowLane, Handle: d.Handle, Parallel: true},
 	}
 }
 
+// deliverer makes the attempts and routes the deliveries, sending on q.
+// Its slots count each vendor's attempts in flight: in memory for the
+// local server, whose pools are the only ones, in the store for the
+// worker Lambdas. Works makes one and hands it to every work that reads
+// the slots (the deliveries and the replays' fan-out).
+func (a *App) deliverer(q queue.Sender) webhook.Deliverer {
+	policy := a.webhookPolicy()
+	var slots webhook.Slots = webhook.StoreSlots{Store: a.Store, Clock: a.Clock}
+	if a.local != nil {
+		slots = webhook.NewMemorySlots(a.Clock)
+	}
+	return webhook.Deliverer{Store: a.Store, Clock: a.Clock, Queue: q, Policy: policy, Client: webhook.NewClient(policy), Log: a.Log, Slots: slots, Secrets: a.Secrets,
+		MetricsNamespace: a.Config.MetricsNamespace, AWS: a.WebhookAWS}
+}
+
 // replayWork runs event replays: the rule starts each new replay, the
-// handler selects its destinations and queues their deliveries on q.
-func (a *App) replayWork(q queue.Sender) Work {
-	r := webhook.Replayer{Store: a.Store, Clock: a.Clock, Queue: q, Log: a.Log}
+// handler selects its destinations and queues their deliveries on q,
+// those to subscriptions marked slow on the slow lane (d's slots).
+func (a *App) replayWork(q queue.Sender, d webhook.Deliverer) Work {
+	r := webhook.Replayer{Store: a.Store, Clock: a.Clock, Queue: q, Log: a.Log, Lanes: d}
 	return Work{Queue: queue.EventReplays, Rule: r.Rule, Handle: r.Handle}
 }

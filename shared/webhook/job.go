@@ -201,6 +201,9 @@ type jobs struct {
 	Store store.Store
 	Clock clock.Clock
 	Queue queue.Sender
+	// lanes routes a fresh-lane kind's deliveries to subscriptions marked
+	// slow to the slow lane (its Slots, Clock and Log; none without Slots).
+	lanes Deliverer
 }
 
 // load reads the job of kind k at key; found is false when it is gone
@@ -243,16 +246,32 @@ func (j jobs) write(ctx context.Context, it store.Item, r record, deltas map[str
 
 // fan queues the first attempts of r's deliveries to targets on the
 // kind's lane.
+// When they are more than the vendor's slots, those to subscriptions
+// marked slow go to the slow lane at once, as the event's fan-out sends
+// them (Deliverer.Rule), not through a fresh-lane handling each.
 func (j jobs) fan(ctx context.Context, k jobKind, r record, successes int64, targets []string) error {
 	now := j.Clock.Now()
-	for _, target := range targets {
-		m := r.delivery(target, successes)
-		m.Attempt, m.CreatedAt, m.NotBefore = 1, now, now
+	msgs := make([]Message, len(targets))
+	for i, target := range targets {
+		msgs[i] = r.delivery(target, successes)
+		msgs[i].Attempt, msgs[i].CreatedAt, msgs[i].NotBefore = 1, now, now
+	}
+	var look Look
+	looked := false
+	if k.lane == queue.WebhookDeliveries && len(msgs) > 0 {
+		look, looked = j.lanes.fanOutLook(ctx, msgs[0].VendorID, len(msgs))
+	}
+	for _, m := range msgs {
+		lane, delay := k.lane, time.Duration(0)
+		if looked && misrouted(m, 1, look, now) {
+			m, delay = j.lanes.slowLane(m, look, now)
+			lane = queueOf(m)
+		}
 		b, err := json.Marshal(m)
 		if err != nil {
 			return err
 		}
-		if err := j.Queue.Send(ctx, k.lane, b, 0); err != nil {
+		if err := j.Queue.Send(ctx, lane, b, min(max(delay, 0), queue.MaxDelay)); err != nil {
 			return err
 		}
 	}
@@ -357,7 +376,7 @@ func (d Deliverer) countOutcome(ctx context.Context, m Message, outcome string) 
 	if err != nil && !store.IsCondition(err) {
 		return err
 	}
-	j := jobs{d.Store, d.Clock, d.Queue}
+	j := jobs{Store: d.Store, Clock: d.Clock, Queue: d.Queue}
 	it, r, found, err := j.load(ctx, k, key)
 	if !found {
 		return err

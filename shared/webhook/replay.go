@@ -140,6 +140,11 @@ type Replayer struct {
 	Clock clock.Clock
 	Queue queue.Sender
 	Log   *slog.Logger
+	// Lanes, when its Slots are set, is the deliveries' own Deliverer: a
+	// replay that fans out beyond its vendor's slots sends the deliveries
+	// to subscriptions marked slow to the slow lane, as the event's
+	// fan-out does (Deliverer.Rule).
+	Lanes Deliverer
 }
 
 func (r Replayer) log() *slog.Logger {
@@ -149,7 +154,9 @@ func (r Replayer) log() *slog.Logger {
 	return r.Log
 }
 
-func (r Replayer) jobs() jobs { return jobs{r.Store, r.Clock, r.Queue} }
+func (r Replayer) jobs() jobs {
+	return jobs{Store: r.Store, Clock: r.Clock, Queue: r.Queue, lanes: r.Lanes}
+}
 
 // Rule starts each new replay and recovery: one message on the replay
 // queue. A recovery's waits until its window's end is event.Settle old,

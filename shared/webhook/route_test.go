@@ -319,3 +319,62 @@ func TestMarkedBurstSkipsTheFreshLane(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayFanOutSendsMarkedSubscriptionsToTheSlowLane: a replay's
+// deliveries take the event fan-out's route. With more destinations than
+// the vendor's slots, all of them held by attempts to receivers marked
+// slow, the deliveries to the marked subscriptions go to the slow lane as
+// their first deferral, the others to the fresh lane at once, after one
+// look; without slots every delivery goes to the fresh lane, as before.
+func TestReplayFanOutSendsMarkedSubscriptionsToTheSlowLane(t *testing.T) {
+	ctx := context.Background()
+	f := newReplayFixture(t, 6)
+	slots := &lookCounter{Slots: StoreSlots{Store: f.st, Clock: f.clk}}
+	marked := map[string]bool{f.subs[0]: true, f.subs[1]: true}
+	for id := range marked {
+		if err := slots.MarkSlow(ctx, fixtureVendor, id, f.clk.Now().Add(SlowMark)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range VendorSlots {
+		look, err := slots.Slots.Look(ctx, fixtureVendor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := slots.Take(ctx, look, Holder{Owner: fmt.Sprintf("held-%d", i), SubscriptionID: f.subs[i%2]}); err != nil || !ok {
+			t.Fatalf("take slot %d: %v %v", i, ok, err)
+		}
+	}
+	q := &delayed{}
+	if err := (Replayer{Store: f.st, Clock: f.clk, Queue: q, Lanes: Deliverer{Clock: f.clk, Slots: slots}}).Handle(ctx, f.msg); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.sent) != 6 || slots.looks.Load() != 1 {
+		t.Fatalf("%d deliveries after %d looks; want 6 after one", len(q.sent), slots.looks.Load())
+	}
+	for _, o := range q.sent {
+		m := decodeMessage(t, o.Body)
+		if m.ReplayID != f.rv.ID || m.Attempt != 1 {
+			t.Fatalf("a replayed delivery %+v", m)
+		}
+		switch {
+		case marked[m.SubscriptionID]:
+			if o.Queue != queue.WebhookSlowLane || m.Lane != LaneSlow || m.Deferrals != 1 || o.Delay < FirstDeferDelay {
+				t.Errorf("a marked subscription's delivery went to %s after %v as %+v; want the slow lane, deferred once", o.Queue, o.Delay, m)
+			}
+		case o.Queue != queue.WebhookDeliveries || o.Delay != 0 || m.Lane != "" || m.Deferrals != 0:
+			t.Errorf("an unmarked subscription's delivery went to %s after %v as %+v; want the fresh lane at once", o.Queue, o.Delay, m)
+		}
+	}
+
+	g := newReplayFixture(t, 6)
+	plain := &delayed{}
+	if err := (Replayer{Store: g.st, Clock: g.clk, Queue: plain}).Handle(ctx, g.msg); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range plain.sent {
+		if o.Queue != queue.WebhookDeliveries || o.Delay != 0 {
+			t.Errorf("without slots a delivery went to %s after %v; want the fresh lane at once", o.Queue, o.Delay)
+		}
+	}
+}
