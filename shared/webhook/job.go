@@ -245,10 +245,10 @@ func (j jobs) write(ctx context.Context, it store.Item, r record, deltas map[str
 }
 
 // fan queues the first attempts of r's deliveries to targets on the
-// kind's lane.
-// When they are more than the vendor's slots, those to subscriptions
-// marked slow go to the slow lane at once, as the event's fan-out sends
-// them (Deliverer.Rule), not through a fresh-lane handling each.
+// kind's lane. When they are more than the vendor's slots, those to
+// subscriptions marked slow go to the slow lane at once, as the event's
+// fan-out sends them (Deliverer.Rule), not through a fresh-lane handling
+// each.
 func (j jobs) fan(ctx context.Context, k jobKind, r record, successes int64, targets []string) error {
 	now := j.Clock.Now()
 	msgs := make([]Message, len(targets))
