@@ -266,9 +266,9 @@ func (d Deliverer) fanOutLook(ctx context.Context, vendorID string, n int) (look
 
 // slowLane is m, which belongs in the slow lane (misrouted), as it is
 // sent there and after what delay: at once when a slot m may take looked
-// free, else as its first deferral (deferred). The fan-out sends the
-// deliveries of subscriptions marked slow by it, just as the worker would
-// have moved them.
+// free, else as its first deferral (deferred). The worker moves a
+// misrouted message by it, and the fan-outs (an event's, a replay's) send
+// the deliveries of subscriptions marked slow by it.
 func (d Deliverer) slowLane(m Message, look Look, now time.Time) (Message, time.Duration) {
 	slow := m
 	slow.Lane = LaneSlow
@@ -309,15 +309,12 @@ func (d Deliverer) Handle(ctx context.Context, qm queue.Message) error {
 		return err
 	}
 	if misrouted(m, qm.Receives, look, now) {
-		slow := m
-		slow.Lane = LaneSlow
-		if look.mayTake(m.Attempt > 1) {
-			log.DebugContext(ctx, "webhook attempt moved to the slow lane")
-			return d.send(ctx, slow, 0)
-		}
-		// No slot looked free: the move is the attempt's first deferral,
-		// not a message that comes back at once only to be deferred.
-		return d.deferral(ctx, log, slow, look, now)
+		// At once when a slot looked free; else the move is the attempt's
+		// first deferral, not a message that comes back at once only to be
+		// deferred (slowLane, the fan-out's rule too).
+		slow, delay := d.slowLane(m, look, now)
+		log.DebugContext(ctx, "webhook attempt moved to the slow lane", "deferrals", slow.Deferrals, "delay", delay.String())
+		return d.send(ctx, slow, delay)
 	}
 	pre := d.prepare(ctx, m, qm, look, newAttemptID(now))
 	if pre.holdErr != nil {
