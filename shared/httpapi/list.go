@@ -166,8 +166,12 @@ func (c *Call) encodedList(ctx context.Context, rows []json.RawMessage, p Page) 
 	for _, r := range rows {
 		n += len(r)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"data":[`...)
+	held, _ := c.s.bodies.Get().(*[]byte)
+	if held == nil || cap(*held) < n {
+		b := make([]byte, 0, n)
+		held = &b
+	}
+	b := append((*held)[:0], `{"data":[`...)
 	for i, r := range rows {
 		if i > 0 {
 			b = append(b, ',')
@@ -178,8 +182,17 @@ func (c *Call) encodedList(ctx context.Context, rows []json.RawMessage, p Page) 
 	b = append(b, page...)
 	b = append(b, '}')
 	c.raw(ctx, 200, b)
+	// raw has copied b into the response: the buffer can serve another.
+	if cap(b) <= maxHeldBody {
+		*held = b[:0]
+		c.s.bodies.Put(held)
+	}
 	return nil
 }
+
+// maxHeldBody bounds the buffers bodies keeps: a rare huge page is
+// allocated for itself and not kept.
+const maxHeldBody = 256 << 10
 
 // pageReader reads one page of the caller's vendor: rows after the sort
 // key after, at most limit.

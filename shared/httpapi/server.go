@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moku/sellerapi/shared/auth"
@@ -163,6 +164,10 @@ type Server struct {
 	// svc are the services the root built (Deps.Services); a request
 	// calls copies bound to its view of the store (services.go).
 	svc Services
+	// bodies holds list pages' response buffers (*[]byte) between
+	// requests: a page of 50 is tens of KB, allocated and cleared anew
+	// for each request otherwise.
+	bodies sync.Pool
 }
 
 // New builds a server for the given groups.

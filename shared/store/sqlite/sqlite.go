@@ -133,7 +133,7 @@ func open(path, dsn string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: prepare: %w", err)
 		}
 	}
-	if s.cache, err = newCache(db); err != nil {
+	if s.cache, err = newCache(db, path+"-shm"); err != nil {
 		db.Close()
 		return nil, err
 	}
