@@ -1,9 +1,14 @@
 package sqlite_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,4 +218,85 @@ func TestConcurrentReadersSeeWritesInOrder(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// TestAnotherProcessesCommitsAreSeen: a writer in a process of its own
+// (this test binary, run again) commits a rising version and says so
+// after each commit; every read this process starts after hearing it
+// sees that version or a later one, while the writer also truncates the
+// log now and then (which restarts it). It is the case the WAL index's
+// header check must not miss: another process's commit, seen through
+// the page cache rather than this process's own mapping.
+func TestAnotherProcessesCommitsAreSeen(t *testing.T) {
+	if dir := os.Getenv("SELLERAPI_SQLITE_WRITER_DIR"); dir != "" {
+		writeRising(t, dir)
+		return
+	}
+	c := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	dir := t.TempDir()
+	reader, err := sqlite.Open(dir, sqlite.WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	k := store.Key{PK: "P", SK: "rising"}
+	put(t, reader, k, 1, `1`)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAnotherProcessesCommitsAreSeen$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SELLERAPI_SQLITE_WRITER_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	seen := 0
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		committed, err := strconv.ParseInt(strings.TrimPrefix(lines.Text(), "committed "), 10, 64)
+		if err != nil {
+			continue // the test binary's own output
+		}
+		for range 3 { // the second and third reads take the header's path
+			it, err := reader.Get(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it.Version < committed {
+				t.Fatalf("read version %d after the other process committed %d", it.Version, committed)
+			}
+		}
+		seen++
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if seen < risingTo-1 {
+		t.Fatalf("heard of %d commits", seen)
+	}
+}
+
+const risingTo = 300
+
+// writeRising is the writer process of TestAnotherProcessesCommitsAreSeen.
+func writeRising(t *testing.T, dir string) {
+	c := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	w, err := sqlite.Open(dir, sqlite.WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	k := store.Key{PK: "P", SK: "rising"}
+	for v := int64(2); v <= risingTo; v++ {
+		put(t, w, k, v, fmt.Sprint(v))
+		if v%50 == 0 {
+			if _, err := w.DB().ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Printf("committed %d\n", v)
+	}
 }
