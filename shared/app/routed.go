@@ -23,8 +23,10 @@ func Routed() []string {
 
 // MarkPending is the deployed DynamoDB store's transaction hook
 // (dynamodb.WithTransactHook): every insert the router routes is written
-// with its pending marker, in the same transaction.
-func MarkPending(now func() time.Time) func([]store.Op) []store.Op {
+// with its pending marker, in the same transaction, but an event no
+// subscription could receive by the counts its request read
+// (pipeline.Receivers).
+func MarkPending(now func() time.Time) func(context.Context, []store.Op) []store.Op {
 	return pipeline.Pending{Prefixes: Routed(), Now: now}.Mark
 }
 

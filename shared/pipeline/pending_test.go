@@ -222,7 +222,7 @@ func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
 	put := func(sk string, c store.Cond) store.Op { return store.Put(store.Item{PK: "V", SK: sk, Version: 1}, c) }
 	ops := []store.Op{put("JOB#1", store.IfAbsent()), put("JOB#2", store.IfVersion(1)), put("OTHER#1", store.IfAbsent()),
 		store.Delete(store.Key{PK: "V", SK: "JOB#3"}, store.Cond{})}
-	got := p.Mark(ops)
+	got := p.Mark(context.Background(), ops)
 	if len(got) != len(ops)+1 || got[len(ops)].Item.Key() != datamodel.PendingKey(store.Key{PK: "V", SK: "JOB#1"}) {
 		t.Fatalf("marked %+v", got)
 	}
@@ -230,7 +230,7 @@ func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
 	for i := range full {
 		full[i] = put(fmt.Sprintf("JOB#%03d", i), store.IfAbsent())
 	}
-	if got := p.Mark(full); len(got) != store.MaxTransactOps {
+	if got := p.Mark(context.Background(), full); len(got) != store.MaxTransactOps {
 		t.Fatalf("a full transaction grew to %d operations", len(got))
 	}
 }
