@@ -38,8 +38,9 @@ type pricedTransactions struct {
 // markedPending adds the router's pending markers to every transaction,
 // as the deployed DynamoDB store's hook does (app.MarkPending, on the
 // counts of subscriptions the request read), so that a write is billed
-// with its markers' items. The bench vendor has no subscription, so its
-// events get none; unmarked adds up, in thousandths of a write unit,
+// with its markers' items. The bench vendor's subscription receives none
+// of the measured writes' events (benchSubscriber), so they get none;
+// unmarked adds up, in thousandths of a write unit,
 // what the markers the rule left out would have cost in the transaction
 // (each item twice its rounded kilobytes), which the bill puts back for
 // the share of events a subscription receives. The marker's time is the

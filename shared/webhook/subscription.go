@@ -259,7 +259,9 @@ func (s Service) checkDestination(ctx context.Context, d Destination) error {
 // PrepareCreate checks the destination (resolving an https host), builds the new
 // subscription with its secret, and returns the operations that store it,
 // count it against the vendor's limit (a counter with a bound, so that
-// concurrent creates cannot pass 20) and record its event.
+// concurrent creates cannot pass 20) and under each of its event types
+// (datamodel.SubscriptionTypeAttr: the vendor's first subscription writes
+// the counts complete, flagged so), and record its event.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[WithSecret], error) {
 	if err := s.checkDestination(ctx, in.Destination); err != nil {
 		return store.Prepared[WithSecret]{}, err
