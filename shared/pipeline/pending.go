@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,7 +43,10 @@ type Pending struct {
 	// Prefixes are the sort-key prefixes of the inserts the router routes
 	// (the router's Inserted).
 	Prefixes []string
-	Now      func() time.Time
+	// Kept are the event types some rule routes whatever the vendor's
+	// webhook subscriptions (seller orders' projections): always marked.
+	Kept []string
+	Now  func() time.Time
 }
 
 // marker is a marker's document: the key of its change's item.
@@ -53,7 +57,8 @@ type marker struct {
 
 // Mark returns ops with a marker added for every insert (a put on the
 // condition that the item is absent) of a routed item, but for an event
-// that no subscription could receive by the Receivers ctx carries (read
+// not of a Kept type that no subscription could receive by the Receivers
+// ctx carries (read
 // in the write's admission; none carried, every event is marked): that
 // event is written with datamodel.EventUnmarkedAttr instead, so that the
 // router deletes no marker for it. Should the stream mapping give up on
@@ -73,7 +78,7 @@ func (p Pending) Mark(ctx context.Context, ops []store.Op) []store.Op {
 		if out == nil {
 			out = append(make([]store.Op, 0, len(ops)+1), ops...)
 		}
-		if typ, ok := eventType(op.Item); ok && !rcv.Could(op.Item.PK, typ) {
+		if typ, ok := eventType(op.Item); ok && !slices.Contains(p.Kept, typ) && !rcv.Could(op.Item.PK, typ) {
 			nums := maps.Clone(op.Item.Nums)
 			if nums == nil {
 				nums = make(map[string]int64, 1)
