@@ -448,25 +448,6 @@ func (s Service) Rotate(ctx context.Context, vendorID, id string) (WithSecret, e
 	return WithSecret{View: sub.View(), Secret: sub.Secret}, nil
 }
 
-// typeDeltas moves the per-type counts of the vendor's count item
-// (datamodel.SubscriptionTypeAttr) from a subscription's event types from
-// to its types to; a type in both moves nothing.
-func typeDeltas(from, to []string) map[string]int64 {
-	d := make(map[string]int64, len(from)+len(to)+2)
-	for _, t := range from {
-		d[datamodel.SubscriptionTypeAttr(t)]--
-	}
-	for _, t := range to {
-		d[datamodel.SubscriptionTypeAttr(t)]++
-	}
-	for a, n := range d {
-		if n == 0 {
-			delete(d, a)
-		}
-	}
-	return d
-}
-
 // deleteAttempts bounds the deletes of a subscription that changes under
 // them (a PATCH, the disable policy) between the read and the write.
 const deleteAttempts = 4
