@@ -58,12 +58,12 @@ type marker struct {
 // Mark returns ops with a marker added for every insert (a put on the
 // condition that the item is absent) of a routed item, but for an event
 // not of a Kept type that no subscription could receive by the Receivers
-// ctx carries (read
-// in the write's admission; none carried, every event is marked): that
-// event is written with datamodel.EventUnmarkedAttr instead, so that the
-// router deletes no marker for it. Should the stream mapping give up on
-// such an event, it is lost, as the contract allows; the router still
-// routes it from the stream, reading the subscriptions as they are then.
+// ctx carries (read in the write's admission; none carried, every event
+// is marked): that event is written with datamodel.EventUnmarkedAttr
+// instead, so that the router deletes no marker for it. Should the
+// stream mapping give up on such an event, its deliveries are lost, as
+// the contract allows; the router still routes it from the stream,
+// reading the subscriptions as they are then.
 // A transaction that the markers would take over store.MaxTransactOps is
 // left as it is: its changes are routed by the stream alone, as before
 // markers, rather than the write refused.

@@ -463,7 +463,7 @@ func (s Service) Delete(ctx context.Context, vendorID, id string) error {
 		if err != nil {
 			return err
 		}
-		err = s.deleteAt(ctx, sub)
+		err = s.deleteAt(ctx, vendorID, sub)
 		if !store.IsCondition(err) {
 			return err
 		}
@@ -471,18 +471,18 @@ func (s Service) Delete(ctx context.Context, vendorID, id string) error {
 	return errs.E(errs.CodeConflict, "the webhook subscription kept changing while it was deleted; retry")
 }
 
-// deleteAt deletes sub as it was read: a condition error when it changed
-// or went since.
-func (s Service) deleteAt(ctx context.Context, sub Subscription) error {
-	ev, err := subscriptionEvent(s.Clock.Now(), sub.VendorID, event.WebhookSubscriptionDeleted, sub.ID, map[string]any{"version": sub.Version})
+// deleteAt deletes vendorID's sub as it was read: a condition error when
+// it changed or went since.
+func (s Service) deleteAt(ctx context.Context, vendorID string, sub Subscription) error {
+	ev, err := subscriptionEvent(s.Clock.Now(), vendorID, event.WebhookSubscriptionDeleted, sub.ID, map[string]any{"version": sub.Version})
 	if err != nil {
 		return err
 	}
 	deltas := typeDeltas(sub.EventTypes, nil)
 	deltas[datamodel.SubscriptionCountAttr] = -1
 	err = s.Store.Transact(ctx,
-		store.Delete(datamodel.SubscriptionKey(sub.VendorID, sub.ID), store.IfVersion(sub.Version)),
-		store.Add(datamodel.SubscriptionCountKey(sub.VendorID), deltas, 0,
+		store.Delete(datamodel.SubscriptionKey(vendorID, sub.ID), store.IfVersion(sub.Version)),
+		store.Add(datamodel.SubscriptionCountKey(vendorID), deltas, 0,
 			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.GT, Value: 0}}}),
 		ev)
 	if err != nil && !store.IsCondition(err) {
