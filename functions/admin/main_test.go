@@ -338,7 +338,9 @@ func TestCursorKeyRotate(t *testing.T) {
 }
 
 // store-check.json reads a vendor back; webhook-secrets-seal.json finds
-// nothing to seal in a store written with sealed secrets.
+// nothing to seal in a store written with sealed secrets, and
+// webhook-subscriptions-recount.json nothing to recount in one written
+// with complete counts.
 func TestStoreCheckAndSealSampleEvents(t *testing.T) {
 	t.Setenv(config.EnvKeyFile, filepath.Join(t.TempDir(), "master.key"))
 	iv := sqliteInvoker(t)
@@ -351,5 +353,9 @@ func TestStoreCheckAndSealSampleEvents(t *testing.T) {
 	sealed := iv.ok(t, event(t, "webhook-secrets-seal.json", nil))
 	if !reflect.DeepEqual(sealed, map[string]any{"vendors": float64(1), "secrets_sealed": float64(0)}) {
 		t.Errorf("webhook-secrets.seal: %v", sealed)
+	}
+	recounted := iv.ok(t, event(t, "webhook-subscriptions-recount.json", nil))
+	if !reflect.DeepEqual(recounted, map[string]any{"vendors": float64(1), "recounted": float64(0)}) {
+		t.Errorf("webhook-subscriptions.recount: %v", recounted)
 	}
 }

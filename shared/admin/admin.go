@@ -12,6 +12,7 @@
 //	{"action":"cursor-key.rotate"}
 //	{"action":"store.check","vendor":"ven_..."}                        (vendor optional)
 //	{"action":"webhook-secrets.seal"}
+//	{"action":"webhook-subscriptions.recount"}
 //
 // A deployed stage's admin function sets MaxTokenLifetime: there,
 // token.issue names its scopes (a list, or "all" spelled out) and an
@@ -69,6 +70,11 @@ const (
 	// in the clear (from before issue 29), once, after the deployment
 	// that seals secrets: each write seals its own, this the rest.
 	WebhookSecretsSeal = "webhook-secrets.seal"
+	// WebhookSubscriptionsRecount completes the per-type subscription
+	// counts of every vendor whose count item an older build wrote
+	// (before issue 26's pending markers followed them), once, after the
+	// deployment that keeps them (webhook.Service.Recount).
+	WebhookSubscriptionsRecount = "webhook-subscriptions.recount"
 )
 
 // Request is one administrative action; each action reads the fields its
@@ -239,7 +245,9 @@ func (s Service) do(ctx context.Context, req Request) (any, error) {
 		return s.check(ctx, req.Vendor)
 	case WebhookSecretsSeal:
 		return s.sealWebhookSecrets(ctx)
+	case WebhookSubscriptionsRecount:
+		return s.recountSubscriptions(ctx)
 	}
 	return nil, errs.Ef(errs.CodeInvalidRequest, "action: %q is not one of %s", req.Action,
-		strings.Join([]string{VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview, CursorKeyRotate, StoreCheck, WebhookSecretsSeal}, ", "))
+		strings.Join([]string{VendorCreate, VendorSetOwner, TokenIssue, TokenRevoke, PairingReview, CursorKeyRotate, StoreCheck, WebhookSecretsSeal, WebhookSubscriptionsRecount}, ", "))
 }

@@ -69,6 +69,27 @@ func (s Service) sealWebhookSecrets(ctx context.Context) (Sealed, error) {
 	return out, err
 }
 
+// Recounted is what webhook-subscriptions.recount did.
+type Recounted struct {
+	Vendors   int `json:"vendors"`
+	Recounted int `json:"recounted"`
+}
+
+// recountSubscriptions completes every older count item's per-type
+// counts (webhook.Service.Recount).
+func (s Service) recountSubscriptions(ctx context.Context) (Recounted, error) {
+	var out Recounted
+	err := s.eachVendor(ctx, func(id string) error {
+		done, err := s.Webhooks.Recount(ctx, id)
+		out.Vendors++
+		if done {
+			out.Recounted++
+		}
+		return err
+	})
+	return out, err
+}
+
 // CheckPage is the page size of store.check's product pages.
 const CheckPage = 2
 

@@ -72,3 +72,38 @@ func TestWebhookSecretsSeal(t *testing.T) {
 		t.Fatal("store.check made cursor keys")
 	}
 }
+
+// webhook-subscriptions.recount completes the per-type counts of a count
+// item an older build wrote, from the vendor's subscriptions; a second
+// run finds nothing to recount.
+func TestWebhookSubscriptionsRecount(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	s.Webhooks.Secrets = envelope.New(envelope.NewKeyFile(filepath.Join(t.TempDir(), "master.key")))
+	s.Webhooks.Policy = webhook.Policy{AllowLoopback: true}
+	h := handler{s}
+	var v struct{ ID string }
+	roundTrip(t, h.do(t, `{"action":"vendor.create","name":"Acme Goods","slug":"acme-goods"}`).Data, &v)
+	prep, err := s.Webhooks.PrepareCreate(ctx, v.ID, webhook.CreateInput{Destination: webhook.HTTPS("https://127.0.0.1/hook"), EventTypes: []string{"product.created"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.Transact(ctx, prep.Ops...); err != nil {
+		t.Fatal(err)
+	}
+	ck := datamodel.SubscriptionCountKey(v.ID)
+	if err := s.Store.Transact(ctx, store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: map[string]int64{datamodel.SubscriptionCountAttr: 1}}, store.Cond{})); err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range []admin.Recounted{{Vendors: 1, Recounted: 1}, {Vendors: 1}} {
+		var got admin.Recounted
+		roundTrip(t, h.do(t, `{"action":"webhook-subscriptions.recount"}`).Data, &got)
+		if got != want {
+			t.Fatalf("run %d: %+v, want %+v", run+1, got, want)
+		}
+	}
+	it, err := s.Store.Get(ctx, ck)
+	if err != nil || it.Nums[datamodel.SubscriptionTypedAttr] != 1 || it.Nums[datamodel.SubscriptionTypeAttr("product.created")] != 1 || it.Nums[datamodel.SubscriptionCountAttr] != 1 {
+		t.Fatalf("recounted item %v, %v", it.Nums, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/queue"
+	"github.com/moku/sellerapi/shared/sellerorder"
 	"github.com/moku/sellerapi/shared/store"
 )
 
@@ -23,9 +24,12 @@ func Routed() []string {
 
 // MarkPending is the deployed DynamoDB store's transaction hook
 // (dynamodb.WithTransactHook): every insert the router routes is written
-// with its pending marker, in the same transaction.
-func MarkPending(now func() time.Time) func([]store.Op) []store.Op {
-	return pipeline.Pending{Prefixes: Routed(), Now: now}.Mark
+// with its pending marker, in the same transaction, but an event no
+// subscription could receive by the counts its request read
+// (pipeline.Receivers) and no other rule routes (seller orders project
+// theirs: sellerorder.Projected).
+func MarkPending(now func() time.Time) func(context.Context, []store.Op) []store.Op {
+	return pipeline.Pending{Prefixes: Routed(), Kept: sellerorder.Projected(), Now: now}.Mark
 }
 
 // router is the stream router over works' rules.

@@ -108,6 +108,7 @@ func Admins() []Admin {
 			fs.StringVar(&r.Vendor, "vendor", "", "vendor to read (default: the first)")
 		}},
 		{"webhook-secrets seal", admin.WebhookSecretsSeal, func(*flag.FlagSet, *admin.Request) {}},
+		{"webhook-subscriptions recount", admin.WebhookSubscriptionsRecount, func(*flag.FlagSet, *admin.Request) {}},
 	}
 }
 

@@ -27,6 +27,7 @@ func TestAdmins(t *testing.T) {
 		{[]string{"cursor-key", "rotate"}, admin.CursorKeyRotate, admin.Request{}},
 		{[]string{"store", "check", "--vendor", "ven_1"}, admin.StoreCheck, admin.Request{Vendor: "ven_1"}},
 		{[]string{"webhook-secrets", "seal"}, admin.WebhookSecretsSeal, admin.Request{}},
+		{[]string{"webhook-subscriptions", "recount"}, admin.WebhookSubscriptionsRecount, admin.Request{}},
 	} {
 		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
 			cmd, rest, ok := cmdline.FindAdmin(append(c.args, "--data", "d"))
@@ -46,7 +47,7 @@ func TestAdmins(t *testing.T) {
 			t.Errorf("%q found %s", args, c.Name)
 		}
 	}
-	if got := strings.Join(cmdline.AdminNames(), ", "); got != "vendor create, vendor set-owner, token issue, token revoke, pairing review, cursor-key rotate, store check, webhook-secrets seal" {
+	if got := strings.Join(cmdline.AdminNames(), ", "); got != "vendor create, vendor set-owner, token issue, token revoke, pairing review, cursor-key rotate, store check, webhook-secrets seal, webhook-subscriptions recount" {
 		t.Errorf("names %s", got)
 	}
 }
@@ -87,7 +88,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	err := r.Run(context.Background(), []string{"trigger"}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "use serve, vendor create, vendor set-owner, token issue, token revoke, pairing review, cursor-key rotate, store check, webhook-secrets seal, listen") {
+	if err == nil || !strings.Contains(err.Error(), "use serve, vendor create, vendor set-owner, token issue, token revoke, pairing review, cursor-key rotate, store check, webhook-secrets seal, webhook-subscriptions recount, listen") {
 		t.Errorf("unknown command: %v", err)
 	}
 }

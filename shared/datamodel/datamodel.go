@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moku/sellerapi/shared/store"
@@ -294,9 +295,33 @@ func SubscriptionCountKey(vendorID string) store.Key {
 	return store.Key{PK: VendorPartition(vendorID), SK: "WHSUBCOUNT"}
 }
 
+// SubscriptionTypeAttr is the numeric attribute of a SubscriptionCountKey
+// item that counts the vendor's subscriptions (of any status) whose event
+// types include typ; AllTypes ("*") subscriptions count under an attribute
+// of their own. Names the store cannot hold (too long) are hashed: two
+// types sharing an attribute only over-count, which a reader of the counts
+// (pipeline.Receivers) takes as a possible receiver, never as none.
+func SubscriptionTypeAttr(typ string) string {
+	if typ == "*" {
+		return "t_all"
+	}
+	name := "t_" + strings.ReplaceAll(typ, ".", "__")
+	if store.ValidAttr(name) == nil {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(typ))
+	return fmt.Sprintf("t_%08x", h.Sum32())
+}
+
 // Numeric attributes of webhook items.
 const (
 	SubscriptionCountAttr = "n"
+	// SubscriptionTypedAttr, 1 on a SubscriptionCountKey item, says that
+	// its per-type counts (SubscriptionTypeAttr) are complete: kept by
+	// every transaction since the vendor's first subscription. An item
+	// written before them (issue 26) lacks it and never gains it.
+	SubscriptionTypedAttr = "typed"
 	// SuccessesAttr counted a subscription's successful deliveries until
 	// issue 26 (builds since count none; RecoveredAttr took its place).
 	SuccessesAttr = "successes"
@@ -415,6 +440,12 @@ const PendingPrefix = "PENDING#"
 
 // PendingShard is the partition of marker shard n.
 func PendingShard(n int) string { return fmt.Sprintf("%s%02d", PendingPrefix, n) }
+
+// EventUnmarkedAttr, 1 on an event item, says that its transaction wrote
+// no pending marker for it: no subscription of its vendor could receive it
+// when the write was admitted (pipeline.Pending.Mark), so the router has
+// no marker to delete.
+const EventUnmarkedAttr = "unmarked"
 
 // PendingKey is the marker of the routed item at k: written in the
 // transaction that inserts k, deleted once the router has sent its work.

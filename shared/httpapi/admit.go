@@ -11,6 +11,7 @@ import (
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/pairing"
+	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/readahead"
@@ -78,17 +79,22 @@ func (s *Server) admitVouched(ctx context.Context, c *Call, rt Route, raw, vendo
 		ahead = append(ahead, datamodel.VendorKey(p.Vendor.ID))
 	}
 	c.view.gate.ahead.set(ahead, items, pages)
+	c.readReceivers(vendorID, ahead, items)
 	return p, nil
 }
 
 // startBeside spends the vendor's window and starts the route's page
 // queries beside the batch read the caller makes next, and returns the
-// route's read-ahead keys for that batch.
+// route's read-ahead keys for that batch; a write's include the vendor's
+// subscription counts (readReceivers), a read's do not.
 func (s *Server) startBeside(ctx context.Context, c *Call, rt Route, vendorID string) ([]store.Key, []*readahead.Pending) {
 	s.spendRate(ctx, c, rt, vendorID)
 	var ahead []store.Key
 	if rt.ReadAhead != nil {
 		ahead = rt.ReadAhead(c)
+	}
+	if classOf(rt) == ratelimit.Write {
+		ahead = append(ahead, datamodel.SubscriptionCountKey(vendorID))
 	}
 	return ahead, s.startPages(ctx, c, rt)
 }
@@ -127,7 +133,22 @@ func (s *Server) admitChecked(ctx context.Context, c *Call, rt Route, raw, vendo
 		return auth.Principal{}, err
 	}
 	c.view.gate.ahead.set(append(ahead, datamodel.VendorKey(vendorID)), items, pages)
+	c.readReceivers(vendorID, ahead, items)
 	return p, nil
+}
+
+// readReceivers keeps what the admission batch read of the vendor's
+// subscription counts (a write's: startBeside), for the request's
+// transactions (pipeline.Pending.Mark writes no marker for an event
+// no subscription could receive).
+func (c *Call) readReceivers(vendorID string, keys []store.Key, items []store.Item) {
+	k := datamodel.SubscriptionCountKey(vendorID)
+	for i, have := range keys {
+		if have == k && i < len(items) {
+			c.receivers, c.hasReceivers = pipeline.ReceiversOf(vendorID, items[i]), true
+			return
+		}
+	}
 }
 
 // startPages starts the queries a list route declares, beside the

@@ -23,7 +23,9 @@ import (
 // BenchmarkEventWork measures, on DynamoDB Local, the background work one
 // write starts in the deployed shape, for the bill (scripts/bill): the
 // stream router's part, which every event costs (the routing rules, then
-// the delete of the change's pending marker), and one webhook delivery's
+// the delete of the change's pending marker; route-unmarked-* the same
+// for an event written without a marker, whose routing deletes none:
+// pipeline.Pending.Mark), and one webhook delivery's
 // part (the webhook worker's handler for a fresh message: its vendor's
 // slot, the event and subscription reads, the claim, the attempt's record),
 // with a receiver that answers at once. Each op is an adjustment made
@@ -57,7 +59,7 @@ func BenchmarkEventWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var route, delivery bgWork
+	var route, routeUnmarked, delivery bgWork
 	var sends, deliveries int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -105,6 +107,18 @@ func BenchmarkEventWork(b *testing.B) {
 		if left := q.take(); len(left) != 0 {
 			b.Fatalf("the delivery sent %d more messages (a retry or deferral): %+v", len(left), left)
 		}
+
+		// The stream router on an event written without a marker (no
+		// subscription could receive it when it was written): the same
+		// rules, no marker to delete. Its messages are not delivered.
+		unmarked := it
+		unmarked.Nums = map[string]int64{datamodel.EventUnmarkedAttr: 1}
+		ctx, uc := roundtrip.With(context.Background())
+		if n, err := router.Route(ctx, []store.Change{{Kind: store.Inserted, Key: k, New: &unmarked}}); err != nil || n != 1 {
+			b.Fatalf("route unmarked: %d routed, %v", n, err)
+		}
+		routeUnmarked.add(uc)
+		q.take()
 	}
 	b.StopTimer()
 	n := float64(b.N)
@@ -112,6 +126,9 @@ func BenchmarkEventWork(b *testing.B) {
 	b.ReportMetric(route.write/n, "route-wru/op")
 	b.ReportMetric(route.waits/n, "route-waits/op")
 	b.ReportMetric(route.logs/n, "route-log-B/op")
+	b.ReportMetric(routeUnmarked.read/n, "route-unmarked-rru/op")
+	b.ReportMetric(routeUnmarked.write/n, "route-unmarked-wru/op")
+	b.ReportMetric(routeUnmarked.waits/n, "route-unmarked-waits/op")
 	b.ReportMetric(float64(sends)/n, "sends/op")
 	if deliveries == 0 {
 		b.Fatal("no delivery was routed")

@@ -15,6 +15,7 @@ import (
 	"github.com/moku/sellerapi/shared/auth"
 	"github.com/moku/sellerapi/shared/errs"
 	"github.com/moku/sellerapi/shared/pairing"
+	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/roundtrip"
 )
@@ -49,6 +50,11 @@ type Call struct {
 	// and what it read ahead. The services the handler calls are bound
 	// to it (services.go); nothing finds it through the context.
 	view gatedStore
+	// receivers is what a write's admission read of its vendor's
+	// subscription counts, when hasReceivers: the request's transactions
+	// carry it in their context (serve).
+	receivers    pipeline.Receivers
+	hasReceivers bool
 }
 
 // store is the request's view of the store, for the services it calls.

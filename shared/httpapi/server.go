@@ -27,6 +27,7 @@ import (
 	"github.com/moku/sellerapi/shared/ids"
 	"github.com/moku/sellerapi/shared/media"
 	"github.com/moku/sellerapi/shared/openapi"
+	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/ratelimit"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/roundtrip"
@@ -315,6 +316,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	if err := s.admit(ctx, c, rt); err != nil {
 		c.fail(ctx, err)
 		return
+	}
+	if c.hasReceivers {
+		ctx = pipeline.WithReceivers(ctx, c.receivers)
 	}
 	if err := c.checkParams(); err != nil {
 		c.fail(ctx, err)

@@ -46,6 +46,7 @@ var onDynamoDB = map[string]string{
 	"TestIdempotencyConcurrent":                    "receipts claimed by racing requests",
 	"TestAdjustmentRace":                           "counters added in place by racing writers",
 	"TestWebhookSubscriptionLimitUnderConcurrency": "a per-vendor count held by a condition",
+	"TestSubscriptionCountsFollowEveryChange":      "per-type counts added in place by racing creates, changes and deletes",
 	"TestConcurrentClosesOfOneConflict":            "a versioned record closed by racers",
 	"TestAuthorityFencesWrites":                    "the authority fence as a condition on another item",
 	"TestRateWindows":                              "rate windows as counters on the table",

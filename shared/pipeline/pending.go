@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +43,10 @@ type Pending struct {
 	// Prefixes are the sort-key prefixes of the inserts the router routes
 	// (the router's Inserted).
 	Prefixes []string
-	Now      func() time.Time
+	// Kept are the event types some rule routes whatever the vendor's
+	// webhook subscriptions (seller orders' projections): always marked.
+	Kept []string
+	Now  func() time.Time
 }
 
 // marker is a marker's document: the key of its change's item.
@@ -51,18 +56,36 @@ type marker struct {
 }
 
 // Mark returns ops with a marker added for every insert (a put on the
-// condition that the item is absent) of a routed item. A transaction that
-// the markers would take over store.MaxTransactOps is left as it is: its
-// changes are routed by the stream alone, as before markers, rather than
-// the write refused.
-func (p Pending) Mark(ops []store.Op) []store.Op {
+// condition that the item is absent) of a routed item, but for an event
+// not of a Kept type that no subscription could receive by the Receivers
+// ctx carries (read in the write's admission; none carried, every event
+// is marked): that event is written with datamodel.EventUnmarkedAttr
+// instead, so that the router deletes no marker for it. Should the
+// stream mapping give up on such an event, its deliveries are lost, as
+// the contract allows; the router still routes it from the stream,
+// reading the subscriptions as they are then.
+// A transaction that the markers would take over store.MaxTransactOps is
+// left as it is: its changes are routed by the stream alone, as before
+// markers, rather than the write refused.
+func (p Pending) Mark(ctx context.Context, ops []store.Op) []store.Op {
+	rcv := ReceiversFrom(ctx)
+	rcv.note(ops)
 	var out []store.Op
-	for _, op := range ops {
+	for i, op := range ops {
 		if op.Kind != store.OpPut || !op.Cond.Absent || !hasPrefix(op.Item.SK, p.Prefixes) {
 			continue
 		}
 		if out == nil {
 			out = append(make([]store.Op, 0, len(ops)+1), ops...)
+		}
+		if typ, ok := eventType(op.Item); ok && !slices.Contains(p.Kept, typ) && !rcv.Could(op.Item.PK, typ) {
+			nums := maps.Clone(op.Item.Nums)
+			if nums == nil {
+				nums = make(map[string]int64, 1)
+			}
+			nums[datamodel.EventUnmarkedAttr] = 1
+			out[i].Item.Nums = nums
+			continue
 		}
 		k := datamodel.PendingKey(op.Item.Key())
 		doc, _ := json.Marshal(marker{PK: op.Item.PK, SK: op.Item.SK}) // strings only: cannot fail
@@ -73,6 +96,21 @@ func (p Pending) Mark(ops []store.Op) []store.Op {
 		return ops
 	}
 	return out
+}
+
+// eventType returns the type of the event it is; ok is false for any
+// other item, and for a document without a type.
+func eventType(it store.Item) (string, bool) {
+	if !strings.HasPrefix(it.SK, datamodel.EventPrefix) {
+		return "", false
+	}
+	var e struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(it.Data, &e) != nil || e.Type == "" {
+		return "", false
+	}
+	return e.Type, true
 }
 
 func hasPrefix(sk string, prefixes []string) bool {

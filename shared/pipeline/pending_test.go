@@ -11,6 +11,7 @@ import (
 
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
+	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/pipeline"
 	"github.com/moku/sellerapi/shared/store"
 	"github.com/moku/sellerapi/shared/store/dynamodb"
@@ -222,7 +223,7 @@ func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
 	put := func(sk string, c store.Cond) store.Op { return store.Put(store.Item{PK: "V", SK: sk, Version: 1}, c) }
 	ops := []store.Op{put("JOB#1", store.IfAbsent()), put("JOB#2", store.IfVersion(1)), put("OTHER#1", store.IfAbsent()),
 		store.Delete(store.Key{PK: "V", SK: "JOB#3"}, store.Cond{})}
-	got := p.Mark(ops)
+	got := p.Mark(context.Background(), ops)
 	if len(got) != len(ops)+1 || got[len(ops)].Item.Key() != datamodel.PendingKey(store.Key{PK: "V", SK: "JOB#1"}) {
 		t.Fatalf("marked %+v", got)
 	}
@@ -230,7 +231,7 @@ func TestMarkOnlyRoutedInsertsWithinTheLimit(t *testing.T) {
 	for i := range full {
 		full[i] = put(fmt.Sprintf("JOB#%03d", i), store.IfAbsent())
 	}
-	if got := p.Mark(full); len(got) != store.MaxTransactOps {
+	if got := p.Mark(context.Background(), full); len(got) != store.MaxTransactOps {
 		t.Fatalf("a full transaction grew to %d operations", len(got))
 	}
 }
@@ -309,5 +310,98 @@ func TestRouteStopsAtTheFirstFailedChange(t *testing.T) {
 	}
 	if got := markers(t, s); len(got) != 0 {
 		t.Fatalf("markers left: %v", got)
+	}
+}
+
+// TestMarkOnlyWhatASubscriptionCouldReceive: with a vendor's counts in the
+// context, an event no subscription could receive is flagged instead of
+// marked; every other routed insert (another vendor's event, an event of
+// a counted type or under a "*" subscription, a job, a document without
+// a type) is marked, as is everything without counts, under counts that
+// are not complete, and from the transaction that writes the counts on.
+func TestMarkOnlyWhatASubscriptionCouldReceive(t *testing.T) {
+	clk := clocktest.Fake(2026, 3, 1, 12, 0, 0)
+	p := pipeline.Pending{Prefixes: []string{datamodel.EventPrefix, "JOB#"}, Now: clk.Now}
+	ev := func(vendor, typ string) store.Op {
+		k := datamodel.EventKey(vendor, "evt_"+typ)
+		return store.Put(store.Item{PK: k.PK, SK: k.SK, Version: 1, Data: []byte(`{"id":"evt_1","type":"` + typ + `","data":{}}`)}, store.IfAbsent())
+	}
+	job := store.Put(store.Item{PK: datamodel.VendorPartition("v1"), SK: "JOB#1", Version: 1}, store.IfAbsent())
+	untyped := store.Put(store.Item{PK: datamodel.VendorPartition("v1"), SK: datamodel.EventPrefix + "x", Version: 1, Data: []byte(`{}`)}, store.IfAbsent())
+	counts := func(nums map[string]int64) store.Item {
+		k := datamodel.SubscriptionCountKey("v1")
+		return store.Item{PK: k.PK, SK: k.SK, Version: 1, Nums: nums}
+	}
+	complete := counts(map[string]int64{datamodel.SubscriptionCountAttr: 1, datamodel.SubscriptionTypedAttr: 1, datamodel.SubscriptionTypeAttr("product.created"): 1})
+	// marked says, per op, whether Mark gave it a marker.
+	marked := func(ctx context.Context, ops ...store.Op) []bool {
+		out := p.Mark(ctx, ops)
+		got := make([]bool, len(ops))
+		for i, op := range ops {
+			for _, m := range out[len(ops):] {
+				got[i] = got[i] || m.Item.Key() == datamodel.PendingKey(op.Item.Key())
+			}
+			flagged := out[i].Item.Nums[datamodel.EventUnmarkedAttr] == 1
+			if flagged == got[i] && (op.Kind == store.OpPut && op.Cond.Absent) {
+				t.Fatalf("op %d (%s): marked %v, flagged %v", i, op.Item.SK, got[i], flagged)
+			}
+		}
+		if ops[0].Item.Nums != nil {
+			t.Fatal("Mark changed the caller's item")
+		}
+		return got
+	}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		ops  []store.Op
+		want []bool
+	}{
+		{"no counts", context.Background(), []store.Op{ev("v1", "inventory_item.adjusted")}, []bool{true}},
+		{"no subscription", pipeline.WithReceivers(context.Background(), pipeline.ReceiversOf("v1", store.Item{})),
+			[]store.Op{ev("v1", "inventory_item.adjusted"), ev("v2", "inventory_item.adjusted"), job, untyped}, []bool{false, true, true, true}},
+		{"counted types", pipeline.WithReceivers(context.Background(), pipeline.ReceiversOf("v1", complete)),
+			[]store.Op{ev("v1", "inventory_item.adjusted"), ev("v1", "product.created")}, []bool{false, true}},
+		{"every type", pipeline.WithReceivers(context.Background(), pipeline.ReceiversOf("v1", counts(map[string]int64{datamodel.SubscriptionTypedAttr: 1, datamodel.SubscriptionTypeAttr("*"): 1}))),
+			[]store.Op{ev("v1", "inventory_item.adjusted")}, []bool{true}},
+		{"counts not complete", pipeline.WithReceivers(context.Background(), pipeline.ReceiversOf("v1", counts(map[string]int64{datamodel.SubscriptionCountAttr: 0}))),
+			[]store.Op{ev("v1", "inventory_item.adjusted")}, []bool{true}},
+	} {
+		if got := marked(c.ctx, c.ops...); !slices.Equal(got, c.want) {
+			t.Errorf("%s: marked %v, want %v", c.name, got, c.want)
+		}
+	}
+	// A transaction that writes the counts marks its events, and the
+	// request's later transactions too.
+	ctx := pipeline.WithReceivers(context.Background(), pipeline.ReceiversOf("v1", complete))
+	if got := marked(ctx, ev("v1", "inventory_item.adjusted")); got[0] {
+		t.Fatal("marked before the counts changed")
+	}
+	add := store.Add(datamodel.SubscriptionCountKey("v1"), map[string]int64{datamodel.SubscriptionTypeAttr("inventory_item.adjusted"): 1}, 0, store.Cond{})
+	if got := marked(ctx, ev("v1", "webhook_subscription.updated"), add); !got[0] {
+		t.Fatal("the transaction that changes the counts: its event unmarked")
+	}
+	if got := marked(ctx, ev("v1", "inventory_item.adjusted")); !got[0] {
+		t.Fatal("a transaction after the counts changed: unmarked")
+	}
+}
+
+// TestEveryEventTypeHasACountOfItsOwn: each event type's count attribute
+// is one the store takes, and no two types (nor "*") share one.
+func TestEveryEventTypeHasACountOfItsOwn(t *testing.T) {
+	seen := map[string]string{datamodel.SubscriptionTypeAttr("*"): "*"}
+	for _, typ := range event.Types() {
+		a := datamodel.SubscriptionTypeAttr(typ)
+		if err := store.ValidAttr(a); err != nil {
+			t.Errorf("%s: %v", typ, err)
+		}
+		if other, ok := seen[a]; ok {
+			t.Errorf("%s and %s share %s", typ, other, a)
+		}
+		seen[a] = typ
+	}
+	long := "a_very_long_resource_name.with_a_very_long_action_name"
+	if a := datamodel.SubscriptionTypeAttr(long); store.ValidAttr(a) != nil || a != datamodel.SubscriptionTypeAttr(long) {
+		t.Errorf("a type too long for a readable name: %q", a)
 	}
 }

@@ -248,9 +248,11 @@ func (r Router) messages(ctx context.Context, c store.Change) ([]Outgoing, error
 	return all, nil
 }
 
-// routed deletes c's pending marker, when the router keeps them.
+// routed deletes c's pending marker, when the router keeps them and c's
+// transaction wrote one (Pending.Mark): a delete of an absent item still
+// bills a write.
 func (r Router) routed(ctx context.Context, c store.Change) error {
-	if r.Pending == nil {
+	if r.Pending == nil || c.New != nil && c.New.Nums[datamodel.EventUnmarkedAttr] == 1 {
 		return nil
 	}
 	if err := r.Pending.Transact(ctx, store.Delete(datamodel.PendingKey(c.Key), store.Cond{})); err != nil {

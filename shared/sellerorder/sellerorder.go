@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,8 +79,14 @@ func (o Order) item() (store.Item, error) {
 	return store.Item{PK: k.PK, SK: k.SK, Version: o.Version, Data: data}, nil
 }
 
-// Rule sends every external_order.committed and .cancelled event to the
-// seller-orders queue.
+// Projected are the event types Rule sends to the seller-orders queue,
+// whatever the vendor's webhook subscriptions: their inserts always carry
+// a pending marker (pipeline.Pending.Kept).
+func Projected() []string {
+	return []string{event.ExternalOrderCommitted, event.ExternalOrderCancelled, event.SellerOrderShipped, event.SellerOrderCancelled}
+}
+
+// Rule sends every event of a Projected type to the seller-orders queue.
 func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 	if c.Kind != store.Inserted || c.New == nil || !strings.HasPrefix(c.Key.SK, datamodel.EventPrefix) {
 		return nil, nil
@@ -88,9 +95,7 @@ func Rule(_ context.Context, c store.Change) ([]pipeline.Outgoing, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch e.Type {
-	case event.ExternalOrderCommitted, event.ExternalOrderCancelled, event.SellerOrderShipped, event.SellerOrderCancelled:
-	default:
+	if !slices.Contains(Projected(), e.Type) {
 		return nil, nil
 	}
 	return []pipeline.Outgoing{{Queue: queue.SellerOrders, Body: c.New.Data}}, nil

@@ -259,7 +259,9 @@ func (s Service) checkDestination(ctx context.Context, d Destination) error {
 // PrepareCreate checks the destination (resolving an https host), builds the new
 // subscription with its secret, and returns the operations that store it,
 // count it against the vendor's limit (a counter with a bound, so that
-// concurrent creates cannot pass 20) and record its event.
+// concurrent creates cannot pass 20) and under each of its event types
+// (datamodel.SubscriptionTypeAttr: the vendor's first subscription writes
+// the counts complete, flagged so), and record its event.
 func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateInput) (store.Prepared[WithSecret], error) {
 	if err := s.checkDestination(ctx, in.Destination); err != nil {
 		return store.Prepared[WithSecret]{}, err
@@ -267,15 +269,19 @@ func (s Service) PrepareCreate(ctx context.Context, vendorID string, in CreateIn
 	ck := datamodel.SubscriptionCountKey(vendorID)
 	cit, err := s.Store.Get(ctx, ck)
 	var count store.Op
+	deltas := typeDeltas(nil, in.EventTypes)
+	deltas[datamodel.SubscriptionCountAttr] = 1
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		count = store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: map[string]int64{datamodel.SubscriptionCountAttr: 1}}, store.IfAbsent())
+		// The vendor's first subscription: the counts start complete.
+		deltas[datamodel.SubscriptionTypedAttr] = 1
+		count = store.Put(store.Item{PK: ck.PK, SK: ck.SK, Version: 1, Nums: deltas}, store.IfAbsent())
 	case err != nil:
 		return store.Prepared[WithSecret]{}, subscriptionErrors.Unavailable(err)
 	case cit.Nums[datamodel.SubscriptionCountAttr] >= MaxSubscriptions:
 		return store.Prepared[WithSecret]{}, limitErr()
 	default:
-		count = store.Add(ck, map[string]int64{datamodel.SubscriptionCountAttr: 1}, 0,
+		count = store.Add(ck, deltas, 0,
 			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.LT, Value: MaxSubscriptions}}})
 	}
 	now := s.Clock.Now()
@@ -354,6 +360,11 @@ func (s Service) Update(ctx context.Context, vendorID, id string, in UpdateInput
 		sub.Destination, sub.URL = *in.Destination, in.Destination.Address()
 	}
 	if in.EventTypes != nil && !slices.Equal(in.EventTypes, sub.EventTypes) {
+		if d := typeDeltas(sub.EventTypes, in.EventTypes); len(d) > 0 {
+			// Moved with the subscription's version: the types it had are
+			// those it has at the version the update is conditioned on.
+			extra = append(extra, store.Add(datamodel.SubscriptionCountKey(vendorID), d, 0, store.Cond{}))
+		}
 		sub.EventTypes = in.EventTypes
 		changed = append(changed, "event_types")
 	}
@@ -437,35 +448,51 @@ func (s Service) Rotate(ctx context.Context, vendorID, id string) (WithSecret, e
 	return WithSecret{View: sub.View(), Secret: sub.Secret}, nil
 }
 
+// deleteAttempts bounds the deletes of a subscription that changes under
+// them (a PATCH, the disable policy) between the read and the write.
+const deleteAttempts = 4
+
 // Delete removes a subscription and frees its place under the limit.
 // Deliveries already queued for it are dropped when they come up; its
-// attempt records expire on their own.
+// attempt records expire on their own. The delete is conditioned on the
+// version read, so that the per-type counts lose the event types the
+// subscription has when it goes; one changed meanwhile is read again.
 func (s Service) Delete(ctx context.Context, vendorID, id string) error {
-	sub, err := s.Get(ctx, vendorID, id)
+	for range deleteAttempts {
+		sub, err := s.Get(ctx, vendorID, id)
+		if err != nil {
+			return err
+		}
+		err = s.deleteAt(ctx, vendorID, sub)
+		if !store.IsCondition(err) {
+			return err
+		}
+	}
+	return errs.E(errs.CodeConflict, "the webhook subscription kept changing while it was deleted; retry")
+}
+
+// deleteAt deletes vendorID's sub as it was read: a condition error when
+// it changed or went since.
+func (s Service) deleteAt(ctx context.Context, vendorID string, sub Subscription) error {
+	ev, err := subscriptionEvent(s.Clock.Now(), vendorID, event.WebhookSubscriptionDeleted, sub.ID, map[string]any{"version": sub.Version})
 	if err != nil {
 		return err
 	}
-	now := s.Clock.Now()
-	ev, err := subscriptionEvent(now, vendorID, event.WebhookSubscriptionDeleted, id, map[string]any{"version": sub.Version})
-	if err != nil {
-		return err
-	}
+	deltas := typeDeltas(sub.EventTypes, nil)
+	deltas[datamodel.SubscriptionCountAttr] = -1
 	err = s.Store.Transact(ctx,
-		store.Delete(datamodel.SubscriptionKey(vendorID, id), store.Cond{Exists: true}),
-		store.Add(datamodel.SubscriptionCountKey(vendorID), map[string]int64{datamodel.SubscriptionCountAttr: -1}, 0,
+		store.Delete(datamodel.SubscriptionKey(vendorID, sub.ID), store.IfVersion(sub.Version)),
+		store.Add(datamodel.SubscriptionCountKey(vendorID), deltas, 0,
 			store.Cond{Bounds: []store.Bound{{Attr: datamodel.SubscriptionCountAttr, Cmp: store.GT, Value: 0}}}),
 		ev)
-	if store.IsCondition(err) {
-		return subscriptionErrors.NotFound()
-	}
-	if err != nil {
+	if err != nil && !store.IsCondition(err) {
 		var e *errs.Error
 		if errors.As(err, &e) {
 			return err
 		}
 		return errs.Unavailablef(err, "the webhook subscription could not be deleted")
 	}
-	return nil
+	return err
 }
 
 // SealPlaintext seals the signing secrets of a vendor's subscriptions that

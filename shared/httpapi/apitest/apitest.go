@@ -76,6 +76,9 @@ type Options struct {
 	// Headers are sent with every request Do makes (an edge's secret);
 	// a request's own Headers override them.
 	Headers map[string]string
+	// MarkPending, on DynamoDB, gives the store the transaction hook the
+	// deployed one has (app.MarkPending: the router's pending markers).
+	MarkPending bool
 }
 
 // Env is a running API.
@@ -126,9 +129,19 @@ var Start = clocktest.Date(2026, 3, 4, 10, 0, 30)
 // OpenStore opens an empty store of kind for a test.
 func OpenStore(t testing.TB, kind StoreKind, c *clock.Fake) store.Store {
 	t.Helper()
+	return openStore(t, kind, c, false)
+}
+
+// openStore is OpenStore, on DynamoDB with the deployed transaction hook
+// when marked.
+func openStore(t testing.TB, kind StoreKind, c *clock.Fake, marked bool) store.Store {
+	t.Helper()
 	switch kind {
 	case DynamoDB:
 		client, table := ddbtest.NewTable(t)
+		if marked {
+			return dynamodb.New(client, table, dynamodb.WithClock(c.Now), dynamodb.WithTransactHook(app.MarkPending(c.Now)))
+		}
 		return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
 	default:
 		s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
@@ -151,7 +164,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	ctx := context.Background()
 	fake := clock.NewFake(Start)
-	raw := OpenStore(t, o.Store, fake)
+	raw := openStore(t, o.Store, fake, o.MarkPending)
 	st := raw
 	if o.WrapStore != nil {
 		st = o.WrapStore(raw)

@@ -35,7 +35,7 @@ type Store struct {
 	table  string
 	now    func() time.Time
 	// hook, when set, may add operations to every transaction (WithTransactHook).
-	hook func([]store.Op) []store.Op
+	hook func(context.Context, []store.Op) []store.Op
 	// codec packs the documents it writes and unpacks those it reads.
 	codec *codec
 }
@@ -50,8 +50,9 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // WithTransactHook lets hook add operations to every Transact before it is
 // validated and sent, so that they commit or fail with the caller's (the
-// pipeline's pending-work markers, pipeline.Pending).
-func WithTransactHook(hook func([]store.Op) []store.Op) Option {
+// pipeline's pending-work markers, pipeline.Pending); it is given the
+// Transact's context, and what the request put there.
+func WithTransactHook(hook func(context.Context, []store.Op) []store.Op) Option {
 	return func(s *Store) { s.hook = hook }
 }
 

@@ -153,7 +153,7 @@ const conflictAttempts = 20
 // its own conditional request, anything else as TransactWriteItems.
 func (s *Store) Transact(ctx context.Context, ops ...store.Op) error {
 	if s.hook != nil {
-		ops = s.hook(ops)
+		ops = s.hook(ctx, ops)
 	}
 	if err := store.Validate(ops); err != nil {
 		return err
