@@ -29,12 +29,13 @@ import (
 // deliveries arrives, within the longest deferral.
 //
 // The tarpit lets go the moment B's third delivery arrives (no polling
-// in between): held for less than webhook.SlowReceiver, A's attempts are
-// not slow, its deferrals stay within seconds and its backlog arrives
-// within about half a minute; held longer (a loaded machine), its
-// backlog comes back spread over up to webhook.MaxDeferDelay
-// (docs/decisions.md, "A vendor's backlog comes back as its slots
-// free"), which the last wait allows.
+// in between). Held for less than webhook.SlowReceiver (counted from each
+// slot's take, a little before the tarpit sees the request), A's
+// attempts are not slow, its deferrals stay within seconds and its
+// backlog arrives within about half a minute; held longer (a loaded
+// machine), its backlog comes back spread over up to
+// webhook.MaxDeferDelay (docs/decisions.md, "A vendor's backlog comes
+// back as its slots free"), which the last wait allows.
 func TestFairDeliveryDeployedShape(t *testing.T) {
 	tplPath := cloudTemplate(t)
 	t.Parallel()
