@@ -10,15 +10,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/moku/sellerapi/shared/clock"
 	"github.com/moku/sellerapi/shared/clock/clocktest"
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/queue"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
-	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
 // TestEachAttemptIsMadeOnce: an event fanned out twice (the router's sweep
@@ -30,21 +26,7 @@ import (
 // duplicate retries make the next attempt once. Duplicates are handled at once, on real goroutines, on
 // both stores.
 func TestEachAttemptIsMadeOnce(t *testing.T) {
-	stores := map[string]func(t *testing.T, c *clock.Fake) store.Store{
-		"sqlite": func(t *testing.T, c *clock.Fake) store.Store {
-			s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"dynamodb": func(t *testing.T, c *clock.Fake) store.Store {
-			client, table := ddbtest.NewTable(t)
-			return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
-		},
-	}
-	for name, open := range stores {
+	for name, open := range slotStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)

@@ -23,10 +23,12 @@ import (
 // that the next delivery is made in the fresh lane again. A failed
 // attempt's retry, and a retry found in the fresh lane, go to the slow
 // lane. With the slots and marks in memory (the local server) and in
-// each store (the worker Lambdas).
+// each store (the worker Lambdas), side by side: each waits out a slow
+// attempt on the wall clock (how long an attempt took is measured so).
 func TestSlowReceiverMovesItsDeliveriesToTheSlowLane(t *testing.T) {
 	for name, open := range slotKeepers() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
 			st, slots := open(t, clk)

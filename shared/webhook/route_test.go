@@ -254,67 +254,32 @@ func TestFanOutLooksOnlyBeyondTheSlots(t *testing.T) {
 	}
 }
 
-// TestMarkedBurstSkipsTheFreshLane measures the fan-out's slot look on the
-// load test's tarpit minute: 12 events to 20 subscriptions all marked
-// slow, the vendor's 4 slots held by slow 19 s attempts throughout. When
-// the fan-out leaves every delivery in the fresh lane (as before), all 240
-// are handled there first, only to be deferred; when it looks, none is,
-// and the deliveries are handled over the simulated minute about 240
-// times fewer, with no request made and none lost. On both stores and in
-// memory.
+// TestMarkedBurstSkipsTheFreshLane measures the fan-out's slot look on
+// the tarpit minute (tarpitMinute). When the fan-out leaves every
+// delivery in the fresh lane (as before), all 240 are handled there
+// first, only to be deferred; when it looks, none is, and the deliveries
+// are handled over the simulated minute about 240 times fewer, with no
+// request made and none lost. In memory and on the embedded store, and
+// on DynamoDB Local with SELLERAPI_TEST_STORES=all: the look it makes
+// there is TestFanOutSendsMarkedSubscriptionsToTheSlowLane's, and the
+// worker's deferrals over those slots TestDeferralStormIsSpread's.
 func TestMarkedBurstSkipsTheFreshLane(t *testing.T) {
-	const (
-		vendorID = "ven_tarpit"
-		events   = 12
-		messages = events * MaxSubscriptions
-	)
 	for name, open := range slotKeepers() {
+		if name == "dynamodb" && !onDynamoDB() {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
-			counts := map[string]int{}
-			for _, fanOut := range []string{"all fresh", "looked"} {
-				ctx := context.Background()
-				clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
-				st, slots := open(t, clk)
-				var posts atomic.Int64
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
-				defer srv.Close()
-				q := &simQueue{clk: clk}
-				d := Deliverer{Store: st, Clock: clk, Queue: q, Policy: Policy{AllowLoopback: true}, Jitter: lockedJitter(25), Slots: slots, Secrets: testBox(t)}
-				subs, _ := stormVendor(t, st, clk, d, vendorID, srv.URL+"/tarpit", MaxSubscriptions, 0)
-				for _, id := range subs {
-					if err := slots.MarkSlow(ctx, vendorID, id, clk.Now().Add(SlowMark)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				cycle := tarpitHolds(t, clk, slots, vendorID, subs, 19*time.Second)
-				rule := d
-				if fanOut == "all fresh" {
-					rule.Slots = nil
-				}
-				fresh := 0
-				for i := range events {
-					for _, o := range fanOutEvent(t, st, clk, rule, vendorID, fmt.Sprintf("prd_%d", i)) {
-						if o.Queue == queue.WebhookDeliveries {
-							fresh++
-						}
-						if err := q.Send(ctx, o.Queue, o.Body, o.Delay); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				handled := q.run(t, d, clk.Now().Add(time.Minute), cycle)
-				counts[fanOut] = handled
-				t.Logf("fan-out %s: %d deliveries to the fresh lane, %d messages handled, %d deferrals sent (the fan-out's included) in the minute", fanOut, fresh, handled, q.deferrals)
-				if posts.Load() != 0 || len(q.pending) != messages {
-					t.Fatalf("fan-out %s: %d requests made, %d deliveries queued; want none and all %d", fanOut, posts.Load(), len(q.pending), messages)
-				}
-				if want := map[string]int{"all fresh": messages, "looked": 0}[fanOut]; fresh != want {
-					t.Fatalf("fan-out %s: %d deliveries to the fresh lane, want %d", fanOut, fresh, want)
-				}
+			allFresh, fresh := tarpitMinute(t, open, false, false)
+			if fresh != tarpitMessages {
+				t.Fatalf("a fan-out that did not look sent %d deliveries to the fresh lane, want all %d", fresh, tarpitMessages)
 			}
-			if counts["looked"] > counts["all fresh"]-messages/2 {
+			looked, fresh := tarpitMinute(t, open, false, true)
+			if fresh != 0 {
+				t.Fatalf("a fan-out that looked sent %d deliveries to the fresh lane, want none", fresh)
+			}
+			if looked > allFresh-tarpitMessages/2 {
 				t.Fatalf("the deliveries were handled %d times in the minute after a fan-out that looked, %d after one that did not; want at least %d fewer",
-					counts["looked"], counts["all fresh"], messages/2)
+					looked, allFresh, tarpitMessages/2)
 			}
 		})
 	}

@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +21,33 @@ import (
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
+// storesEnv chooses the stores this package's tests run on, as it does
+// for the HTTP suites (apitest.StoresEnv, docs/decisions.md "The test
+// loop"): unset, the embedded store and DynamoDB Local, but the heavy
+// simulations whose store operations a cheaper test already runs there
+// on the embedded store alone (onDynamoDB); "all", every test on both;
+// "sqlite", the embedded store only (`make test`'s second clock pass).
+const storesEnv = "SELLERAPI_TEST_STORES"
+
+// storesMode reads storesEnv. Another value panics: a typo must not
+// quietly turn the DynamoDB runs off.
+func storesMode() string {
+	switch v := os.Getenv(storesEnv); v {
+	case "", "all", "sqlite":
+		return v
+	default:
+		panic(fmt.Sprintf("webhook tests: %s=%q: want all, sqlite or unset", storesEnv, v))
+	}
+}
+
+// onDynamoDB reports whether a heavy simulation runs on DynamoDB Local
+// too: only when storesEnv is "all".
+func onDynamoDB() bool { return storesMode() == "all" }
+
+// slotStores are the stores a test runs on: the embedded one, and
+// DynamoDB Local unless storesEnv is "sqlite".
 func slotStores() map[string]func(t *testing.T, c *clock.Fake) store.Store {
-	return map[string]func(t *testing.T, c *clock.Fake) store.Store{
+	stores := map[string]func(t *testing.T, c *clock.Fake) store.Store{
 		"sqlite": func(t *testing.T, c *clock.Fake) store.Store {
 			s, err := sqlite.Open(t.TempDir(), sqlite.WithClock(c.Now))
 			if err != nil {
@@ -29,11 +56,14 @@ func slotStores() map[string]func(t *testing.T, c *clock.Fake) store.Store {
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
-		"dynamodb": func(t *testing.T, c *clock.Fake) store.Store {
+	}
+	if storesMode() != "sqlite" {
+		stores["dynamodb"] = func(t *testing.T, c *clock.Fake) store.Store {
 			client, table := ddbtest.NewTable(t)
 			return dynamodb.New(client, table, dynamodb.WithClock(c.Now))
-		},
+		}
 	}
+	return stores
 }
 
 // race has takers goroutines try, all at once, to take a slot of vendor
