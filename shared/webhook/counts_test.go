@@ -9,8 +9,6 @@ import (
 	"github.com/moku/sellerapi/shared/datamodel"
 	"github.com/moku/sellerapi/shared/event"
 	"github.com/moku/sellerapi/shared/store"
-	"github.com/moku/sellerapi/shared/store/dynamodb"
-	"github.com/moku/sellerapi/shared/store/dynamodb/ddbtest"
 	"github.com/moku/sellerapi/shared/store/sqlite"
 )
 
@@ -108,24 +106,12 @@ func countsOf(t *testing.T, st store.Store) map[string]int64 {
 // change commits between the recount's reads and its write; a complete
 // item, or none, is left alone. On both stores.
 func TestRecountCompletesAnOlderBuildsCounts(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) store.Store{
-		"sqlite": func(t *testing.T) store.Store {
-			s, err := sqlite.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"dynamodb": func(t *testing.T) store.Store {
-			client, table := ddbtest.NewTable(t)
-			return dynamodb.New(client, table)
-		},
-	} {
+	for name, open := range slotStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st := open(t)
-			svc := Service{Store: st, Clock: clocktest.Fake(2026, 3, 4, 10, 0, 0), Policy: Policy{AllowLoopback: true}, Secrets: testBox(t)}
+			clk := clocktest.Fake(2026, 3, 4, 10, 0, 0)
+			st := open(t, clk)
+			svc := Service{Store: st, Clock: clk, Policy: Policy{AllowLoopback: true}, Secrets: testBox(t)}
 			if done, err := svc.Recount(ctx, preparingVendor); done || err != nil {
 				t.Fatalf("a vendor without subscriptions: recounted %v, %v", done, err)
 			}
